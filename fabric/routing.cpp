@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Packet transport: cables, switch relay through the LFT/MFT, directed-route
+// hop processing and delivery to the node at the end of the path.
+//
+//   send(egress) -> carry: cross a cable, count, arrive
+//        CA      -> caArrive -> deliver -> HostStack::receive | idleHostReceive
+//        switch  -> relay    -> LFT/MFT or DR next hop -> carry on
+//                            -> addressed to the switch -> deliver (SMA/PMA)
+//
+// Drops follow hardware: a down link or a non-Active egress for data
+// (PortXmitDiscards), an unprogrammed LFT entry or a DLID above
+// LinearFDBTop (PortRcvSwitchRelayErrors), a bad DR path (VL15Dropped).
+#include "fabric/process_mad.h"
+#include "fabric/smi.h"
+#include "fabric/subnet.h"
+
+namespace ibemu::fabric {
+
+namespace {
+
+constexpr unsigned kMaxHops = 255;
+
+bool isDrSmp(const Packet &pkt)
+{
+	return pkt.isVl15() && pkt.mad[1] == IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE;
+}
+
+template <typename T>
+void addSaturating(T &counter, uint64_t n)
+{
+	constexpr uint64_t max = static_cast<T>(~T{ 0 });
+	uint64_t v = counter + n;
+	counter = static_cast<T>(v > max ? max : v);
+}
+
+} /* namespace */
+
+void Subnet::countXmit(Port &p, const Packet &pkt)
+{
+	PortCounters &c = p.counters;
+	uint32_t words = pkt.wireBytes() / 4;
+	addSaturating(c.xmitPkts, 1);
+	addSaturating(c.xmitData, words);
+	c.extXmitPkts++;
+	c.extXmitData += words;
+	if (pkt.isMulticast())
+		c.extMulticastXmitPkts++;
+	else
+		c.extUnicastXmitPkts++;
+}
+
+void Subnet::countRcv(Port &p, const Packet &pkt)
+{
+	PortCounters &c = p.counters;
+	uint32_t words = pkt.wireBytes() / 4;
+	addSaturating(c.rcvPkts, 1);
+	addSaturating(c.rcvData, words);
+	c.extRcvPkts++;
+	c.extRcvData += words;
+	if (pkt.isMulticast())
+		c.extMulticastRcvPkts++;
+	else
+		c.extUnicastRcvPkts++;
+}
+
+void Subnet::drop(Port *, const char *)
+{
+	dropped_++;
+}
+
+void Subnet::send(Port &egress, Packet pkt)
+{
+	queue_.push_back({ &egress, std::move(pkt) });
+	drain();
+}
+
+void Subnet::drain()
+{
+	if (draining_)
+		return;
+	draining_ = true;
+	while (!queue_.empty()) {
+		Transit t = std::move(queue_.front());
+		queue_.pop_front();
+		carry(t.egress, t.pkt);
+	}
+	draining_ = false;
+}
+
+void Subnet::carry(Port *out, Packet &pkt)
+{
+	for (unsigned hop = 0; hop < kMaxHops; hop++) {
+		Port *in = out->peer;
+		if (!in || !out->linkUp() || !in->linkUp()) {
+			addSaturating(out->counters.xmitDiscards, 1);
+			return drop(out, "link down");
+		}
+		if (!pkt.isVl15() && out->state != PortState::Active) {
+			addSaturating(out->counters.xmitDiscards, 1);
+			return drop(out, "egress not active");
+		}
+		countXmit(*out, pkt);
+		countRcv(*in, pkt);
+		if (!pkt.isVl15() && in->state != PortState::Armed && in->state != PortState::Active) {
+			addSaturating(in->counters.rcvErrors, 1);
+			return drop(in, "ingress not armed");
+		}
+
+		Node &node = *in->node;
+		if (!node.isSwitch()) {
+			if (pkt.dlid == IB_LID_PERMISSIVE) {
+				if (isDrSmp(pkt)) {
+					routeDr(node, *in, pkt, false);
+					return;
+				}
+				if (pkt.isVl15())
+					return deliver(*in, pkt);
+				addSaturating(in->counters.rcvErrors, 1);
+				return drop(in, "permissive DLID on a GMP");
+			}
+			if (ownsLid(*in, pkt.dlid)) {
+				if (isDrSmp(pkt)) {
+					routeDr(node, *in, pkt, true);
+					return;
+				}
+				return deliver(*in, pkt);
+			}
+			if (pkt.isMulticast() && in->host)
+				return deliver(*in, pkt);
+			addSaturating(in->counters.rcvErrors, 1);
+			return drop(in, "DLID not ours");
+		}
+		out = relay(node, *in, pkt);
+		if (!out)
+			return;
+	}
+	drop(out, "hop limit");
+}
+
+Port *Subnet::relay(Node &sw, Port &in, Packet &pkt)
+{
+	if (pkt.dlid == IB_LID_PERMISSIVE) {
+		if (isDrSmp(pkt))
+			return routeDr(sw, in, pkt, false);
+		if (pkt.isVl15()) {
+			deliver(in, pkt);
+			return nullptr;
+		}
+		addSaturating(in.counters.rcvErrors, 1);
+		drop(&in, "permissive DLID on a GMP");
+		return nullptr;
+	}
+	if (ownsLid(sw.port(0), pkt.dlid)) {
+		if (isDrSmp(pkt))
+			return routeDr(sw, in, pkt, true);
+		deliver(in, pkt);
+		return nullptr;
+	}
+	return lftEgress(sw, &in, pkt);
+}
+
+Port *Subnet::routeDr(Node &node, Port &in, Packet &pkt, bool lidArrival)
+{
+	ib_smp &s = *smp(pkt.mad);
+	bool isSwitch = node.isSwitch();
+	smi::Decision d = lidArrival ? smi::lidArrival(s, isSwitch, in.num, node.numPorts)
+				     : smi::receive(s, isSwitch, in.num, node.numPorts);
+	switch (d.action) {
+	case smi::Action::Drop:
+		addSaturating(in.counters.vl15Dropped, 1);
+		drop(&in, "bad directed route");
+		return nullptr;
+	case smi::Action::Local:
+		deliver(in, pkt);
+		return nullptr;
+	case smi::Action::SendPort:
+		pkt.slid = IB_LID_PERMISSIVE;
+		pkt.dlid = IB_LID_PERMISSIVE;
+		if (!isSwitch) {
+			/* a CA starting a directed segment it was LID-routed to */
+			send(node.port(d.port), pkt);
+			return nullptr;
+		}
+		return &node.port(d.port);
+	case smi::Action::SendLid:
+		pkt.dlid = d.lid;
+		pkt.slid = node.mgmtPort(in.num).lid;
+		if (ownsLid(node.mgmtPort(in.num), d.lid))
+			return routeDr(node, in, pkt, true);
+		return isSwitch ? lftEgress(node, &in, pkt) : nullptr;
+	}
+	return nullptr;
+}
+
+Port *Subnet::lftEgress(Node &sw, Port *in, Packet &pkt)
+{
+	SwitchState &st = *sw.sw;
+	if (pkt.isMulticast()) {
+		unsigned positions = (sw.numPorts + 16) / 16;
+		size_t base = size_t(pkt.dlid - IB_MULTICAST_LID_BASE) * positions;
+		if (base + positions > st.mft.size()) {
+			if (in)
+				addSaturating(in->counters.rcvSwitchRelayErrors, 1);
+			drop(in, "MFT entry not programmed");
+			return nullptr;
+		}
+		for (unsigned pos = 0; pos < positions; pos++) {
+			uint16_t mask = st.mft[base + pos];
+			for (unsigned bit = 0; bit < 16; bit++) {
+				unsigned num = pos * 16 + bit;
+				if (!(mask & (1u << bit)) || num == 0 || num > sw.numPorts)
+					continue;
+				if (in && num == in->num)
+					continue;
+				queue_.push_back({ &sw.port(num), pkt });
+			}
+		}
+		return nullptr;
+	}
+
+	uint8_t outNum = st.lftEntry(pkt.dlid);
+	if (pkt.dlid > st.linearFdbTop || outNum == 0xff || outNum == 0 || outNum > sw.numPorts) {
+		if (in)
+			addSaturating(in->counters.rcvSwitchRelayErrors, 1);
+		drop(in, "no LFT entry");
+		return nullptr;
+	}
+	return &sw.port(outNum);
+}
+
+void Subnet::sendFromNode(Port &port, Packet pkt)
+{
+	Node &n = *port.node;
+	if (!n.isSwitch())
+		return send(port, std::move(pkt));
+	if (ownsLid(n.port(0), pkt.dlid)) {
+		deliver(n.port(0), pkt);
+		return;
+	}
+	if (Port *egress = lftEgress(n, nullptr, pkt))
+		send(*egress, std::move(pkt));
+	else
+		drain();
+}
+
+void Subnet::respond(Port &port, const Packet &req, const Mad &resp)
+{
+	Node &n = *port.node;
+	Packet out;
+	out.mad = resp;
+	out.sl = req.sl;
+	out.srcQp = req.dstQp;
+	out.dstQp = req.srcQp;
+	out.pkey = req.pkey;
+	out.qkey = out.dstQp == IB_QP0 ? 0 : IB_QP1_QKEY;
+
+	if (isDrSmp(req)) {
+		ib_smp &s = *smp(out.mad);
+		smi::Decision d = smi::send(s, n.numPorts, req.slid);
+		switch (d.action) {
+		case smi::Action::Drop:
+			return drop(&port, "bad directed route in response");
+		case smi::Action::Local:
+			return deliver(port, out);
+		case smi::Action::SendPort:
+			return send(n.port(d.port), out);
+		case smi::Action::SendLid:
+			out.dlid = d.lid;
+			out.slid = n.mgmtPort(port.num).lid;
+			return sendFromNode(n.mgmtPort(port.num), out);
+		}
+		return;
+	}
+
+	out.dlid = req.slid;
+	Port &mgmt = n.mgmtPort(port.num);
+	out.slid = (req.dlid != IB_LID_PERMISSIVE && !req.isMulticast()) ? req.dlid : mgmt.lid;
+	if (req.grh) {
+		out.grh = true;
+		out.sgid = req.dgid;
+		out.dgid = req.sgid;
+		out.hopLimit = 0xff;
+		out.trafficClass = req.trafficClass;
+		out.flowLabel = req.flowLabel;
+	}
+	sendFromNode(mgmt.node->isSwitch() ? mgmt : port, out);
+}
+
+void Subnet::deliver(Port &port, const Packet &pkt)
+{
+	if (port.host)
+		port.host->receive(port, pkt);
+	else
+		idleHostReceive(*this, port, pkt);
+}
+
+} /* namespace ibemu::fabric */

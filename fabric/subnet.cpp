@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Subnet ownership: creating nodes with spec defaults and finding them again.
+#include "fabric/subnet.h"
+
+#include "fabric/capability.h"
+
+#include <cassert>
+#include <stdexcept>
+
+namespace ibemu::fabric {
+
+namespace {
+
+/* Default SLtoVL: SL n on VL n modulo the data VLs a VLCap of 4 gives (VL0-7). */
+Sl2Vl defaultSl2Vl()
+{
+	Sl2Vl t{};
+	for (unsigned sl = 0; sl < t.size(); sl++)
+		t[sl] = static_cast<uint8_t>(sl % 8);
+	return t;
+}
+
+void initPort(Node &node, Port &p, unsigned num)
+{
+	p.node = &node;
+	p.num = static_cast<uint8_t>(num);
+	p.pkeys.assign(1, 0xffff);
+	p.sl2vl = defaultSl2Vl();
+	p.linkWidthSupported = kWidth1x | kWidth4x;
+	p.linkWidthEnabled = p.linkWidthSupported;
+	p.speedSupported = Speed::QDR;
+	p.linkSpeedEnabled = 0x7;
+	p.linkSpeedExtEnabled = 0;
+
+	if (node.isSwitch()) {
+		/* switch ports share the node GUID (IBA 14.2.5.3) */
+		p.guid = node.nodeGuid;
+		if (num == 0) {
+			p.capMask = kSwitchPort0CapMask;
+			p.physState = PhysState::LinkUp; /* port 0 is always up */
+			p.state = PortState::Down;
+			p.linkWidthActive = kWidth4x;
+			p.speedActive = Speed::SDR;
+			p.mtuCap = kMtu4096;
+			p.neighborMtu = kMtu4096;
+		}
+	} else {
+		p.guid = node.nodeGuid + num;
+		p.capMask = kCaPortCapMask;
+	}
+	if (!(node.isSwitch() && num == 0)) {
+		p.state = PortState::Down;
+		p.physState = PhysState::Polling;
+	}
+}
+
+} /* namespace */
+
+Subnet::Subnet() = default;
+Subnet::~Subnet() = default;
+
+Node &Subnet::addNode(NodeType type, unsigned numPorts, std::string name, uint64_t nodeGuid)
+{
+	assert(numPorts >= 1 && numPorts <= 254);
+	auto node = std::make_unique<Node>();
+	Node &n = *node;
+	n.type = type;
+	n.numPorts = static_cast<uint8_t>(numPorts);
+	n.name = std::move(name);
+	n.desc = n.name;
+	n.nodeGuid = nodeGuid;
+	n.sysImageGuid = nodeGuid;
+	n.index = static_cast<uint32_t>(nodes_.size());
+	if (type == NodeType::Switch) {
+		n.deviceId = kDefaultSwitchDeviceId;
+		n.partitionCap = 8;
+		n.sw = std::make_unique<SwitchState>();
+		n.ports.resize(numPorts + 1);
+		numSwitches_++;
+	} else {
+		n.deviceId = kDefaultCaDeviceId;
+		n.partitionCap = 128;
+		n.ports.resize(numPorts);
+		if (type == NodeType::CA)
+			numCas_++;
+		else
+			numRouters_++;
+	}
+	for (unsigned num = n.firstPort(); num <= numPorts; num++)
+		initPort(n, n.port(num), num);
+
+	byName_.emplace(n.name, &n);
+	byGuid_.emplace(n.nodeGuid, &n);
+	for (auto &p : n.ports)
+		portByGuid_.emplace(p.guid, &p);
+	nodes_.push_back(std::move(node));
+	return n;
+}
+
+Node *Subnet::findNode(std::string_view name) const
+{
+	auto it = byName_.find(std::string(name));
+	return it == byName_.end() ? nullptr : it->second;
+}
+
+Node *Subnet::findNodeByGuid(uint64_t guid) const
+{
+	auto it = byGuid_.find(guid);
+	return it == byGuid_.end() ? nullptr : it->second;
+}
+
+Port *Subnet::findPortByGuid(uint64_t guid) const
+{
+	auto it = portByGuid_.find(guid);
+	return it == portByGuid_.end() ? nullptr : it->second;
+}
+
+uint16_t Port::pkeyCap() const
+{
+	if (node->isSwitch() && num != 0)
+		return node->sw->partitionEnforcementCap;
+	return node->partitionCap;
+}
+
+void Subnet::setPortGuid(Port &p, uint64_t guid)
+{
+	auto it = portByGuid_.find(p.guid);
+	if (it != portByGuid_.end() && it->second == &p)
+		portByGuid_.erase(it);
+	p.guid = guid;
+	portByGuid_.emplace(guid, &p);
+}
+
+bool ownsLid(const Port &p, uint16_t lid)
+{
+	if (p.lid == 0 || lid == 0 || lid >= IB_MULTICAST_LID_BASE)
+		return false;
+	uint16_t mask = static_cast<uint16_t>(~((1u << p.lmc) - 1));
+	return (lid & mask) == (p.lid & mask);
+}
+
+Port *Subnet::findPortByLid(uint16_t lid) const
+{
+	for (const auto &n : nodes_) {
+		if (n->isSwitch()) {
+			if (ownsLid(n->port(0), lid))
+				return &n->port(0);
+			continue;
+		}
+		for (auto &p : n->ports)
+			if (ownsLid(p, lid))
+				return &p;
+	}
+	return nullptr;
+}
+
+} /* namespace ibemu::fabric */

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The simulated subnet: owns the nodes, joins ports with cables, moves
+// packets between them.
+//
+// Where things happen:
+//   subnet.cpp   node creation, lookup, cables
+//   link.cpp     link training and port state changes (IBA 7.2, 14.2.5.6)
+//   routing.cpp  packet transport: LID routing through LFTs, DR hop
+//                processing (smi.cpp), delivery to SMA/PMA/host stacks
+//   sma.cpp      the subnet management agent of every node
+//   pma.cpp      the performance management agent of every port
+//
+// Not thread-safe: the daemon's io_context thread owns a Subnet.
+#pragma once
+
+#include "fabric/node.h"
+#include "fabric/packet.h"
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace ibemu::fabric {
+
+class Subnet {
+public:
+	Subnet();
+	~Subnet();
+	Subnet(const Subnet &) = delete;
+	Subnet &operator=(const Subnet &) = delete;
+
+	/* --- nodes (subnet.cpp) --- */
+
+	/* Creates a node with default attributes; name and GUID must be unique. */
+	Node &addNode(NodeType type, unsigned numPorts, std::string name, uint64_t nodeGuid);
+	const std::vector<std::unique_ptr<Node>> &nodes() const { return nodes_; }
+	Node *findNode(std::string_view name) const;
+	Node *findNodeByGuid(uint64_t guid) const;
+	Port *findPortByGuid(uint64_t guid) const;
+	/* A port (CA port or switch port 0) whose LID range covers lid, if any. */
+	Port *findPortByLid(uint16_t lid) const;
+	/* Changes a port's GUID (topology files may give CA port GUIDs). */
+	void setPortGuid(Port &p, uint64_t guid);
+	size_t numSwitches() const { return numSwitches_; }
+	size_t numCas() const { return numCas_; }
+	size_t numRouters() const { return numRouters_; }
+	size_t numLinks() const { return numLinks_; }
+
+	/* --- cables and link state (link.cpp) --- */
+
+	/* Joins two ports with a cable and trains the link if both ends are
+	 * enabled. Returns 0, -EBUSY if a port is already cabled, -EINVAL for a
+	 * port cabled to itself or to port 0 of a switch. */
+	int connect(Port &a, Port &b);
+	/* Pulls the cable out of a port; both ends go Down/Polling. */
+	void disconnect(Port &p);
+	/* PortPhysicalState Disabled (true) or Polling (false), as an SMA Set or
+	 * `ibportstate disable/enable` does. */
+	void setDisabled(Port &p, bool disabled);
+	/* PortState Down requested by an SM: the link goes down and retrains. */
+	void bounceLink(Port &p);
+	/* A logical state change requested through PortInfo (Armed, Active). */
+	void setLogicalState(Port &p, PortState s);
+	/* The host (issm, driver) changes a port's CapabilityMask; emits Trap 144. */
+	void setCapMask(Port &p, uint32_t capMask);
+	/* Re-derives the active width and speed of a trained link from what both
+	 * ends support and have enabled. */
+	void negotiate(Port &p);
+
+	/* --- packets (routing.cpp) --- */
+
+	/* Transmits pkt out of `egress` onto its cable. Delivery happens before
+	 * send() returns, unless send() is called from inside a delivery, in which
+	 * case the packet is queued and carried after the current one. */
+	void send(Port &egress, Packet pkt);
+	/* Sends from a node's management port: a switch routes it through its own
+	 * LFT (or DR path), a CA sends it out of `port`. */
+	void sendFromNode(Port &port, Packet pkt);
+	/* Answers req, which arrived at `port` (for a switch: the external port it
+	 * came in on), with the MAD `resp`, addressing the reply as IBA 13.5.1
+	 * (LID-routed) or 14.2.2 (DR) prescribe. */
+	void respond(Port &port, const Packet &req, const Mad &resp);
+
+	/* Packets dropped anywhere in the fabric since creation (for tests/status). */
+	uint64_t droppedPackets() const { return dropped_; }
+
+private:
+	struct Transit {
+		Port *egress;
+		Packet pkt;
+	};
+
+	void drain();
+	void carry(Port *egress, Packet &pkt);
+	Port *relay(Node &sw, Port &in, Packet &pkt);
+	Port *routeDr(Node &node, Port &in, Packet &pkt, bool lidArrival);
+	Port *lftEgress(Node &sw, Port *in, Packet &pkt);
+	void deliver(Port &port, const Packet &pkt);
+	void drop(Port *at, const char *why);
+	void countXmit(Port &p, const Packet &pkt);
+	void countRcv(Port &p, const Packet &pkt);
+
+	void linkDown(Port &p, PhysState localPhys);
+	void train(Port &p);
+	void portStateChanged(Port &p);
+
+	std::vector<std::unique_ptr<Node>> nodes_;
+	std::unordered_map<std::string, Node *> byName_;
+	std::unordered_map<uint64_t, Node *> byGuid_;
+	std::unordered_map<uint64_t, Port *> portByGuid_;
+	size_t numSwitches_ = 0;
+	size_t numCas_ = 0;
+	size_t numRouters_ = 0;
+	size_t numLinks_ = 0;
+
+	std::deque<Transit> queue_;
+	bool draining_ = false;
+	uint64_t dropped_ = 0;
+};
+
+/* LID range check: does port p (CA port or switch port 0) own lid? */
+bool ownsLid(const Port &p, uint16_t lid);
+
+} /* namespace ibemu::fabric */

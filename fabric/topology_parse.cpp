@@ -1,0 +1,756 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Parser for ibnetdiscover-format topology files, with ibsim's extensions.
+//
+// The parser is line based and forgiving about what a human would read the
+// same way (tabs or spaces, missing port GUIDs, no blank line between
+// records, links written on one side only), and strict about what is
+// ambiguous: every error names the file, the line and the problem.
+#include "fabric/topology.h"
+
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace ibemu::fabric {
+
+std::string TopologyError::str() const
+{
+	if (line)
+		return file + ":" + std::to_string(line) + ": " + message;
+	if (!file.empty())
+		return file + ": " + message;
+	return message;
+}
+
+namespace {
+
+constexpr unsigned kMaxIncludeDepth = 8;
+
+bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+
+std::string_view trim(std::string_view s)
+{
+	while (!s.empty() && isSpace(s.front()))
+		s.remove_prefix(1);
+	while (!s.empty() && isSpace(s.back()))
+		s.remove_suffix(1);
+	return s;
+}
+
+void skipSpace(std::string_view &s)
+{
+	while (!s.empty() && isSpace(s.front()))
+		s.remove_prefix(1);
+}
+
+bool startsWithNoCase(std::string_view s, std::string_view prefix)
+{
+	if (s.size() < prefix.size())
+		return false;
+	for (size_t i = 0; i < prefix.size(); i++)
+		if (std::tolower(static_cast<unsigned char>(s[i])) !=
+		    std::tolower(static_cast<unsigned char>(prefix[i])))
+			return false;
+	return true;
+}
+
+/* Unsigned number with C prefixes (0x.., decimal); consumes it from s. */
+bool parseUnsigned(std::string_view &s, uint64_t &v)
+{
+	int base = 10;
+	std::string_view digits = s;
+	if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+		base = 16;
+		digits.remove_prefix(2);
+	}
+	auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v, base);
+	if (ec != std::errc() || p == digits.data())
+		return false;
+	s.remove_prefix(static_cast<size_t>(p - s.data()));
+	return true;
+}
+
+bool parseHex(std::string_view s, uint64_t &v)
+{
+	if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s.remove_prefix(2);
+	if (s.empty() || s.size() > 16)
+		return false;
+	auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 16);
+	return ec == std::errc() && p == s.data() + s.size();
+}
+
+/* "lid 12" style: finds `word` followed by a number anywhere in s. */
+bool findKeywordNumber(std::string_view s, std::string_view word, uint64_t &v)
+{
+	size_t pos = 0;
+	while ((pos = s.find(word, pos)) != std::string_view::npos) {
+		bool startOk = pos == 0 || isSpace(s[pos - 1]);
+		std::string_view rest = s.substr(pos + word.size());
+		if (startOk && !rest.empty() && isSpace(rest.front())) {
+			skipSpace(rest);
+			if (parseUnsigned(rest, v))
+				return true;
+		}
+		pos += word.size();
+	}
+	return false;
+}
+
+/*
+ * The width/speed token ibnetdiscover prints at the end of a port line,
+ * e.g. "4xEDR", "12xQDR", "1xSDR". Finds the last such token.
+ */
+bool findLinkToken(std::string_view s, uint8_t &width, Speed &speed)
+{
+	bool found = false;
+	size_t i = 0;
+	while (i < s.size()) {
+		while (i < s.size() && isSpace(s[i]))
+			i++;
+		size_t start = i;
+		while (i < s.size() && !isSpace(s[i]))
+			i++;
+		std::string_view tok = s.substr(start, i - start);
+		size_t x = tok.find_first_of("xX");
+		if (x == std::string_view::npos || x == 0)
+			continue;
+		unsigned lanes = 0;
+		auto [p, ec] = std::from_chars(tok.data(), tok.data() + x, lanes);
+		if (ec != std::errc() || p != tok.data() + x)
+			continue;
+		auto w = widthFromLanes(lanes);
+		auto sp = parseSpeed(tok.substr(x + 1));
+		if (!w || !sp)
+			continue;
+		width = *w;
+		speed = *sp;
+		found = true;
+	}
+	return found;
+}
+
+/* PortInfo:LinkWidthSupported/Enabled mask for a port whose widest width is w. */
+uint8_t widthMaskUpTo(uint8_t w)
+{
+	switch (w) {
+	case kWidth1x:
+		return kWidth1x;
+	case kWidth2x:
+		return kWidth1x | kWidth2x;
+	case kWidth4x:
+		return kWidth1x | kWidth4x;
+	case kWidth8x:
+		return kWidth1x | kWidth4x | kWidth8x;
+	case kWidth12x:
+		return kWidth1x | kWidth4x | kWidth12x;
+	}
+	return kWidth1x | kWidth4x;
+}
+
+uint8_t speedMaskUpTo(Speed s)
+{
+	switch (s) {
+	case Speed::SDR:
+		return 0x1;
+	case Speed::DDR:
+		return 0x3;
+	default:
+		return 0x7;
+	}
+}
+
+uint8_t extSpeedMaskUpTo(Speed s)
+{
+	switch (s) {
+	case Speed::FDR:
+		return 0x1;
+	case Speed::EDR:
+		return 0x3;
+	case Speed::HDR:
+		return 0x7;
+	case Speed::NDR:
+		return 0xf;
+	default:
+		return 0x0;
+	}
+}
+
+struct Parser {
+	Topology &topo;
+	TopologyError &err;
+
+	/* sticky settings */
+	uint32_t vendorId = 0;
+	uint16_t deviceId = 0;
+	uint64_t sysImageGuid = 0; /* next node only */
+	uint64_t nextGuid[3] = { 0, 0, 0 }; /* CA, switch, router: explicit next GUID */
+	std::string module;
+	uint8_t defWidth = kWidth4x;
+	uint8_t defSpeed = 0x1;
+	uint8_t defExtSpeed = 0;
+	unsigned depth = 0;
+
+	TopoNode *current = nullptr; /* record whose port lines we are reading */
+	uint32_t fileIdx = 0;
+	uint32_t lineNo = 0;
+
+	int fail(std::string msg)
+	{
+		err.file = topo.files[fileIdx];
+		err.line = lineNo;
+		err.message = std::move(msg);
+		return -EINVAL;
+	}
+
+	std::string qualify(std::string_view id) const
+	{
+		if (module.empty() || id.find('#') != std::string_view::npos ||
+		    id.find('@') != std::string_view::npos)
+			return std::string(id);
+		return module + "#" + std::string(id);
+	}
+
+	std::string qualifyAlias(std::string_view alias) const
+	{
+		if (!alias.empty() && alias.front() == '@')
+			return module + std::string(alias);
+		return std::string(alias);
+	}
+
+	int parseText(std::string_view text);
+	int parseLine(std::string_view line);
+	int parseKeyword(std::string_view line, bool &handled);
+	int parseHeader(std::string_view line, NodeType type, size_t keywordLen);
+	int parsePortLine(std::string_view line);
+	int parseOptions(std::string_view tail, TopoPort &port);
+	int include(std::string_view arg);
+};
+
+int Parser::parseText(std::string_view text)
+{
+	uint32_t savedLine = lineNo;
+	lineNo = 0;
+	size_t pos = 0;
+	while (pos < text.size()) {
+		size_t nl = text.find('\n', pos);
+		if (nl == std::string_view::npos)
+			nl = text.size();
+		std::string_view line = text.substr(pos, nl - pos);
+		pos = nl + 1;
+		lineNo++;
+		if (line.find('\0') != std::string_view::npos)
+			return fail("binary data (NUL byte) in topology file");
+		if (int rc = parseLine(line))
+			return rc;
+	}
+	lineNo = savedLine;
+	return 0;
+}
+
+int Parser::parseLine(std::string_view raw)
+{
+	std::string_view line = trim(raw);
+	if (line.empty()) {
+		current = nullptr;
+		return 0;
+	}
+	if (line.front() == '#')
+		return 0; /* comments do not end a record */
+	if (line.front() == '[')
+		return parsePortLine(line);
+	if (line.front() == '@') {
+		if (line.size() > 1 && line[1] == '[')
+			return parsePortLine(line);
+		return fail("expected '@[port] \"alias\"'");
+	}
+	current = nullptr;
+
+	if (startsWithNoCase(line, "switchguid") || startsWithNoCase(line, "caguid") ||
+	    startsWithNoCase(line, "hcaguids") || startsWithNoCase(line, "rtguid") ||
+	    startsWithNoCase(line, "vendid") || startsWithNoCase(line, "devid") ||
+	    startsWithNoCase(line, "sysimgguid") || startsWithNoCase(line, "width") ||
+	    startsWithNoCase(line, "speed") || startsWithNoCase(line, "extspeed") ||
+	    startsWithNoCase(line, "module") || startsWithNoCase(line, "pdebug") ||
+	    startsWithNoCase(line, "include") || startsWithNoCase(line, "do ") ||
+	    startsWithNoCase(line, "do\t")) {
+		bool handled = false;
+		if (int rc = parseKeyword(line, handled))
+			return rc;
+		if (handled)
+			return 0;
+	}
+
+	struct HeaderKw {
+		const char *word;
+		NodeType type;
+	};
+	static const HeaderKw kHeaders[] = {
+		{ "Switch", NodeType::Switch }, { "Hca", NodeType::CA }, { "Ca", NodeType::CA },
+		{ "Router", NodeType::Router }, { "Rt", NodeType::Router },
+	};
+	for (const auto &h : kHeaders) {
+		size_t n = strlen(h.word);
+		if (startsWithNoCase(line, h.word) && line.size() > n && isSpace(line[n]))
+			return parseHeader(line, h.type, n);
+	}
+
+	/* Lines ibnetdiscover -g and older versions print between records. */
+	if (startsWithNoCase(line, "Non-Chassis Nodes") || startsWithNoCase(line, "Chassis ") ||
+	    startsWithNoCase(line, "Hostname:"))
+		return 0;
+
+	std::string shown(line.substr(0, 40));
+	return fail("unrecognised line \"" + shown + (line.size() > 40 ? "..." : "") + "\"");
+}
+
+int Parser::parseKeyword(std::string_view line, bool &handled)
+{
+	handled = true;
+	size_t eq = line.find_first_of("=+");
+	std::string_view key = trim(line.substr(0, std::min(eq, line.find_first_of(" \t\""))));
+
+	if (startsWithNoCase(line, "include"))
+		return include(trim(line.substr(7)));
+	if (startsWithNoCase(line, "do")) {
+		topo.warnings.push_back(topo.files[fileIdx] + ":" + std::to_string(lineNo) +
+					": ibsim console command ignored: " + std::string(line));
+		return 0;
+	}
+	if (eq == std::string_view::npos) {
+		handled = false; /* e.g. a node header named "devices" - let the caller decide */
+		return 0;
+	}
+	std::string_view val = trim(line.substr(eq + 1));
+	std::string lkey;
+	for (char c : key)
+		lkey += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+
+	if (lkey == "module") {
+		if (val.size() < 2 || val.front() != '"' || val.back() != '"')
+			return fail("module= needs a quoted name");
+		module = std::string(val.substr(1, val.size() - 2));
+		return 0;
+	}
+
+	uint64_t v = 0;
+	std::string_view num = val;
+	if (!parseUnsigned(num, v))
+		return fail("'" + std::string(key) + "' needs a number, got \"" + std::string(val) + "\"");
+	/* anything after the number must be a "(portguid)" or a comment */
+	num = trim(num);
+	if (!num.empty() && num.front() != '(' && num.front() != '#')
+		return fail("unexpected text after " + std::string(key) + " value");
+
+	int typeIdx = -1;
+	if (lkey == "caguid" || lkey == "hcaguids")
+		typeIdx = 0;
+	else if (lkey == "switchguid")
+		typeIdx = 1;
+	else if (lkey == "rtguid")
+		typeIdx = 2;
+	if (typeIdx >= 0) {
+		if (line[eq] == '+')
+			return fail("'" + std::string(key) + "+' offsets are not supported; give the GUID");
+		if (v == 0) /* ibsim gives routers GUID 0; so ibnetdiscover prints it */
+			topo.warnings.push_back(topo.files[fileIdx] + ":" + std::to_string(lineNo) +
+						": GUID 0 is not valid, assigning one");
+		nextGuid[typeIdx] = v;
+		return 0;
+	}
+	if (lkey == "vendid") {
+		if (v > 0xffffff)
+			return fail("vendid must fit in 24 bits");
+		vendorId = static_cast<uint32_t>(v);
+	} else if (lkey == "devid") {
+		if (v > 0xffff)
+			return fail("devid must fit in 16 bits");
+		deviceId = static_cast<uint16_t>(v);
+	} else if (lkey == "sysimgguid") {
+		sysImageGuid = v;
+	} else if (lkey == "width") {
+		if (v < 1 || v > 31)
+			return fail("width= takes a LinkWidth bit mask from 1 to 31");
+		defWidth = static_cast<uint8_t>(v);
+	} else if (lkey == "speed") {
+		if (v < 1 || v > 7)
+			return fail("speed= takes a LinkSpeed bit mask from 1 to 7");
+		defSpeed = static_cast<uint8_t>(v);
+	} else if (lkey == "extspeed") {
+		if (v > 15)
+			return fail("extspeed= takes a LinkSpeedExt bit mask from 0 to 15");
+		defExtSpeed = static_cast<uint8_t>(v);
+	} else if (lkey == "pdebug") {
+		/* ibsim parser debug level: nothing to do */
+	} else {
+		handled = false;
+	}
+	return 0;
+}
+
+int Parser::include(std::string_view arg)
+{
+	if (arg.size() < 2 || arg.front() != '"' || arg.back() != '"')
+		return fail("include needs a quoted file name");
+	if (depth >= kMaxIncludeDepth)
+		return fail("includes nested more than " + std::to_string(kMaxIncludeDepth) + " deep");
+	std::string name(arg.substr(1, arg.size() - 2));
+	std::string path = name;
+	const std::string &cur = topo.files[fileIdx];
+	if (!name.empty() && name.front() != '/') {
+		size_t slash = cur.rfind('/');
+		if (slash != std::string::npos)
+			path = cur.substr(0, slash + 1) + name;
+	}
+	std::ifstream in(path, std::ios::binary);
+	if (!in && path != name) {
+		in.open(name, std::ios::binary); /* ibsim resolves relative to the cwd */
+		path = name;
+	}
+	if (!in)
+		return fail("cannot open included file \"" + name + "\": " + strerror(errno));
+	std::stringstream ss;
+	ss << in.rdbuf();
+	std::string text = ss.str();
+
+	uint32_t savedFile = fileIdx;
+	uint32_t savedLine = lineNo;
+	topo.files.push_back(path);
+	fileIdx = static_cast<uint32_t>(topo.files.size() - 1);
+	depth++;
+	current = nullptr;
+	int rc = parseText(text);
+	depth--;
+	if (rc)
+		return rc;
+	fileIdx = savedFile;
+	lineNo = savedLine;
+	current = nullptr;
+	return 0;
+}
+
+int Parser::parseHeader(std::string_view line, NodeType type, size_t keywordLen)
+{
+	std::string_view s = line.substr(keywordLen);
+	skipSpace(s);
+	uint64_t nports = 0;
+	if (!parseUnsigned(s, nports))
+		return fail("node header needs a port count after the type");
+	if (nports < 1 || nports > 254)
+		return fail("port count " + std::to_string(nports) + " is out of range (1-254)");
+	skipSpace(s);
+	if (s.empty() || s.front() != '"')
+		return fail("node header needs a quoted node id after the port count");
+	size_t close = s.find('"', 1);
+	if (close == std::string_view::npos)
+		return fail("unterminated node id (missing closing quote)");
+	std::string_view id = s.substr(1, close - 1);
+	if (id.empty())
+		return fail("empty node id");
+	std::string_view rest = s.substr(close + 1);
+
+	TopoNode node;
+	node.type = type;
+	node.numPorts = static_cast<unsigned>(nports);
+	node.id = qualify(id);
+	node.line = lineNo;
+	node.file = fileIdx;
+	node.vendorId = vendorId;
+	node.deviceId = deviceId;
+	node.sysImageGuid = sysImageGuid;
+	sysImageGuid = 0;
+	node.widthEnabled = defWidth;
+	node.speedEnabled = defSpeed;
+	node.extSpeedEnabled = defExtSpeed;
+
+	int typeIdx = type == NodeType::CA ? 0 : type == NodeType::Switch ? 1 : 2;
+	if (nextGuid[typeIdx]) {
+		node.guid = nextGuid[typeIdx];
+		nextGuid[typeIdx] = 0;
+	} else if (id.size() == 18 && id[1] == '-' && std::strchr("SHR", id[0])) {
+		/* ibnetdiscover's ids carry the node GUID as 16 hex digits */
+		uint64_t g = 0;
+		if (parseHex(id.substr(2), g) && g)
+			node.guid = g;
+	}
+
+	std::string_view tail = trim(rest);
+	if (!tail.empty()) {
+		if (tail.front() != '#')
+			return fail("unexpected text after the node id: \"" + std::string(tail) + "\"");
+		tail.remove_prefix(1);
+		skipSpace(tail);
+		std::string_view after = tail;
+		if (!tail.empty() && tail.front() == '"') {
+			size_t last = tail.rfind('"');
+			/* a switch header has `base port 0 lid N` after the description;
+			 * descriptions may themselves contain quotes, so take the last
+			 * quote before those keywords */
+			size_t kw = std::string_view::npos;
+			for (std::string_view k : { " enhanced port", " base port", " lid " }) {
+				size_t p = tail.find(k);
+				if (p != std::string_view::npos && p < kw)
+					kw = p;
+			}
+			if (kw != std::string_view::npos)
+				last = tail.substr(0, kw).rfind('"');
+			if (last == 0 || last == std::string_view::npos)
+				return fail("unterminated node description (missing closing quote)");
+			node.desc = std::string(tail.substr(1, last - 1));
+			after = tail.substr(last + 1);
+		} else {
+			size_t kw = tail.size();
+			for (std::string_view k : { " enhanced port", " base port", " lid ", " lmc " }) {
+				size_t p = tail.find(k);
+				if (p != std::string_view::npos && p < kw)
+					kw = p;
+			}
+			node.desc = std::string(trim(tail.substr(0, kw)));
+			after = tail.substr(kw);
+		}
+		if (type == NodeType::Switch) {
+			if (after.find("enhanced port 0") != std::string_view::npos)
+				node.enhancedPort0 = true;
+			uint64_t v;
+			if (findKeywordNumber(after, "lid", v)) {
+				if (v >= 0xc000)
+					return fail("switch LID " + std::to_string(v) + " is not a unicast LID");
+				node.lid = static_cast<uint16_t>(v);
+			}
+			if (findKeywordNumber(after, "lmc", v)) {
+				if (v > 7)
+					return fail("LMC must be 0-7");
+				node.lmc = static_cast<uint8_t>(v);
+			}
+		}
+	}
+	if (node.desc.empty())
+		node.desc = std::string(id);
+	if (node.desc.size() > 64)
+		node.desc.resize(64);
+
+	topo.nodes.push_back(std::move(node));
+	current = &topo.nodes.back();
+	return 0;
+}
+
+int Parser::parseOptions(std::string_view tail, TopoPort &port)
+{
+	/* ibsim options: w=<LinkWidthEnabled> s=<LinkSpeedEnabled> e=<LinkSpeedExtEnabled>,
+	 * as whitespace-separated tokens outside quotes. */
+	bool inQuote = false;
+	size_t i = 0;
+	while (i < tail.size()) {
+		if (tail[i] == '"') {
+			inQuote = !inQuote;
+			i++;
+			continue;
+		}
+		if (inQuote || isSpace(tail[i])) {
+			i++;
+			continue;
+		}
+		size_t start = i;
+		while (i < tail.size() && !isSpace(tail[i]) && tail[i] != '"')
+			i++;
+		std::string_view tok = tail.substr(start, i - start);
+		if (tok.size() < 3 || tok[1] != '=')
+			continue;
+		char key = static_cast<char>(std::tolower(static_cast<unsigned char>(tok[0])));
+		if (key != 'w' && key != 's' && key != 'e' && key != 'v')
+			continue;
+		std::string_view num = tok.substr(2);
+		uint64_t v = 0;
+		if (!parseUnsigned(num, v) || !num.empty())
+			return fail("option '" + std::string(tok) + "' needs a number");
+		if (key == 'w') {
+			if (v < 1 || v > 31)
+				return fail("w= takes a LinkWidth bit mask from 1 to 31");
+			port.widthEnabled = static_cast<uint8_t>(v);
+		} else if (key == 's') {
+			if (v > 7)
+				return fail("s= takes a LinkSpeed bit mask from 1 to 7");
+			port.speedEnabled = static_cast<uint8_t>(v ? v : 0x7);
+		} else if (key == 'e') {
+			if (v > 15)
+				return fail("e= takes a LinkSpeedExt bit mask from 0 to 15");
+			port.extSpeedEnabled = static_cast<uint8_t>(v);
+		}
+	}
+	return 0;
+}
+
+int Parser::parsePortLine(std::string_view line)
+{
+	bool isAlias = line.front() == '@';
+	if (!current)
+		return fail("port line outside a node record (no Switch/Ca/Rt header before it)");
+	std::string_view s = line.substr(isAlias ? 2 : 1);
+	uint64_t num = 0;
+	if (!parseUnsigned(s, num))
+		return fail("port line needs a port number inside [ ]");
+	if (s.empty() || s.front() != ']')
+		return fail("port number must be closed with ']'");
+	s.remove_prefix(1);
+	unsigned first = current->type == NodeType::Switch ? 1 : 1;
+	if (num < first || num > current->numPorts)
+		return fail("port " + std::to_string(num) + " is out of range for \"" + current->id +
+			    "\" (1-" + std::to_string(current->numPorts) + ")");
+	for (const auto &p : current->ports)
+		if (p.num == num)
+			return fail("port " + std::to_string(num) + " of \"" + current->id +
+				    "\" is listed twice (first on line " + std::to_string(p.line) + ")");
+
+	TopoPort port;
+	port.num = static_cast<uint8_t>(num);
+	port.line = lineNo;
+	port.file = fileIdx;
+	port.widthEnabled = current->widthEnabled;
+	port.speedEnabled = current->speedEnabled;
+	port.extSpeedEnabled = current->extSpeedEnabled;
+
+	/* optional "(portguid)" and "[ext N]" before the peer */
+	skipSpace(s);
+	while (!s.empty() && (s.front() == '(' || s.front() == '[')) {
+		char open = s.front();
+		size_t close = s.find(open == '(' ? ')' : ']');
+		if (close == std::string_view::npos)
+			return fail(std::string("unterminated '") + open + "'");
+		std::string_view inner = s.substr(1, close - 1);
+		if (open == '(') {
+			if (!parseHex(inner, port.guid))
+				return fail("bad port GUID \"(" + std::string(inner) + ")\"");
+		}
+		s.remove_prefix(close + 1);
+		skipSpace(s);
+	}
+	if (s.empty() || s.front() != '"')
+		return fail(isAlias ? "alias line needs a quoted alias name"
+				    : "port line needs the peer's quoted node id");
+	size_t close = s.find('"', 1);
+	if (close == std::string_view::npos)
+		return fail("unterminated peer id (missing closing quote)");
+	std::string_view peer = s.substr(1, close - 1);
+	if (peer.empty())
+		return fail("empty peer id");
+	s.remove_prefix(close + 1);
+
+	if (isAlias) {
+		port.alias = module + "@" + std::string(peer);
+	} else {
+		port.peer = peer.find('@') != std::string_view::npos ? qualifyAlias(peer)
+								     : qualify(peer);
+		/* "[rp]" (tolerating space before it), then optional "[ext N]" / "(peer guid)" */
+		skipSpace(s);
+		port.peerPort = 1;
+		bool gotPort = false;
+		while (!s.empty() && (s.front() == '[' || s.front() == '(')) {
+			char open = s.front();
+			size_t c = s.find(open == '(' ? ')' : ']');
+			if (c == std::string_view::npos)
+				return fail(std::string("unterminated '") + open + "'");
+			std::string_view inner = trim(s.substr(1, c - 1));
+			if (open == '[' && !gotPort) {
+				uint64_t rp = 0;
+				std::string_view t = inner;
+				if (!parseUnsigned(t, rp) || !t.empty())
+					return fail("bad peer port \"[" + std::string(inner) + "]\"");
+				if (rp < 1 || rp > 254)
+					return fail("peer port " + std::to_string(rp) + " is out of range (1-254)");
+				port.peerPort = static_cast<uint8_t>(rp);
+				gotPort = true;
+			} else if (open == '(') {
+				uint64_t g;
+				if (!parseHex(inner, g))
+					return fail("bad peer port GUID \"(" + std::string(inner) + ")\"");
+			}
+			s.remove_prefix(c + 1);
+			skipSpace(s);
+		}
+		if (!gotPort && peer.find('@') == std::string_view::npos)
+			topo.warnings.push_back(topo.files[fileIdx] + ":" + std::to_string(lineNo) +
+						": no [port] after \"" + std::string(peer) +
+						"\", assuming port 1");
+	}
+
+	std::string_view tail = trim(s);
+	if (!tail.empty() && tail.front() != '#' && tail.find('=') == std::string_view::npos)
+		return fail("unexpected text after the peer: \"" + std::string(tail) + "\"");
+	if (int rc = parseOptions(tail, port))
+		return rc;
+
+	if (!tail.empty() && tail.front() == '#') {
+		std::string_view comment = tail.substr(1);
+		/* CA and router lines: "# lid N lmc M "peer desc" lid N 4xQDR" -
+		 * the local LID and LMC come before the first quote */
+		size_t q = comment.find('"');
+		std::string_view local = q == std::string_view::npos ? comment : comment.substr(0, q);
+		if (current->type != NodeType::Switch) {
+			uint64_t v;
+			if (findKeywordNumber(local, "lid", v)) {
+				if (v >= 0xc000)
+					return fail("port LID " + std::to_string(v) + " is not a unicast LID");
+				port.lid = static_cast<uint16_t>(v);
+			}
+			if (findKeywordNumber(local, "lmc", v)) {
+				if (v > 7)
+					return fail("LMC must be 0-7");
+				port.lmc = static_cast<uint8_t>(v);
+			}
+		}
+		size_t lastQ = comment.rfind('"');
+		std::string_view linkPart =
+			lastQ == std::string_view::npos ? comment : comment.substr(lastQ + 1);
+		uint8_t width;
+		Speed speed;
+		if (findLinkToken(linkPart, width, speed)) {
+			port.widthEnabled = widthMaskUpTo(width);
+			port.speedEnabled = speedMaskUpTo(speed);
+			port.extSpeedEnabled = extSpeedMaskUpTo(speed);
+			port.speed = speed;
+		}
+	}
+
+	current->ports.push_back(std::move(port));
+	return 0;
+}
+
+} /* namespace */
+
+int parseTopology(std::string_view text, const std::string &fileName, Topology &out,
+		  TopologyError &err)
+{
+	out.files.push_back(fileName);
+	Parser p{ out, err };
+	p.fileIdx = static_cast<uint32_t>(out.files.size() - 1);
+	if (int rc = p.parseText(text))
+		return rc;
+	if (out.nodes.empty()) {
+		err = { fileName, 0, "no nodes found (expected Switch, Ca or Rt records)" };
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int loadTopologyFile(const std::string &path, Topology &out, TopologyError &err)
+{
+	std::ifstream in(path, std::ios::binary);
+	if (!in) {
+		int e = errno ? errno : ENOENT;
+		err = { path, 0, std::string("cannot open: ") + strerror(e) };
+		return -e;
+	}
+	std::stringstream ss;
+	ss << in.rdbuf();
+	if (in.bad()) {
+		err = { path, 0, "read error" };
+		return -EIO;
+	}
+	return parseTopology(ss.str(), path, out, err);
+}
+
+} /* namespace ibemu::fabric */

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Names and wire encodings of the fabric enumerations.
+#include "fabric/types.h"
+
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <strings.h>
+
+namespace ibemu::fabric {
+
+const char *nodeTypeName(NodeType t)
+{
+	switch (t) {
+	case NodeType::CA:
+		return "CA";
+	case NodeType::Switch:
+		return "switch";
+	case NodeType::Router:
+		return "router";
+	}
+	return "<unknown>";
+}
+
+const char *portStateName(PortState s)
+{
+	switch (s) {
+	case PortState::NoChange:
+		return "NOP";
+	case PortState::Down:
+		return "DOWN";
+	case PortState::Init:
+		return "INIT";
+	case PortState::Armed:
+		return "ARMED";
+	case PortState::Active:
+		return "ACTIVE";
+	}
+	return "UNKNOWN";
+}
+
+const char *physStateName(PhysState s)
+{
+	switch (s) {
+	case PhysState::Sleep:
+		return "Sleep";
+	case PhysState::Polling:
+		return "Polling";
+	case PhysState::Disabled:
+		return "Disabled";
+	case PhysState::Training:
+		return "PortConfigurationTraining";
+	case PhysState::LinkUp:
+		return "LinkUp";
+	case PhysState::LinkErrorRecovery:
+		return "LinkErrorRecovery";
+	case PhysState::PhyTest:
+		return "Phy Test";
+	case PhysState::NoChange:
+		break;
+	}
+	return "<unknown>";
+}
+
+namespace {
+struct SpeedRow {
+	Speed speed;
+	const char *name;
+	unsigned deciGbps;
+	uint8_t bits;
+	uint8_t extBits;
+};
+constexpr std::array<SpeedRow, 8> kSpeeds = { {
+	{ Speed::SDR, "SDR", 25, 0x1, 0x0 },
+	{ Speed::DDR, "DDR", 50, 0x2, 0x0 },
+	{ Speed::QDR, "QDR", 100, 0x4, 0x0 },
+	{ Speed::FDR10, "FDR10", 100, 0x4, 0x0 },
+	{ Speed::FDR, "FDR", 140, 0x4, 0x1 },
+	{ Speed::EDR, "EDR", 250, 0x4, 0x2 },
+	{ Speed::HDR, "HDR", 500, 0x4, 0x4 },
+	{ Speed::NDR, "NDR", 1000, 0x4, 0x8 },
+} };
+
+const SpeedRow &row(Speed s) { return kSpeeds[static_cast<unsigned>(s)]; }
+} /* namespace */
+
+const char *speedName(Speed s) { return row(s).name; }
+unsigned speedDeciGbps(Speed s) { return row(s).deciGbps; }
+uint8_t linkSpeedBits(Speed s) { return row(s).bits; }
+uint8_t linkSpeedExtBits(Speed s) { return row(s).extBits; }
+
+std::optional<Speed> parseSpeed(std::string_view name)
+{
+	for (const auto &r : kSpeeds)
+		if (name.size() == strlen(r.name) && strncasecmp(name.data(), r.name, name.size()) == 0)
+			return r.speed;
+	return std::nullopt;
+}
+
+Speed speedFromBits(uint8_t linkSpeed, uint8_t linkSpeedExt)
+{
+	for (const auto &r : kSpeeds)
+		if (r.extBits && r.extBits == linkSpeedExt)
+			return r.speed;
+	if (linkSpeed & 0x4)
+		return Speed::QDR;
+	if (linkSpeed & 0x2)
+		return Speed::DDR;
+	return Speed::SDR;
+}
+
+unsigned widthLanes(uint8_t widthBit)
+{
+	switch (widthBit) {
+	case kWidth1x:
+		return 1;
+	case kWidth2x:
+		return 2;
+	case kWidth4x:
+		return 4;
+	case kWidth8x:
+		return 8;
+	case kWidth12x:
+		return 12;
+	}
+	return 0;
+}
+
+std::optional<uint8_t> widthFromLanes(unsigned lanes)
+{
+	switch (lanes) {
+	case 1:
+		return kWidth1x;
+	case 2:
+		return kWidth2x;
+	case 4:
+		return kWidth4x;
+	case 8:
+		return kWidth8x;
+	case 12:
+		return kWidth12x;
+	}
+	return std::nullopt;
+}
+
+std::string rateString(uint8_t widthBit, Speed s)
+{
+	unsigned lanes = widthLanes(widthBit);
+	unsigned deci = speedDeciGbps(s) * lanes;
+	char buf[64];
+	snprintf(buf, sizeof(buf), "%u%s Gb/sec (%uX %s)", deci / 10, (deci % 10) ? ".5" : "",
+		 lanes, speedName(s));
+	return buf;
+}
+
+} /* namespace ibemu::fabric */

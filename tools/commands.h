@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Subcommands of the ibemu front CLI.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace ibemu::tools {
+
+/* `ibemu topo gen|check|show` */
+void addTopoCommands(CLI::App &app, int &exitCode);
+
+} /* namespace ibemu::tools */

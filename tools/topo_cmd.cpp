@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// `ibemu topo gen|check|show`: generate, validate and describe topology files.
+#include "tools/commands.h"
+
+#include "fabric/generators.h"
+#include "fabric/subnet.h"
+#include "fabric/topology.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace ibemu::tools {
+
+using namespace ibemu::fabric;
+
+namespace {
+
+/* Loads `path`, or the built-in fabric when path is empty. Prints the
+ * problem and returns false on failure. */
+bool loadFabric(const std::string &path, Subnet &subnet)
+{
+	Topology topo;
+	TopologyError err;
+	int rc = path.empty() ? parseTopology(defaultTopology(), "<built-in default>", topo, err)
+			      : loadTopologyFile(path, topo, err);
+	if (rc == 0)
+		rc = buildSubnet(topo, subnet, err);
+	for (const auto &w : topo.warnings)
+		fprintf(stderr, "ibemu: warning: %s\n", w.c_str());
+	if (rc) {
+		fprintf(stderr, "ibemu: %s\n", err.str().c_str());
+		return false;
+	}
+	return true;
+}
+
+bool writeOutput(const std::string &path, const std::string &text)
+{
+	if (path == "-") {
+		fwrite(text.data(), 1, text.size(), stdout);
+		return true;
+	}
+	std::ofstream out(path, std::ios::binary | std::ios::trunc);
+	out << text;
+	out.close();
+	if (!out) {
+		fprintf(stderr, "ibemu: cannot write %s\n", path.c_str());
+		return false;
+	}
+	return true;
+}
+
+bool parseDims(const std::string &s, std::vector<unsigned> &dims)
+{
+	std::stringstream ss(s);
+	std::string part;
+	while (std::getline(ss, part, 'x')) {
+		if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 6)
+			return false;
+		dims.push_back(static_cast<unsigned>(std::stoul(part)));
+	}
+	return !dims.empty();
+}
+
+std::string linkDesc(const Port &p)
+{
+	char buf[64];
+	unsigned lanes = widthLanes(p.linkWidthActive);
+	snprintf(buf, sizeof(buf), "%ux%s %s/%s", lanes ? lanes : 4, speedName(p.speedActive),
+		 portStateName(p.state), physStateName(p.physState));
+	return buf;
+}
+
+void showSubnet(const Subnet &subnet, const std::string &what)
+{
+	printf("Fabric %s: %zu switches, %zu CAs, %zu routers, %zu links\n", what.c_str(),
+	       subnet.numSwitches(), subnet.numCas(), subnet.numRouters(), subnet.numLinks());
+	for (NodeType t : { NodeType::Switch, NodeType::CA, NodeType::Router }) {
+		for (const auto &n : subnet.nodes()) {
+			if (n->type != t)
+				continue;
+			const char *kind = t == NodeType::Switch ? "Switch" : t == NodeType::CA ? "CA" : "Router";
+			printf("\n%s \"%s\"  node GUID 0x%016" PRIx64 "  %u ports\n", kind, n->desc.c_str(),
+			       n->nodeGuid, n->numPorts);
+			for (unsigned num = 1; num <= n->numPorts; num++) {
+				const Port &p = n->port(num);
+				if (!p.peer && n->isSwitch())
+					continue;
+				printf("  port %-3u", num);
+				if (!n->isSwitch())
+					printf(" GUID 0x%016" PRIx64, p.guid);
+				if (p.peer)
+					printf("  -> \"%s\" port %u  %s\n", p.peer->node->desc.c_str(), p.peer->num,
+					       linkDesc(p).c_str());
+				else
+					printf("  (no cable)\n");
+			}
+		}
+	}
+}
+
+} /* namespace */
+
+void addTopoCommands(CLI::App &app, int &exitCode)
+{
+	CLI::App *topo = app.add_subcommand("topo", "Generate, check and show topology files");
+	topo->require_subcommand(1);
+
+	/* topo gen */
+	struct GenOpts {
+		std::string kind, out, speed = "EDR", dims;
+		unsigned levels = 2, hosts = 0, radix = 36, switches = 0, hostsPerSwitch = 1, width = 4;
+	};
+	auto g = std::make_shared<GenOpts>();
+	CLI::App *gen = topo->add_subcommand("gen", "Generate a topology in ibnetdiscover format");
+	gen->add_option("kind", g->kind, "fat-tree, ring or torus")
+		->required()
+		->check(CLI::IsMember({ "fat-tree", "ring", "torus" }));
+	gen->add_option("-o,--output", g->out, "Output file ('-' for stdout)")->required();
+	gen->add_option("--levels", g->levels, "fat-tree: switch levels (2 or 3)");
+	gen->add_option("--hosts", g->hosts, "fat-tree: number of hosts (single-port CAs)");
+	gen->add_option("--radix", g->radix, "fat-tree: ports per switch");
+	gen->add_option("--switches", g->switches, "ring: number of switches");
+	gen->add_option("--dims", g->dims, "torus: dimensions, e.g. 4x4 or 4x4x4");
+	gen->add_option("--hosts-per-switch", g->hostsPerSwitch, "ring, torus: CAs on each switch");
+	gen->add_option("--speed", g->speed, "link speed: SDR DDR QDR FDR10 FDR EDR HDR NDR");
+	gen->add_option("--width", g->width, "link width in lanes: 1 2 4 8 12");
+	gen->callback([g, &exitCode] {
+		LinkSpec link;
+		auto speed = parseSpeed(g->speed);
+		auto width = widthFromLanes(g->width);
+		if (!speed || !width) {
+			fprintf(stderr, "ibemu: bad --speed or --width\n");
+			exitCode = 2;
+			return;
+		}
+		link.speed = *speed;
+		link.width = *width;
+		Subnet subnet;
+		std::string err;
+		int rc;
+		std::string what;
+		if (g->kind == "fat-tree") {
+			rc = generateFatTree(subnet, g->levels, g->hosts, g->radix, link, err);
+			what = std::to_string(g->levels) + "-level fat tree, " + std::to_string(g->hosts) +
+			       " hosts, radix " + std::to_string(g->radix);
+		} else if (g->kind == "ring") {
+			rc = generateRing(subnet, g->switches, g->hostsPerSwitch, link, err);
+			what = "ring of " + std::to_string(g->switches) + " switches";
+		} else {
+			std::vector<unsigned> dims;
+			if (!parseDims(g->dims, dims)) {
+				fprintf(stderr, "ibemu: --dims must look like 4x4 or 4x4x4\n");
+				exitCode = 2;
+				return;
+			}
+			rc = generateTorus(subnet, dims, g->hostsPerSwitch, link, err);
+			what = g->dims + " torus";
+		}
+		if (rc) {
+			fprintf(stderr, "ibemu: %s\n", err.c_str());
+			exitCode = 1;
+			return;
+		}
+		if (!writeOutput(g->out, writeTopology(subnet, what)))
+			exitCode = 1;
+	});
+
+	/* topo check */
+	auto checkFile = std::make_shared<std::string>();
+	CLI::App *check = topo->add_subcommand("check", "Validate a topology file and count its parts");
+	check->add_option("file", *checkFile, "Topology file")->required();
+	check->callback([checkFile, &exitCode] {
+		Subnet subnet;
+		if (!loadFabric(*checkFile, subnet)) {
+			exitCode = 1;
+			return;
+		}
+		nlohmann::ordered_json j;
+		j["switches"] = subnet.numSwitches();
+		j["cas"] = subnet.numCas();
+		j["routers"] = subnet.numRouters();
+		j["links"] = subnet.numLinks();
+		printf("%s\n", j.dump().c_str());
+	});
+
+	/* topo show */
+	struct ShowOpts {
+		std::string file, out = "-";
+		bool dot = false;
+	};
+	auto s = std::make_shared<ShowOpts>();
+	CLI::App *show = topo->add_subcommand("show", "Describe a topology (the built-in default without FILE)");
+	show->add_option("file", s->file, "Topology file");
+	show->add_flag("--dot", s->dot, "Write Graphviz instead of a summary");
+	show->add_option("-o,--output", s->out, "Output file for --dot ('-' for stdout)");
+	show->callback([s, &exitCode] {
+		Subnet subnet;
+		if (!loadFabric(s->file, subnet)) {
+			exitCode = 1;
+			return;
+		}
+		if (s->dot) {
+			if (!writeOutput(s->out, writeDot(subnet)))
+				exitCode = 1;
+			return;
+		}
+		showSubnet(subnet, s->file.empty() ? "(built-in default)" : s->file);
+	});
+}
+
+} /* namespace ibemu::tools */
