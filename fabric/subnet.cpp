@@ -39,7 +39,7 @@ void initPort(Node &node, Port &p, unsigned num)
 		if (num == 0) {
 			p.capMask = kSwitchPort0CapMask;
 			p.physState = PhysState::LinkUp; /* port 0 is always up */
-			p.state = PortState::Down;
+			p.state = PortState::Active;
 			p.linkWidthActive = kWidth4x;
 			p.speedActive = Speed::SDR;
 			p.mtuCap = kMtu4096;

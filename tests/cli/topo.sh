@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# End-to-end checks of `ibemu topo`: counts on the upstream examples, exit
+# codes and messages on bad input, generator output that loads again.
+set -u
+ibemu=$1
+data=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+
+expect() { # name expected actual
+	if [ "$2" == "$3" ]; then pass=$((pass + 1)); else
+		fail=$((fail + 1)); printf 'FAIL %s\n  expected: %s\n  actual:   %s\n' "$1" "$2" "$3"; fi
+}
+
+for spec in "net 2 2 0 4" "net.1 1 2 0 2" "net.2sw2path 2 2 0 4" "net.2sw2path4hca 2 4 0 6" \
+	    "net.2sw2path4hca2port 2 2 0 6" "ibnetdiscover-manpage.topo 2 4 0 7"; do
+	set -- $spec
+	expect "check $1" "{\"switches\":$2,\"cas\":$3,\"routers\":$4,\"links\":$5}" \
+		"$("$ibemu" topo check "$data/topology/$1")"
+done
+
+printf 'Switch 8 "a"\n[1] "nosuch"[1]\n' > "$tmp/bad.topo"
+out=$("$ibemu" topo check "$tmp/bad.topo" 2>&1); rc=$?
+expect "bad file exit code" 1 "$rc"
+expect "bad file message" "ibemu: $tmp/bad.topo:2: port 1 of \"a\" names an unknown node \"nosuch\"" "$out"
+
+out=$("$ibemu" topo check "$tmp/missing.topo" 2>&1); rc=$?
+expect "missing file exit code" 1 "$rc"
+expect "missing file message" "ibemu: $tmp/missing.topo: cannot open: No such file or directory" "$out"
+
+"$ibemu" topo gen fat-tree --levels 3 --hosts 200 --radix 10 -o "$tmp/ft.topo"
+expect "gen exit code" 0 "$?"
+expect "gen fat-tree 3" '{"switches":105,"cas":200,"routers":0,"links":600}' "$("$ibemu" topo check "$tmp/ft.topo")"
+expect "gen ring" '{"switches":4,"cas":8,"routers":0,"links":12}' \
+	"$("$ibemu" topo gen ring --switches 4 --hosts-per-switch 2 -o - | "$ibemu" topo check /dev/stdin)"
+out=$("$ibemu" topo gen fat-tree --levels 2 --hosts 100 --radix 8 -o "$tmp/x" 2>&1); rc=$?
+expect "gen too big exit code" 1 "$rc"
+expect "gen too big message" "ibemu: a 2-level fat tree of radix 8 holds at most 32 hosts" "$out"
+
+out=$("$ibemu" topo show)
+expect "show default header" "Fabric (built-in default): 2 switches, 4 CAs, 0 routers, 8 links" "$(head -1 <<<"$out")"
+expect "show default lists host1" 1 "$(grep -c '^CA "ibemu-host1 HCA-1"  node GUID 0x0002c90300000100  1 ports$' <<<"$out")"
+dot=$("$ibemu" topo show --dot "$data/topology/net.1")
+expect "dot edges" 2 "$(grep -c -- ' -- ' <<<"$dot")"
+if command -v dot >/dev/null; then
+	dot -Tsvg <<<"$dot" >/dev/null; expect "graphviz accepts the dot" 0 "$?"
+fi
+
+echo "cli-topo: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
