@@ -48,7 +48,7 @@ for spec in "2 2048 64" "2 20000 200" "3 100000 74"; do
 	nodes=$((switches + hosts))
 	read -r t rss < <(measure "$ibemu" topo check "$file")
 	per=$(( (rss - base_rss) * 1024 / nodes ))
-	ibsim_cmd="echo quit | ibsim -N $((nodes + 16)) -S $((switches + 16)) -P $((2 * links + switches + 1024)) $file"
+	ibsim_cmd="echo quit | ibsim -N $((nodes + 16)) -S $((switches + 16)) -P $((switches * (radix + 1) + 2 * hosts + 1024)) $file"
 	if read -r st srss < <(measure bash -c "$ibsim_cmd" 2>/dev/null); then
 		tr=$(awk -v a="$t" -v b="$st" 'BEGIN {printf "%.2f", a / b}')
 		rr=$(awk -v a="$rss" -v b="$srss" 'BEGIN {printf "%.2f", a / b}')

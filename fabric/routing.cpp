@@ -90,6 +90,9 @@ void Subnet::drain()
 
 void Subnet::carry(Port *out, Packet &pkt)
 {
+	/* An HCA loops packets for its own LIDs back without using the cable. */
+	if (!out->node->isSwitch() && ownsLid(*out, pkt.dlid))
+		return caArrive(*out, pkt);
 	for (unsigned hop = 0; hop < kMaxHops; hop++) {
 		Port *in = out->peer;
 		if (!in || !out->linkUp() || !in->linkUp()) {
@@ -108,34 +111,38 @@ void Subnet::carry(Port *out, Packet &pkt)
 		}
 
 		Node &node = *in->node;
-		if (!node.isSwitch()) {
-			if (pkt.dlid == IB_LID_PERMISSIVE) {
-				if (isDrSmp(pkt)) {
-					routeDr(node, *in, pkt, false);
-					return;
-				}
-				if (pkt.isVl15())
-					return deliver(*in, pkt);
-				addSaturating(in->counters.rcvErrors, 1);
-				return drop(in, "permissive DLID on a GMP");
-			}
-			if (ownsLid(*in, pkt.dlid)) {
-				if (isDrSmp(pkt)) {
-					routeDr(node, *in, pkt, true);
-					return;
-				}
-				return deliver(*in, pkt);
-			}
-			if (pkt.isMulticast() && in->host)
-				return deliver(*in, pkt);
-			addSaturating(in->counters.rcvErrors, 1);
-			return drop(in, "DLID not ours");
-		}
+		if (!node.isSwitch())
+			return caArrive(*in, pkt);
 		out = relay(node, *in, pkt);
 		if (!out)
 			return;
 	}
 	drop(out, "hop limit");
+}
+
+void Subnet::caArrive(Port &in, Packet &pkt)
+{
+	if (pkt.dlid == IB_LID_PERMISSIVE) {
+		if (isDrSmp(pkt)) {
+			routeDr(*in.node, in, pkt, false);
+			return;
+		}
+		if (pkt.isVl15())
+			return deliver(in, pkt);
+		addSaturating(in.counters.rcvErrors, 1);
+		return drop(&in, "permissive DLID on a GMP");
+	}
+	if (ownsLid(in, pkt.dlid)) {
+		if (isDrSmp(pkt)) {
+			routeDr(*in.node, in, pkt, true);
+			return;
+		}
+		return deliver(in, pkt);
+	}
+	if (pkt.isMulticast() && in.host)
+		return deliver(in, pkt);
+	addSaturating(in.counters.rcvErrors, 1);
+	drop(&in, "DLID not ours");
 }
 
 Port *Subnet::relay(Node &sw, Port &in, Packet &pkt)

@@ -97,6 +97,7 @@ private:
 
 	void drain();
 	void carry(Port *egress, Packet &pkt);
+	void caArrive(Port &in, Packet &pkt);
 	Port *relay(Node &sw, Port &in, Packet &pkt);
 	Port *routeDr(Node &node, Port &in, Packet &pkt, bool lidArrival);
 	Port *lftEgress(Node &sw, Port *in, Packet &pkt);
