@@ -104,6 +104,8 @@ void Subnet::carry(Port *out, Packet &pkt)
 			return drop(out, "egress not active");
 		}
 		countXmit(*out, pkt);
+		if (dropFilter_ && dropFilter_(*out, pkt))
+			return drop(out, "fault injection");
 		countRcv(*in, pkt);
 		if (!pkt.isVl15() && in->state != PortState::Armed && in->state != PortState::Active) {
 			addSaturating(in->counters.rcvErrors, 1);

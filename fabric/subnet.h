@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -89,6 +90,11 @@ public:
 	/* Packets dropped anywhere in the fabric since creation (for tests/status). */
 	uint64_t droppedPackets() const { return dropped_; }
 
+	/* Fault injection: called for every packet about to leave a port onto a
+	 * cable; returning true loses the packet there (counted as a drop). */
+	using DropFilter = std::function<bool(const Port &egress, const Packet &pkt)>;
+	void setDropFilter(DropFilter filter) { dropFilter_ = std::move(filter); }
+
 private:
 	struct Transit {
 		Port *egress;
@@ -119,6 +125,7 @@ private:
 	size_t numRouters_ = 0;
 	size_t numLinks_ = 0;
 
+	DropFilter dropFilter_;
 	std::deque<Transit> queue_;
 	bool draining_ = false;
 	uint64_t dropped_ = 0;

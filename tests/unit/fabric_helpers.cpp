@@ -180,6 +180,25 @@ uint16_t MiniSm::lidOf(const Port &p) const
 	return it == lids_.end() ? 0 : it->second;
 }
 
+/* Where the SM reaches a port: a path and the PortInfo attribute modifier.
+ * CA ports other than the SM's own are reached through the switch port they
+ * are cabled to, the way an SM sees them. */
+bool MiniSm::route(const Port &port, std::vector<uint8_t> &path, unsigned &am) const
+{
+	const Node &n = *port.node;
+	if (n.isSwitch() || &port == &sm_) {
+		path = paths_.at(&n);
+		am = port.num;
+		return true;
+	}
+	if (!port.peer || !port.linkUp() || !paths_.count(port.peer->node))
+		return false;
+	path = paths_.at(port.peer->node);
+	path.push_back(port.peer->num);
+	am = 0;
+	return true;
+}
+
 void MiniSm::assignLids()
 {
 	uint16_t next = 1;
@@ -188,25 +207,15 @@ void MiniSm::assignLids()
 			lids_[&n->port(0)] = next++;
 		else
 			for (unsigned num = 1; num <= n->numPorts; num++)
-				lids_[&n->port(num)] = next++;
+				if (n->port(num).linkUp() || &n->port(num) == &sm_)
+					lids_[&n->port(num)] = next++;
 	}
 	uint16_t smLid = lids_[&sm_];
 	for (auto &[port, lid] : lids_) {
-		const Node &n = *port->node;
-		std::vector<uint8_t> path = paths_.at(&n);
-		unsigned am = n.isSwitch() ? 0 : port->num;
-		if (!n.isSwitch() && port->num != sm_.num && &n == sm_.node)
-			continue; /* other ports of the SM's own CA are not reachable */
-		if (!n.isSwitch() && &n != sm_.node) {
-			/* reach a CA through the port we discovered it on */
-			if (!port->peer || !port->linkUp())
-				continue;
-			Port *peer = port->peer;
-			auto pp = paths_.at(peer->node);
-			pp.push_back(peer->num);
-			path = pp;
-			am = 0;
-		}
+		std::vector<uint8_t> path;
+		unsigned am;
+		if (!route(*port, path, am))
+			continue;
 		Mad pi = get(path, IB_SMP_ATTR_PORT_INFO, am);
 		auto &info = *overlay<ib_port_info>(smpData(pi));
 		noStateChange(smpData(pi));
@@ -269,34 +278,19 @@ void MiniSm::activate()
 {
 	for (PortState target : { PortState::Armed, PortState::Active }) {
 		for (Node *n : order_) {
-			const auto &path = paths_.at(n);
 			for (unsigned num = n->firstPort(); num <= n->numPorts; num++) {
 				Port &p = n->port(num);
 				if (num != 0 && (!p.peer || !p.linkUp()))
 					continue;
-				if (!n->isSwitch() && n != sm_.node)
-					continue; /* remote CAs are set through their own path below */
-				Mad pi = get(path, IB_SMP_ATTR_PORT_INFO, num);
-				auto &info = *overlay<ib_port_info>(smpData(pi));
-				info.linkspeed_portstate = nibbles(0, static_cast<uint8_t>(target));
-				info.portphysstate_linkdown = nibbles(0, 0);
-				set(path, IB_SMP_ATTR_PORT_INFO, num, smpData(pi));
-			}
-		}
-		for (Node *n : order_) {
-			if (n->isSwitch() || n == sm_.node)
-				continue;
-			for (unsigned num = 1; num <= n->numPorts; num++) {
-				Port &p = n->port(num);
-				if (!p.peer || !p.linkUp() || !paths_.count(p.peer->node))
+				std::vector<uint8_t> path;
+				unsigned am;
+				if (!route(p, path, am))
 					continue;
-				auto path = paths_.at(p.peer->node);
-				path.push_back(p.peer->num);
-				Mad pi = get(path, IB_SMP_ATTR_PORT_INFO, 0);
+				Mad pi = get(path, IB_SMP_ATTR_PORT_INFO, am);
 				auto &info = *overlay<ib_port_info>(smpData(pi));
 				info.linkspeed_portstate = nibbles(0, static_cast<uint8_t>(target));
 				info.portphysstate_linkdown = nibbles(0, 0);
-				set(path, IB_SMP_ATTR_PORT_INFO, 0, smpData(pi));
+				set(path, IB_SMP_ATTR_PORT_INFO, am, smpData(pi));
 			}
 		}
 	}

@@ -70,6 +70,7 @@ public:
 private:
 	Mad get(const std::vector<uint8_t> &path, uint16_t attr, uint32_t am);
 	Mad set(const std::vector<uint8_t> &path, uint16_t attr, uint32_t am, const uint8_t *data);
+	bool route(const Port &port, std::vector<uint8_t> &path, unsigned &am) const;
 	void discover();
 	void assignLids();
 	void programLfts();

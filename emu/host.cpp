@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Local HCAs of the emulated host.
+#include "emu/host.h"
+
+#include "fabric/subnet.h"
+
+namespace ibemu::emu {
+
+Host::Host(boost::asio::io_context &io, fabric::Subnet &subnet) : io_(io), subnet_(subnet) {}
+
+Host::~Host()
+{
+	while (!hcas_.empty())
+		removeHca(hcas_.back().get());
+}
+
+Hca *Host::addHca(fabric::Node &node, std::string name)
+{
+	if (node.isSwitch())
+		return nullptr;
+	for (const auto &h : hcas_)
+		if (h->node == &node || h->name == name)
+			return nullptr;
+	auto hca = std::make_unique<Hca>();
+	hca->name = std::move(name);
+	hca->node = &node;
+	for (unsigned num = 1; num <= node.numPorts; num++) {
+		unsigned dev = 0;
+		while (usedDevNums_.count(dev))
+			dev++;
+		usedDevNums_.insert(dev);
+		auto mad = std::make_unique<MadPort>(io_, subnet_, node.port(num), clients_);
+		hca->umadPorts.push_back(std::make_unique<UmadPort>(*mad, dev, hca->name));
+		hca->madPorts.push_back(std::move(mad));
+	}
+	hcas_.push_back(std::move(hca));
+	return hcas_.back().get();
+}
+
+void Host::removeHca(Hca *hca)
+{
+	for (auto it = hcas_.begin(); it != hcas_.end(); ++it) {
+		if (it->get() != hca)
+			continue;
+		for (auto &u : hca->umadPorts) {
+			u->kill();
+			usedDevNums_.erase(u->devNum());
+		}
+		hcas_.erase(it);
+		return;
+	}
+}
+
+UmadPort *Host::umadPort(unsigned devNum) const
+{
+	for (const auto &h : hcas_)
+		for (const auto &u : h->umadPorts)
+			if (u->devNum() == devNum)
+				return u.get();
+	return nullptr;
+}
+
+} /* namespace ibemu::emu */

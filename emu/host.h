@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The emulated host: the local HCAs it has, the kernel-wide MAD client table
+// and umad device numbering.
+//
+// Lifetime rules: a Host owns its Hcas (unique_ptr); an Hca owns one MadPort
+// and one UmadPort per port. Removing an HCA kills its umad ports first, so
+// transports holding open files see them die cleanly before the HCA goes.
+#pragma once
+
+#include "emu/mad_port.h"
+#include "emu/umad_port.h"
+
+#include <boost/asio/io_context.hpp>
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace ibemu::fabric {
+class Subnet;
+struct Node;
+}
+
+namespace ibemu::emu {
+
+struct Hca {
+	std::string name; /* the ib device name, e.g. "mlx5_0" */
+	fabric::Node *node = nullptr;
+	std::vector<std::unique_ptr<MadPort>> madPorts;   /* index = port number - 1 */
+	std::vector<std::unique_ptr<UmadPort>> umadPorts; /* index = port number - 1 */
+};
+
+class Host {
+public:
+	Host(boost::asio::io_context &io, fabric::Subnet &subnet);
+	~Host();
+	Host(const Host &) = delete;
+	Host &operator=(const Host &) = delete;
+
+	/* Makes a CA of the subnet a local HCA: a MAD layer on every port and
+	 * umadN/issmN numbers taken lowest-free, ports in order, as the
+	 * kernel's ib_umad does. Returns null (and errno-like -EINVAL) for
+	 * switches and nodes already local. */
+	Hca *addHca(fabric::Node &node, std::string name);
+	void removeHca(Hca *hca);
+
+	const std::vector<std::unique_ptr<Hca>> &hcas() const { return hcas_; }
+	UmadPort *umadPort(unsigned devNum) const;
+	MadClients &clients() { return clients_; }
+	boost::asio::io_context &io() const { return io_; }
+	fabric::Subnet &subnet() const { return subnet_; }
+
+private:
+	boost::asio::io_context &io_;
+	fabric::Subnet &subnet_;
+	MadClients clients_;
+	std::vector<std::unique_ptr<Hca>> hcas_;
+	std::set<unsigned> usedDevNums_;
+};
+
+} /* namespace ibemu::emu */

@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// An open umad file: the checks, errnos and byte layouts of the kernel's
+// user_mad.c (ib_umad_read, ib_umad_write, ib_umad_ioctl, ib_umad_poll,
+// ib_umad_close), on top of the MAD layer in mad_port.cpp.
+#include "emu/umad_file.h"
+
+#include "emu/mad_port.h"
+#include "emu/mad_rmpp.h"
+#include "emu/umad_port.h"
+#include "fabric/subnet.h"
+
+#include <boost/asio/io_context.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <poll.h>
+
+namespace ibemu::emu {
+
+UmadFile::UmadFile(UmadPort &port) : port_(port)
+{
+	port_.files_.push_back(this);
+}
+
+UmadFile::~UmadFile()
+{
+	/* ib_umad_close(): mark dead, drop the queue, unregister every agent
+	 * (which flushes its sends without reports) */
+	agentsDead_ = true;
+	recv_.clear();
+	for (MadAgent *&a : agents_) {
+		if (a)
+			port_.mad().unregisterAgent(a);
+		a = nullptr;
+	}
+	sends_.clear();
+	port_.files_.remove(this);
+}
+
+void UmadFile::killed()
+{
+	/* ib_umad_kill_port(): the device went away under an open file */
+	agentsDead_ = true;
+	for (MadAgent *&a : agents_) {
+		if (a)
+			port_.mad().unregisterAgent(a);
+		a = nullptr;
+	}
+	sends_.clear();
+	if (wakeup_)
+		wakeup_();
+}
+
+int UmadFile::slotOf(const MadAgent *agent) const
+{
+	for (unsigned i = 0; i < agents_.size(); i++)
+		if (agents_[i] == agent)
+			return static_cast<int>(i);
+	return -1;
+}
+
+void UmadFile::queue(RecvPacket &&p)
+{
+	recv_.push_back(std::move(p));
+	if (wakeup_)
+		wakeup_();
+}
+
+/* ---------------- read ---------------- */
+
+ssize_t UmadFile::read(uint8_t *buf, size_t count)
+{
+	size_t hs = hdrSize();
+	if (count < hs)
+		return -EINVAL;
+	if (agentsDead_)
+		return -EIO;
+	if (recv_.empty())
+		return -EAGAIN;
+
+	RecvPacket &p = recv_.front();
+	size_t len = p.data.size();
+	if (len <= kMadSize) {
+		if (count < hs + len)
+			return -EINVAL; /* stays at the head: no partial reads */
+		memcpy(buf, &p.hdr, hs);
+		memcpy(buf + hs, p.data.data(), len);
+	} else {
+		/* a reassembled RMPP message: header and first segment always,
+		 * the rest only if it all fits (copy_recv_mad) */
+		if (count < hs + kMadSize)
+			return -EINVAL;
+		memcpy(buf, &p.hdr, hs);
+		memcpy(buf + hs, p.data.data(), kMadSize);
+		if (count < hs + len)
+			return -ENOSPC; /* hdr.length says how much is needed */
+		memcpy(buf + hs + kMadSize, p.data.data() + kMadSize, len - kMadSize);
+	}
+	recv_.pop_front();
+	return static_cast<ssize_t>(hs + len);
+}
+
+/* ---------------- write ---------------- */
+
+bool UmadFile::isDuplicate(const ib_user_mad_hdr &hdr, const uint8_t *mad) const
+{
+	/* is_duplicate(): deliberately simple, like the kernel's */
+	const ib_mad_hdr &h = *overlay<ib_mad_hdr>(mad);
+	bool response = isResponseMad(h);
+	for (const Outstanding &o : sends_) {
+		const ib_mad_hdr &oh = *overlay<ib_mad_hdr>(o.madHdr);
+		if (oh.tid.get() != h.tid.get() || oh.mgmt_class != h.mgmt_class)
+			continue;
+		bool oldResponse = isResponseMad(oh);
+		if (!response && !oldResponse)
+			return true;
+		if (response && oldResponse) { /* same_destination() */
+			if (hdr.grh_present != o.hdr.grh_present)
+				continue;
+			if (hdr.grh_present ? memcmp(hdr.gid, o.hdr.gid, 16) == 0 : hdr.lid.get() == o.hdr.lid.get())
+				return true;
+		}
+	}
+	return false;
+}
+
+ssize_t UmadFile::write(const uint8_t *buf, size_t count)
+{
+	size_t hs = hdrSize();
+	if (count < hs + IB_MGMT_RMPP_HDR)
+		return -EINVAL;
+	ib_user_mad_hdr hdr{};
+	memcpy(&hdr, buf, hs);
+	if (hdr.id >= IB_UMAD_MAX_AGENTS)
+		return -EINVAL;
+	const uint8_t *mad = buf + hs;
+	MadAgent *agent = agents_[hdr.id];
+	if (agentsDead_ || !agent)
+		return -EIO;
+	MadPort &mp = port_.mad();
+
+	/* the address handle */
+	MadAddress ah;
+	ah.lid = hdr.lid.get();
+	ah.sl = hdr.sl;
+	ah.pathBits = hdr.path_bits;
+	ah.remoteQpn = hdr.qpn.get();
+	ah.pkeyIndex = usePkeyIndex_ ? hdr.pkey_index : 0;
+	if (hdr.grh_present) {
+		if (hdr.gid_index >= mp.gidTableLen())
+			return -EINVAL;
+		fabric::Gid unused;
+		if (!mp.gid(hdr.gid_index, unused))
+			return -ENODATA;
+		ah.grh = true;
+		ah.gidIndex = hdr.gid_index;
+		ah.hopLimit = hdr.hop_limit;
+		ah.trafficClass = hdr.traffic_class;
+		memcpy(ah.gid.data(), hdr.gid, 16);
+		ah.flowLabel = hdr.flow_label.get();
+	}
+
+	/* ib_create_send_mad(): sizes */
+	uint8_t cls = mad[1];
+	size_t hdrLen = madDataOffset(cls);
+	if (count < hs + hdrLen)
+		return -EINVAL;
+	size_t dataLen = count - hs - hdrLen;
+	bool rmppActive = false;
+	size_t copyFrom = 24;
+	if (isRmppClass(cls) && agent->kernelRmpp()) {
+		rmppActive = rmpp::active(mad);
+		copyFrom = IB_MGMT_RMPP_HDR; /* the MAD layer owns the RMPP header */
+	}
+	size_t segData = kMadSize - hdrLen;
+	size_t pad = dataLen == 0 ? segData : (segData - dataLen % segData) % segData;
+	size_t msgSize = hdrLen + dataLen + pad;
+	if (!rmppActive && msgSize > kMadSize)
+		return -EINVAL;
+
+	auto send = std::make_shared<MadSend>(mp.io());
+	send->msg.assign(msgSize, 0);
+	memcpy(send->msg.data(), mad, 24);
+	memcpy(send->msg.data() + copyFrom, mad + copyFrom, count - hs - copyFrom);
+	send->ah = ah;
+	send->hdrLen = hdrLen;
+	send->dataLen = dataLen;
+	send->timeoutMs = hdr.timeout_ms;
+	send->retries = hdr.retries;
+	send->rmppActive = rmppActive;
+
+	/* requests carry the agent's hi_tid in the upper 32 bits of the TID */
+	ib_mad_hdr &mh = *overlay<ib_mad_hdr>(send->msg.data());
+	if (!isResponseMad(mh))
+		mh.tid = (uint64_t(agent->hiTid()) << 32) | (mh.tid.get() & 0xffffffffULL);
+
+	bool userRmppActive = !agent->kernelRmpp() && isRmppClass(cls) && rmpp::active(mad);
+	if (!userRmppActive && isDuplicate(hdr, send->msg.data()))
+		return -EINVAL;
+
+	Outstanding o{ nextCookie_++, agent, hdr, {} };
+	memcpy(o.madHdr, send->msg.data(), 24);
+	send->cookie = o.cookie;
+	sends_.push_back(o);
+	if (int rc = mp.postSend(*agent, send)) {
+		sends_.pop_back();
+		return rc;
+	}
+	return static_cast<ssize_t>(count);
+}
+
+/* ---------------- completions from the MAD layer ---------------- */
+
+void UmadFile::madSendDone(MadAgent &agent, uint64_t cookie, SendStatus status)
+{
+	for (auto it = sends_.begin(); it != sends_.end(); ++it) {
+		if (it->cookie != cookie)
+			continue;
+		if (status == SendStatus::ResponseTimeout) {
+			/* send_handler(): the header as written, status ETIMEDOUT,
+			 * and the MAD header as sent */
+			RecvPacket p;
+			p.hdr = it->hdr;
+			if (!usePkeyIndex_)
+				p.hdr.pkey_index = 0;
+			p.hdr.status = ETIMEDOUT;
+			p.hdr.id = static_cast<uint32_t>(slotOf(&agent));
+			p.data.assign(it->madHdr, it->madHdr + 24);
+			p.timeoutReport = true;
+			sends_.erase(it);
+			queue(std::move(p));
+			return;
+		}
+		sends_.erase(it);
+		return;
+	}
+}
+
+void UmadFile::madReceived(MadAgent &agent, MadRecv &&recv)
+{
+	if (recv_.size() > MAX_UMAD_RECV_LIST_SIZE)
+		return; /* dropped, as the kernel drops */
+	int slot = slotOf(&agent);
+	if (slot < 0)
+		return;
+	RecvPacket p;
+	ib_user_mad_hdr &h = p.hdr;
+	memset(&h, 0, sizeof(h));
+	h.id = static_cast<uint32_t>(slot);
+	h.length = static_cast<uint32_t>(hdrSize() + recv.mad.size());
+	h.qpn = recv.src.remoteQpn;
+	h.lid = recv.src.lid;
+	h.sl = recv.src.sl;
+	h.path_bits = recv.src.pathBits;
+	h.pkey_index = usePkeyIndex_ ? recv.src.pkeyIndex : 0;
+	if (recv.src.grh) {
+		h.grh_present = 1;
+		h.gid_index = recv.src.gidIndex;
+		h.hop_limit = recv.src.hopLimit;
+		h.traffic_class = recv.src.trafficClass;
+		memcpy(h.gid, recv.src.gid.data(), 16);
+		h.flow_label = recv.src.flowLabel;
+	}
+	p.data = std::move(recv.mad);
+	queue(std::move(p));
+}
+
+/* ---------------- ioctl ---------------- */
+
+int UmadFile::registerAgent(const ib_user_mad_reg_req &req, bool v2, uint32_t flags, uint32_t oui,
+			    const uint8_t *methodMask, uint32_t &id)
+{
+	int slot = -1;
+	for (unsigned i = 0; i < agents_.size(); i++)
+		if (!agents_[i]) {
+			slot = static_cast<int>(i);
+			break;
+		}
+	if (slot < 0)
+		return -ENOMEM; /* "Max Agents reached" */
+
+	MadRegistration reg;
+	bool withReg = req.mgmt_class != 0;
+	if (withReg) {
+		if (v2 && (oui & 0xff000000))
+			return -EINVAL;
+		reg.mgmtClass = req.mgmt_class;
+		reg.classVersion = req.mgmt_class_version;
+		reg.oui = { static_cast<uint8_t>(oui >> 16), static_cast<uint8_t>(oui >> 8), static_cast<uint8_t>(oui) };
+		for (unsigned m = 0; m < 128; m++)
+			reg.methods[m] = (methodMask[m / 8] >> (m % 8)) & 1;
+	}
+	MadAgent *agent = nullptr;
+	int rc = port_.mad().registerAgent(req.qpn, withReg ? &reg : nullptr, req.rmpp_version, flags, this, &agent);
+	if (rc)
+		return rc;
+	agents_[slot] = agent;
+	id = static_cast<uint32_t>(slot);
+	if (!alreadyUsed_) {
+		alreadyUsed_ = true;
+		if (v2)
+			usePkeyIndex_ = true;
+	}
+	return 0;
+}
+
+int UmadFile::ioctl(unsigned cmd, uint8_t *arg, size_t argLen)
+{
+	if (cmd == IB_USER_MAD_REGISTER_AGENT) {
+		if (port_.dead())
+			return -EPIPE;
+		if (argLen < sizeof(ib_user_mad_reg_req))
+			return -EFAULT;
+		ib_user_mad_reg_req req;
+		memcpy(&req, arg, sizeof(req));
+		if (req.qpn != 0 && req.qpn != 1)
+			return -EINVAL;
+		uint32_t oui = uint32_t(req.oui[0]) << 16 | uint32_t(req.oui[1]) << 8 | req.oui[2];
+		uint32_t id;
+		int rc = registerAgent(req, false, 0, oui, reinterpret_cast<const uint8_t *>(req.method_mask), id);
+		if (rc)
+			return rc;
+		memcpy(arg + offsetof(ib_user_mad_reg_req, id), &id, sizeof(id));
+		return 0;
+	}
+	if (cmd == IB_USER_MAD_REGISTER_AGENT2) {
+		if (port_.dead())
+			return -EPIPE;
+		if (argLen < sizeof(ib_user_mad_reg_req2))
+			return -EFAULT;
+		ib_user_mad_reg_req2 req2;
+		memcpy(&req2, arg, sizeof(req2));
+		if (req2.qpn != 0 && req2.qpn != 1)
+			return -EINVAL;
+		if (req2.flags & ~IB_USER_MAD_REG_FLAGS_CAP) {
+			uint32_t supported = IB_USER_MAD_REG_FLAGS_CAP;
+			memcpy(arg + offsetof(ib_user_mad_reg_req2, flags), &supported, sizeof(supported));
+			return -EINVAL;
+		}
+		ib_user_mad_reg_req req{};
+		req.qpn = static_cast<uint8_t>(req2.qpn);
+		req.mgmt_class = req2.mgmt_class;
+		req.mgmt_class_version = req2.mgmt_class_version;
+		req.rmpp_version = req2.rmpp_version;
+		uint32_t id;
+		int rc = registerAgent(req, true, req2.flags, req2.oui,
+				       reinterpret_cast<const uint8_t *>(req2.method_mask), id);
+		if (rc)
+			return rc;
+		memcpy(arg + offsetof(ib_user_mad_reg_req2, id), &id, sizeof(id));
+		return 0;
+	}
+	if (cmd == IB_USER_MAD_UNREGISTER_AGENT) {
+		if (argLen < sizeof(uint32_t))
+			return -EFAULT;
+		uint32_t id;
+		memcpy(&id, arg, sizeof(id));
+		if (id >= IB_UMAD_MAX_AGENTS || agentsDead_ || !agents_[id])
+			return -EINVAL;
+		MadAgent *agent = agents_[id];
+		agents_[id] = nullptr;
+		sends_.remove_if([agent](const Outstanding &o) { return o.agent == agent; });
+		port_.mad().unregisterAgent(agent);
+		return 0;
+	}
+	if (cmd == IB_USER_MAD_ENABLE_PKEY) {
+		if (alreadyUsed_)
+			return -EINVAL;
+		usePkeyIndex_ = true;
+		return 0;
+	}
+	return -ENOTTY;
+}
+
+unsigned UmadFile::poll() const
+{
+	if (agentsDead_)
+		return POLLERR;
+	unsigned mask = POLLOUT | POLLWRNORM;
+	if (!recv_.empty())
+		mask |= POLLIN | POLLRDNORM;
+	return mask;
+}
+
+} /* namespace ibemu::emu */

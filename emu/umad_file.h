@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// One open /dev/infiniband/umadN (the kernel's struct ib_umad_file).
+//
+// Interface (what a transport calls, with plain byte buffers):
+//   read()    one MAD per call: header (56 or 64 bytes) + MAD or message
+//   write()   one MAD or RMPP message per call; returns count
+//   ioctl()   IB_USER_MAD_REGISTER_AGENT(2), UNREGISTER_AGENT, ENABLE_PKEY
+//   poll()    POLLOUT always, POLLIN with a MAD queued, POLLERR when dead
+//   close     the destructor: unregisters the agents, drops the queue
+// All return a byte count, 0, or a negative errno exactly as user_mad.c.
+// read() never blocks: on an empty queue it returns -EAGAIN and a transport
+// serving a blocking reader waits for the wakeup hook, then calls again.
+#pragma once
+
+#include "emu/mad_agent.h"
+#include "emu/umad_abi.h"
+
+#include <deque>
+#include <functional>
+#include <list>
+
+namespace ibemu::emu {
+
+class UmadPort;
+
+class UmadFile final : public AgentClient {
+public:
+	explicit UmadFile(UmadPort &port);
+	~UmadFile();
+	UmadFile(const UmadFile &) = delete;
+	UmadFile &operator=(const UmadFile &) = delete;
+
+	ssize_t read(uint8_t *buf, size_t count);
+	ssize_t write(const uint8_t *buf, size_t count);
+	/* arg: the ioctl argument, already copied in; results are written back
+	 * into it (argLen = the size the command's _IOC encoding gives). */
+	int ioctl(unsigned cmd, uint8_t *arg, size_t argLen);
+	unsigned poll() const;
+
+	/* Called when a MAD is queued or the file dies (poll/blocked reads).
+	 * It must not call back into this file synchronously. */
+	void setWakeup(std::function<void()> fn) { wakeup_ = std::move(fn); }
+
+	size_t hdrSize() const { return usePkeyIndex_ ? sizeof(ib_user_mad_hdr) : sizeof(ib_user_mad_hdr_old); }
+	size_t queued() const { return recv_.size(); }
+	size_t outstanding() const { return sends_.size(); }
+
+	/* AgentClient */
+	void madReceived(MadAgent &agent, MadRecv &&recv) override;
+	void madSendDone(MadAgent &agent, uint64_t cookie, SendStatus status) override;
+
+private:
+	friend class UmadPort;
+
+	struct RecvPacket {
+		ib_user_mad_hdr hdr;
+		std::vector<uint8_t> data; /* the MAD, a reassembled message, or 24 bytes of a timed-out send */
+		bool timeoutReport = false;
+	};
+	struct Outstanding {
+		uint64_t cookie;
+		MadAgent *agent;
+		ib_user_mad_hdr hdr; /* as written, for timeout reports */
+		uint8_t madHdr[24];  /* with the TID rewritten */
+	};
+
+	void killed();
+	int registerAgent(const ib_user_mad_reg_req &req, bool v2, uint32_t flags, uint32_t oui,
+			  const uint8_t *methodMask, uint32_t &id);
+	int slotOf(const MadAgent *agent) const;
+	bool isDuplicate(const ib_user_mad_hdr &hdr, const uint8_t *mad) const;
+	void queue(RecvPacket &&p);
+
+	UmadPort &port_;
+	std::array<MadAgent *, IB_UMAD_MAX_AGENTS> agents_{};
+	std::deque<RecvPacket> recv_;
+	std::list<Outstanding> sends_;
+	bool usePkeyIndex_ = false;
+	bool alreadyUsed_ = false;
+	bool agentsDead_ = false;
+	uint64_t nextCookie_ = 1;
+	std::function<void()> wakeup_;
+};
+
+} /* namespace ibemu::emu */
