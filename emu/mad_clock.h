@@ -2,10 +2,11 @@
 // Copyright (c) 2026 the ibemu authors
 // The clock behind MAD timeouts, retries and RMPP windows.
 //
-// It is the steady clock plus an offset that only tests move, so a test can
-// let "200 ms" pass by advancing the clock and polling the io_context, with
-// no sleeping and no dependence on the machine's speed. (meson.build builds
-// everything with BOOST_ASIO_DISABLE_EPOLL for this: see there.)
+// In the daemon it is the steady clock. Tests freeze it and move it by hand,
+// so that "200 ms" passes exactly when a test says so, never because the
+// machine was slow: advance() then polling the io_context runs what became
+// due. (meson.build builds everything with BOOST_ASIO_DISABLE_EPOLL for this:
+// see there.)
 #pragma once
 
 #include <boost/asio/basic_waitable_timer.hpp>
@@ -23,13 +24,23 @@ struct MadClock {
 
 	static time_point now() noexcept
 	{
-		return time_point(std::chrono::steady_clock::now().time_since_epoch() + offset_);
+		if (frozen_)
+			return frozenAt_;
+		return time_point(std::chrono::steady_clock::now().time_since_epoch());
 	}
-	/* Tests only: make `d` pass at once. */
-	static void advance(duration d) noexcept { offset_ += d; }
+	/* Tests only: stop the clock where it is... */
+	static void freeze() noexcept
+	{
+		if (!frozen_)
+			frozenAt_ = now();
+		frozen_ = true;
+	}
+	/* ...and make `d` pass at once. */
+	static void advance(duration d) noexcept { frozenAt_ += d; }
 
 private:
-	static inline duration offset_{};
+	static inline bool frozen_ = false;
+	static inline time_point frozenAt_{};
 };
 
 using MadTimer = boost::asio::basic_waitable_timer<MadClock>;

@@ -10,6 +10,7 @@ namespace ibemu::test {
 
 EmuFixture::EmuFixture()
 {
+	emu::MadClock::freeze();
 	load(subnet, defaultTopology());
 	/* bring the subnet up first, from host3, with the fabric alone */
 	sm = std::make_unique<MiniSm>(subnet, subnet.findNodeByGuid(0x2c90300000300)->port(1));

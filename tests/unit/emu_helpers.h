@@ -43,6 +43,15 @@ struct EmuFixture {
 		io.restart();
 		io.poll();
 	}
+	/* run until nothing is left to run */
+	void drain()
+	{
+		for (int i = 0; i < 1000; i++) {
+			io.restart();
+			if (io.poll() == 0)
+				return;
+		}
+	}
 	/* let `ms` of MAD-layer time pass */
 	void advance(unsigned ms)
 	{
