@@ -116,7 +116,6 @@ void encodePortInfo(const Node &node, const Port &p, uint8_t localPortNum, bool 
 		    ib_port_info &pi)
 {
 	bool ext = node.mgmtPort(p.num).capMask & IB_PORT_EXTENDED_SPEEDS_SUP;
-	bool up = p.linkUp() || (node.isSwitch() && p.num == 0);
 
 	pi.mkey = hideMkey ? 0 : p.mkey;
 	pi.gid_prefix = p.gidPrefix;
@@ -128,11 +127,11 @@ void encodePortInfo(const Node &node, const Port &p, uint8_t localPortNum, bool 
 	pi.local_port_num = localPortNum;
 	pi.link_width_enabled = p.linkWidthEnabled;
 	pi.link_width_supported = p.linkWidthSupported;
-	pi.link_width_active = up ? p.linkWidthActive : 0;
+	pi.link_width_active = p.linkWidthActive; /* the last trained width, even when down */
 	pi.linkspeed_portstate = nibbles(speedSupportedBits(p), static_cast<uint8_t>(p.state));
 	pi.portphysstate_linkdown = nibbles(static_cast<uint8_t>(p.physState), p.linkDownDefault);
 	pi.mkeyprot_resv_lmc = static_cast<uint8_t>((p.mkeyProtect << 6) | (p.lmc & 7));
-	pi.linkspeedactive_enabled = nibbles(up ? linkSpeedBits(p.speedActive) : 0, p.linkSpeedEnabled);
+	pi.linkspeedactive_enabled = nibbles(linkSpeedBits(p.speedActive), p.linkSpeedEnabled);
 	pi.neighbormtu_mastersmsl = nibbles(p.neighborMtu, p.masterSmSl);
 	pi.vlcap_inittype = nibbles(p.vlCap, p.initType);
 	pi.vl_high_limit = p.vlHighLimit;
@@ -153,7 +152,7 @@ void encodePortInfo(const Node &node, const Port &p, uint8_t localPortNum, bool 
 	pi.cap_mask2 = p.capMask2;
 	if (ext) {
 		pi.link_speed_ext_active_supported =
-			nibbles(up ? linkSpeedExtBits(p.speedActive) : 0, extSpeedSupportedBits(p));
+			nibbles(linkSpeedExtBits(p.speedActive), extSpeedSupportedBits(p));
 		pi.link_speed_ext_enabled = p.linkSpeedExtEnabled & 0x1f;
 	}
 }

@@ -9,5 +9,7 @@ namespace ibemu::tools {
 
 /* `ibemu topo gen|check|show` */
 void addTopoCommands(CLI::App &app, int &exitCode);
+/* `ibemu up|down|exec|shell|status` */
+void addInstanceCommands(CLI::App &app, int &exitCode);
 
 } /* namespace ibemu::tools */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// ibemu: the front CLI. `ibemu topo ...` works on topology files.
+// ibemu: the front CLI: instances (up, down, exec, shell, status) and
+// topology files (topo gen, check, show).
 #include "tools/commands.h"
 
 #include <cstdio>
@@ -11,6 +12,7 @@ int main(int argc, char **argv)
 	app.require_subcommand(1);
 	int exitCode = 0;
 	ibemu::tools::addTopoCommands(app, exitCode);
+	ibemu::tools::addInstanceCommands(app, exitCode);
 	try {
 		app.parse(argc, argv);
 	} catch (const CLI::ParseError &e) {

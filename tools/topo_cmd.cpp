@@ -2,6 +2,7 @@
 // Copyright (c) 2026 the ibemu authors
 // `ibemu topo gen|check|show`: generate, validate and describe topology files.
 #include "tools/commands.h"
+#include "tools/fabric_source.h"
 
 #include "fabric/generators.h"
 #include "fabric/subnet.h"
@@ -20,25 +21,6 @@ namespace ibemu::tools {
 using namespace ibemu::fabric;
 
 namespace {
-
-/* Loads `path`, or the built-in fabric when path is empty. Prints the
- * problem and returns false on failure. */
-bool loadFabric(const std::string &path, Subnet &subnet)
-{
-	Topology topo;
-	TopologyError err;
-	int rc = path.empty() ? parseTopology(defaultTopology(), "<built-in default>", topo, err)
-			      : loadTopologyFile(path, topo, err);
-	if (rc == 0)
-		rc = buildSubnet(topo, subnet, err);
-	for (const auto &w : topo.warnings)
-		fprintf(stderr, "ibemu: warning: %s\n", w.c_str());
-	if (rc) {
-		fprintf(stderr, "ibemu: %s\n", err.str().c_str());
-		return false;
-	}
-	return true;
-}
 
 bool writeOutput(const std::string &path, const std::string &text)
 {

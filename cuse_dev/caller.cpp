@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+#include "cuse_dev/caller.h"
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <sys/uio.h>
+
+namespace ibemu::cuse_dev {
+
+int callerSyscall(pid_t tid, long &nr, uint64_t args[6])
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/syscall", static_cast<int>(tid));
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	unsigned long long a[6];
+	int n = fscanf(f, "%ld %llx %llx %llx %llx %llx %llx", &nr, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5]);
+	fclose(f);
+	if (n != 7)
+		return -ESRCH; /* "running", or not in a system call */
+	for (int i = 0; i < 6; i++)
+		args[i] = a[i];
+	return 0;
+}
+
+int writeCaller(pid_t tid, uint64_t addr, const void *data, size_t len)
+{
+	iovec local{ const_cast<void *>(data), len };
+	iovec remote{ reinterpret_cast<void *>(addr), len };
+	ssize_t n = process_vm_writev(tid, &local, 1, &remote, 1, 0);
+	if (n < 0)
+		return -errno;
+	return n == static_cast<ssize_t>(len) ? 0 : -EFAULT;
+}
+
+} /* namespace ibemu::cuse_dev */

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Mount namespace set-up (the recipes of platform.md B.2).
+#include "cuse_dev/namespace.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace ibemu::cuse_dev {
+
+namespace {
+
+int fail(std::string &err, const std::string &what)
+{
+	int e = errno;
+	err = what + ": " + strerror(e);
+	return -e;
+}
+
+int mkdirs(const std::string &path)
+{
+	for (size_t pos = 1; pos != std::string::npos;) {
+		pos = path.find('/', pos + 1);
+		std::string part = path.substr(0, pos);
+		if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
+			return -errno;
+	}
+	return 0;
+}
+
+int bind(const std::string &from, const std::string &to, std::string &err)
+{
+	if (mount(from.c_str(), to.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+		return fail(err, "bind " + from + " on " + to);
+	return 0;
+}
+
+} /* namespace */
+
+int enterPrivateMountNamespace(std::string &err)
+{
+	if (unshare(CLONE_NEWNS) != 0)
+		return fail(err, "unshare(CLONE_NEWNS)");
+	if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+		return fail(err, "making / private");
+	return 0;
+}
+
+int mountSysClass(const std::string &fsRoot, const std::vector<std::string> &names, const std::string &scratch,
+		  std::string &err)
+{
+	std::string orig = scratch + "/orig-class";
+	if (int rc = mkdirs(orig)) {
+		errno = -rc;
+		return fail(err, "mkdir " + orig);
+	}
+	if (int rc = bind("/sys/class", orig, err))
+		return rc;
+	if (mount("tmpfs", "/sys/class", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755") != 0)
+		return fail(err, "tmpfs on /sys/class");
+
+	DIR *d = opendir(orig.c_str());
+	if (!d)
+		return fail(err, "opendir " + orig);
+	while (dirent *e = readdir(d)) {
+		std::string n = e->d_name;
+		if (n == "." || n == ".." || std::find(names.begin(), names.end(), n) != names.end())
+			continue;
+		std::string to = "/sys/class/" + n;
+		if (mkdir(to.c_str(), 0755) != 0 || bind(orig + "/" + n, to, err) != 0) {
+			closedir(d);
+			return err.empty() ? fail(err, "mkdir " + to) : -EIO;
+		}
+	}
+	closedir(d);
+	for (const auto &n : names) {
+		std::string to = "/sys/class/" + n;
+		if (mkdir(to.c_str(), 0755) != 0)
+			return fail(err, "mkdir " + to);
+		if (int rc = bind(fsRoot + "/class/" + n, to, err))
+			return rc;
+	}
+	return 0;
+}
+
+int mountDevInfiniband(const std::string &fsRoot, const std::vector<std::string> &names, std::string &err)
+{
+	/* A host with IB has this directory; one without gets an empty one,
+	 * which it keeps: only this namespace sees what is mounted on it. */
+	if (mkdir("/dev/infiniband", 0755) != 0 && errno != EEXIST)
+		return fail(err, "mkdir /dev/infiniband");
+	if (mount("tmpfs", "/dev/infiniband", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755") != 0)
+		return fail(err, "tmpfs on /dev/infiniband");
+	for (const auto &n : names) {
+		std::string to = "/dev/infiniband/" + n;
+		if (symlink((fsRoot + "/dev/" + n).c_str(), to.c_str()) != 0)
+			return fail(err, "symlink " + to);
+	}
+	return 0;
+}
+
+int joinMountNamespace(int pid, std::string &err)
+{
+	std::string path = "/proc/" + std::to_string(pid) + "/ns/mnt";
+	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(err, "open " + path);
+	int rc = setns(fd, CLONE_NEWNS);
+	int e = errno;
+	close(fd);
+	if (rc != 0) {
+		errno = e;
+		return fail(err, "setns " + path);
+	}
+	return 0;
+}
+
+} /* namespace ibemu::cuse_dev */

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The instance's private mount namespace: where its sysfs view and device
+// files appear at the paths stock tools use (/sys/class/infiniband*,
+// /dev/infiniband), without changing what the rest of the machine sees.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ibemu::cuse_dev {
+
+/* unshare(CLONE_NEWNS) and make every mount private, so nothing mounted
+ * afterwards leaks to (or from) the host. */
+int enterPrivateMountNamespace(std::string &err);
+
+/* /sys/class becomes a tmpfs holding the host's classes (bind-mounted
+ * back) plus <fsRoot>/class/{names}. scratch is a private directory. */
+int mountSysClass(const std::string &fsRoot, const std::vector<std::string> &names, const std::string &scratch,
+		  std::string &err);
+
+/* /dev/infiniband becomes a tmpfs with links to <fsRoot>/dev/<name>. */
+int mountDevInfiniband(const std::string &fsRoot, const std::vector<std::string> &names, std::string &err);
+
+/* Joins the mount namespace of process pid (for `ibemu exec`). */
+int joinMountNamespace(int pid, std::string &err);
+
+} /* namespace ibemu::cuse_dev */

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Building the subnet an instance simulates: a topology file, a generator
+// spec, or the built-in default.
+#pragma once
+
+#include "fabric/subnet.h"
+
+#include <string>
+
+namespace ibemu::tools {
+
+/* Loads `path`, or the built-in fabric when path is empty. Prints the
+ * problem (file:line) and returns false on failure. */
+bool loadFabric(const std::string &path, fabric::Subnet &subnet);
+
+/*
+ * Builds from a generator spec: "fat-tree:levels=3,hosts=100,radix=8",
+ * "ring:switches=4,hosts-per-switch=2", "torus:dims=3x3,hosts-per-switch=1",
+ * optionally with speed=EDR,width=4. Prints the problem on failure.
+ */
+bool generateFabric(const std::string &spec, fabric::Subnet &subnet);
+
+} /* namespace ibemu::tools */

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// ibemud: the foreground daemon of one instance. It simulates the subnet,
+// makes the chosen CAs local HCAs, and serves their devices and sysfs view
+// in a private mount namespace. `ibemu up` starts it in the background.
+//
+// Threads: main runs the io_context, which owns the subnet, the emulated
+// host and the FUSE session. One short-lived thread does the mounts that
+// need the FUSE filesystem answering (it touches no emu state).
+#include "cuse_dev/fuse_fs.h"
+#include "cuse_dev/namespace.h"
+#include "emu/host.h"
+#include "fabric/subnet.h"
+#include "tools/fabric_source.h"
+#include "tools/instance.h"
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+using namespace ibemu;
+
+struct Options {
+	std::string instance = "default";
+	std::string topology;
+	std::string gen;
+	std::string local;
+	std::string transport = "auto";
+	std::string logLevel = "info";
+};
+
+/* Finds a CA by node id, description or GUID. */
+fabric::Node *findCa(fabric::Subnet &subnet, const std::string &what)
+{
+	fabric::Node *n = subnet.findNode(what);
+	if (!n) {
+		for (const auto &c : subnet.nodes())
+			if (c->desc == what)
+				n = c.get();
+	}
+	if (!n && what.size() > 2 && what[0] == '0' && (what[1] == 'x' || what[1] == 'X')) {
+		char *end = nullptr;
+		uint64_t g = strtoull(what.c_str(), &end, 16);
+		if (end && !*end)
+			n = subnet.findNodeByGuid(g);
+	}
+	return n && !n->isSwitch() ? n : nullptr;
+}
+
+class Daemon {
+public:
+	Daemon(const Options &opts, const tools::Instance &inst) : opts_(opts), inst_(inst), signals_(io_, SIGINT, SIGTERM) {}
+
+	int run();
+
+private:
+	bool setupFabric();
+	bool chooseLocal();
+	void awaitStop();
+	void stop(int code);
+	void ready();
+	nlohmann::ordered_json describe() const;
+
+	const Options &opts_;
+	const tools::Instance &inst_;
+	boost::asio::io_context io_{ 1 };
+	boost::asio::signal_set signals_;
+	fabric::Subnet subnet_;
+	std::unique_ptr<emu::Host> host_;
+	std::unique_ptr<cuse_dev::FuseFs> fs_;
+	std::thread mounter_;
+	int exitCode_ = 0;
+};
+
+bool Daemon::setupFabric()
+{
+	bool ok = opts_.gen.empty() ? tools::loadFabric(opts_.topology, subnet_) : tools::generateFabric(opts_.gen, subnet_);
+	if (ok)
+		spdlog::info("fabric: {} switches, {} CAs, {} routers, {} links", subnet_.numSwitches(), subnet_.numCas(),
+			     subnet_.numRouters(), subnet_.numLinks());
+	return ok;
+}
+
+bool Daemon::chooseLocal()
+{
+	host_ = std::make_unique<emu::Host>(io_, subnet_);
+	std::vector<fabric::Node *> chosen;
+	if (opts_.local.empty()) {
+		/* by default the first two CAs: a server and a client on one host */
+		for (const auto &n : subnet_.nodes())
+			if (n->type == fabric::NodeType::CA && chosen.size() < 2)
+				chosen.push_back(n.get());
+	} else {
+		std::stringstream ss(opts_.local);
+		std::string item;
+		while (std::getline(ss, item, ',')) {
+			fabric::Node *n = findCa(subnet_, item);
+			if (!n) {
+				spdlog::error("--local: no CA \"{}\" in the fabric (give a node id, description or GUID)", item);
+				return false;
+			}
+			chosen.push_back(n);
+		}
+	}
+	if (chosen.empty()) {
+		spdlog::error("the fabric has no CA to make local");
+		return false;
+	}
+	for (fabric::Node *n : chosen) {
+		std::string name = "ibemu" + std::to_string(host_->hcas().size());
+		if (!host_->addHca(*n, name)) {
+			spdlog::error("--local: \"{}\" is named twice", n->desc);
+			return false;
+		}
+		spdlog::info("local HCA {}: \"{}\" (node GUID 0x{:016x})", name, n->desc, n->nodeGuid);
+	}
+	return true;
+}
+
+nlohmann::ordered_json Daemon::describe() const
+{
+	nlohmann::ordered_json j;
+	j["instance"] = inst_.name;
+	j["pid"] = getpid();
+	j["transport"] = "fuse";
+	j["topology"] = !opts_.gen.empty() ? "gen " + opts_.gen : opts_.topology.empty() ? "(built-in default)" : opts_.topology;
+	j["fabric"] = { { "switches", subnet_.numSwitches() }, { "cas", subnet_.numCas() },
+			{ "routers", subnet_.numRouters() }, { "links", subnet_.numLinks() } };
+	nlohmann::ordered_json devs = nlohmann::ordered_json::array();
+	for (const auto &h : host_->hcas()) {
+		nlohmann::ordered_json d;
+		d["ibdev"] = h->name;
+		d["node"] = h->node->desc;
+		char guid[24];
+		snprintf(guid, sizeof(guid), "0x%016" PRIx64, h->node->nodeGuid);
+		d["node_guid"] = guid;
+		nlohmann::ordered_json ports = nlohmann::ordered_json::array();
+		for (const auto &u : h->umadPorts)
+			ports.push_back({ { "port", u->portNum() }, { "umad", "/dev/infiniband/umad" + std::to_string(u->devNum()) },
+					  { "issm", "/dev/infiniband/issm" + std::to_string(u->devNum()) } });
+		d["ports"] = ports;
+		devs.push_back(d);
+	}
+	j["devices"] = devs;
+	return j;
+}
+
+void Daemon::ready()
+{
+	std::string tmp = inst_.readyFile() + ".tmp";
+	std::ofstream(tmp) << describe().dump(2) << "\n";
+	rename(tmp.c_str(), inst_.readyFile().c_str());
+	spdlog::info("ready: devices under /dev/infiniband and /sys/class/infiniband* in this instance's namespace");
+}
+
+void Daemon::awaitStop()
+{
+	signals_.async_wait([this](const boost::system::error_code &ec, int sig) {
+		if (ec)
+			return;
+		spdlog::info("signal {}: shutting down", sig);
+		stop(0);
+	});
+}
+
+void Daemon::stop(int code)
+{
+	exitCode_ = code;
+	/* clients first: every open file dies and every parked request is
+	 * answered, then the mount goes */
+	if (host_)
+		for (const auto &h : host_->hcas())
+			for (const auto &u : h->umadPorts)
+				u->kill();
+	if (fs_)
+		fs_->shutdown();
+	signals_.cancel();
+	io_.stop();
+}
+
+int Daemon::run()
+{
+	if (!setupFabric() || !chooseLocal())
+		return 1;
+
+	std::string err;
+	if (cuse_dev::enterPrivateMountNamespace(err) != 0) {
+		spdlog::error("{}", err);
+		return 1;
+	}
+	mkdir(inst_.fsDir().c_str(), 0755);
+	fs_ = std::make_unique<cuse_dev::FuseFs>(io_, *host_);
+	if (fs_->mount(inst_.fsDir(), err) != 0) {
+		spdlog::error("{}", err);
+		return 1;
+	}
+	awaitStop();
+
+	/* The bind mounts look things up in our FUSE filesystem, which the io
+	 * thread serves: so they happen on a thread of their own. */
+	std::vector<std::string> devNames;
+	for (const auto &h : host_->hcas())
+		for (const auto &u : h->umadPorts) {
+			devNames.push_back("umad" + std::to_string(u->devNum()));
+			devNames.push_back("issm" + std::to_string(u->devNum()));
+		}
+	mounter_ = std::thread([this, devNames] {
+		std::string e;
+		int rc = cuse_dev::mountSysClass(inst_.fsDir(), { "infiniband", "infiniband_mad" }, inst_.scratchDir(), e);
+		if (rc == 0)
+			rc = cuse_dev::mountDevInfiniband(inst_.fsDir(), devNames, e);
+		boost::asio::post(io_, [this, rc, e] {
+			if (rc) {
+				spdlog::error("{}", e);
+				stop(1);
+				return;
+			}
+			ready();
+		});
+	});
+
+	io_.run();
+	if (mounter_.joinable())
+		mounter_.join();
+	fs_.reset();
+	host_.reset();
+	unlink(inst_.readyFile().c_str());
+	unlink(inst_.pidFile().c_str());
+	spdlog::info("stopped");
+	return exitCode_;
+}
+
+} /* namespace */
+
+int main(int argc, char **argv)
+{
+	Options opts;
+	CLI::App app{ "ibemud: the ibemu daemon (foreground); `ibemu up` starts it in the background" };
+	app.add_option("--instance", opts.instance, "Instance name");
+	auto *topo = app.add_option("--topology", opts.topology, "Topology file (ibnetdiscover format)");
+	app.add_option("--gen", opts.gen, "Generate the fabric, e.g. fat-tree:levels=2,hosts=16,radix=8")->excludes(topo);
+	app.add_option("--local", opts.local, "CAs to make local HCAs: node ids, descriptions or GUIDs, comma-separated");
+	app.add_option("--transport", opts.transport, "auto, fuse or cuse")->check(CLI::IsMember({ "auto", "fuse", "cuse" }));
+	app.add_option("--log-level", opts.logLevel, "trace, debug, info, warn, error");
+	CLI11_PARSE(app, argc, argv);
+
+	tools::Instance inst;
+	std::string err;
+	if (!tools::makeInstance(opts.instance, inst, err)) {
+		fprintf(stderr, "ibemud: %s\n", err.c_str());
+		return 2;
+	}
+	if (opts.transport == "cuse") {
+		fprintf(stderr, "ibemud: the CUSE transport is not available yet; use --transport fuse\n");
+		return 2;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "ibemud: must run as root (it mounts a FUSE filesystem and a private namespace)\n");
+		return 1;
+	}
+	std::string parent = inst.runDir.substr(0, inst.runDir.rfind('/'));
+	mkdir(parent.c_str(), 0755);
+	if (mkdir(inst.runDir.c_str(), 0755) != 0 && errno != EEXIST) {
+		fprintf(stderr, "ibemud: cannot create %s: %s\n", inst.runDir.c_str(), strerror(errno));
+		return 1;
+	}
+	if (int pid = tools::runningPid(inst); pid && pid != getpid()) {
+		fprintf(stderr, "ibemud: instance \"%s\" is already running (pid %d)\n", inst.name.c_str(), pid);
+		return 1;
+	}
+	std::ofstream(inst.pidFile()) << getpid() << "\n";
+
+	auto console = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+	auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(inst.logFile(), true);
+	auto logger = std::make_shared<spdlog::logger>("ibemud", spdlog::sinks_init_list{ console, file });
+	logger->set_level(spdlog::level::from_str(opts.logLevel));
+	logger->flush_on(spdlog::level::info);
+	spdlog::set_default_logger(logger);
+	spdlog::info("instance \"{}\", run directory {}", inst.name, inst.runDir);
+
+	Daemon d(opts, inst);
+	int rc = d.run();
+	if (rc)
+		unlink(inst.pidFile().c_str());
+	return rc;
+}
