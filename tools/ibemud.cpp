@@ -55,6 +55,14 @@ fabric::Node *findCa(fabric::Subnet &subnet, const std::string &what)
 			if (c->desc == what)
 				n = c.get();
 	}
+	if (!n) { /* the host name: NodeDescription is "hostname HCA-1" by convention */
+		for (const auto &c : subnet.nodes())
+			if (c->desc.compare(0, c->desc.find(' '), what) == 0 && !c->isSwitch()) {
+				if (n)
+					return nullptr; /* ambiguous */
+				n = c.get();
+			}
+	}
 	if (!n && what.size() > 2 && what[0] == '0' && (what[1] == 'x' || what[1] == 'X')) {
 		char *end = nullptr;
 		uint64_t g = strtoull(what.c_str(), &end, 16);

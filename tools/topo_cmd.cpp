@@ -87,6 +87,49 @@ void showSubnet(const Subnet &subnet, const std::string &what)
 	}
 }
 
+/* Differences between two subnets, by GUID: nodes, ports and cables. */
+std::vector<std::string> diffSubnets(const Subnet &a, const Subnet &b)
+{
+	std::vector<std::string> out;
+	char buf[256];
+	auto cable = [](const Port &p) {
+		char s[64];
+		if (!p.peer)
+			return std::string("-");
+		snprintf(s, sizeof(s), "0x%016" PRIx64 "[%u]", p.peer->node->nodeGuid, p.peer->num);
+		return std::string(s);
+	};
+	for (const auto &n : a.nodes()) {
+		const Node *m = b.findNodeByGuid(n->nodeGuid);
+		if (!m) {
+			snprintf(buf, sizeof(buf), "only in the first: node 0x%016" PRIx64 " \"%s\"", n->nodeGuid, n->desc.c_str());
+			out.push_back(buf);
+			continue;
+		}
+		if (m->type != n->type || m->numPorts != n->numPorts || m->desc != n->desc) {
+			snprintf(buf, sizeof(buf), "node 0x%016" PRIx64 ": %s %u ports \"%s\" vs %s %u ports \"%s\"", n->nodeGuid,
+				 nodeTypeName(n->type), n->numPorts, n->desc.c_str(), nodeTypeName(m->type), m->numPorts,
+				 m->desc.c_str());
+			out.push_back(buf);
+			continue;
+		}
+		for (unsigned p = 1; p <= n->numPorts; p++) {
+			std::string x = cable(n->port(p)), y = cable(m->port(p));
+			if (x != y) {
+				snprintf(buf, sizeof(buf), "node 0x%016" PRIx64 " port %u: cabled to %s vs %s", n->nodeGuid, p,
+					 x.c_str(), y.c_str());
+				out.push_back(buf);
+			}
+		}
+	}
+	for (const auto &m : b.nodes())
+		if (!a.findNodeByGuid(m->nodeGuid)) {
+			snprintf(buf, sizeof(buf), "only in the second: node 0x%016" PRIx64 " \"%s\"", m->nodeGuid, m->desc.c_str());
+			out.push_back(buf);
+		}
+	return out;
+}
+
 } /* namespace */
 
 void addTopoCommands(CLI::App &app, int &exitCode)
@@ -170,6 +213,24 @@ void addTopoCommands(CLI::App &app, int &exitCode)
 		j["routers"] = subnet.numRouters();
 		j["links"] = subnet.numLinks();
 		printf("%s\n", j.dump().c_str());
+	});
+
+	/* topo diff */
+	auto files = std::make_shared<std::vector<std::string>>();
+	CLI::App *diff = topo->add_subcommand("diff", "Compare two topologies by GUID (e.g. a file and ibnetdiscover's view)");
+	diff->add_option("files", *files, "Two topology files; '-' for the built-in default")->expected(2)->required();
+	diff->callback([files, &exitCode] {
+		Subnet a, b;
+		if (!loadFabric((*files)[0] == "-" ? "" : (*files)[0], a) || !loadFabric((*files)[1] == "-" ? "" : (*files)[1], b)) {
+			exitCode = 2;
+			return;
+		}
+		auto d = diffSubnets(a, b);
+		for (const auto &line : d)
+			printf("%s\n", line.c_str());
+		if (d.empty())
+			printf("same: %zu nodes, %zu links\n", a.nodes().size(), a.numLinks());
+		exitCode = d.empty() ? 0 : 1;
 	});
 
 	/* topo show */

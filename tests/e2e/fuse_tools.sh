@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Stock rdma-core tools and OpenSM against ibemu on the FUSE transport, in
+# private mount namespaces: the built-in default fabric and a generated fat
+# tree, as two instances running side by side.
+# usage: fuse_tools.sh IBEMU_BINARY
+set -u
+ibemu=$1
+. "$(dirname "$0")/lib.sh"
+e2e_setup fuse-tools
+
+A=e2e-default-$$
+B=e2e-fattree-$$
+out=$("$ibemu" up --instance $A 2>&1)
+expect_eq "up default" 0 $?
+expect_match "up lists umad0" '/dev/infiniband/umad0 /dev/infiniband/issm0' "$out"
+"$ibemu" topo gen fat-tree --levels 2 --hosts 16 --radix 8 -o "$work/ft.topo"
+out=$("$ibemu" up --instance $B --topology "$work/ft.topo" --local host00001,host00016 2>&1)
+expect_eq "up fat tree" 0 $?
+expect_match "two instances side by side" 'fabric .*ft.topo: 8 switches, 16 CAs, 32 links' "$out"
+out=$("$ibemu" up --instance $A 2>&1)
+expect_match "a second up of a running instance is refused" 'is already running' "$out"
+
+# --- before any SM
+out=$(inst $A ibstat)
+expect_match "ibstat: CA" "^CA 'ibemu0'" "$out"
+expect_match "ibstat: node GUID" 'Node GUID: 0x0002c90300000100' "$out"
+expect_match "ibstat: port waits for an SM" 'State: Initializing' "$out"
+expect_match "ibstat: rate" 'Rate: 100' "$out"
+out=$(inst $A smpquery -D nodeinfo 0)
+expect_match "smpquery hop 0" '^PortGuid:\.+0x0002c90300000101' "$out"
+out=$(inst $A smpquery -D nodedesc 0,1,7)
+expect_match "smpquery DR to sw2" 'Node Description:\.+ibemu-sw2' "$out"
+
+# --- OpenSM brings both subnets up
+start_opensm $A 0x0002c90300000101
+start_opensm $B 0x0002c90300000011
+wait_for $A 30 sh -c 'sminfo | grep -q SMINFO_MASTER && ibstat ibemu0 | grep -q "State: Active"'
+expect_eq "OpenSM master on the default fabric" 0 $?
+wait_for $B 30 sh -c 'sminfo | grep -q SMINFO_MASTER && ibstat ibemu1 | grep -q "State: Active"'
+expect_eq "OpenSM master on the fat tree" 0 $?
+
+out=$(inst $A ibstat ibemu0 1)
+expect_match "ibstat after SM: LID" 'Base lid: [1-9]' "$out"
+expect_match "ibstat after SM: SM LID" 'SM lid: [1-9]' "$out"
+expect_match "ibstat after SM: IsSM while opensm holds issm" 'Capability mask: 0x0251484a' "$out"
+out=$(inst $A ibstatus)
+expect_match "ibstatus" 'state:[[:space:]]+4: ACTIVE' "$out"
+out=$(inst $A ibaddr)
+expect_match "ibaddr" '^GID fe80::2:c903:0:101 LID start 0x1 end 0x1' "$out"
+out=$(inst $A smpquery portinfo 3 1)
+expect_match "smpquery portinfo by LID" '^LinkState:\.+Active' "$out"
+for q in "pkeys 2" "guidinfo 3" "switchinfo 2" "sl2vl 2 7" "vlarb 3 1" "nodedesc 6"; do
+	out=$(inst $A smpquery $q); expect_eq "smpquery $q exit" 0 $?
+done
+out=$(inst $A sminfo)
+expect_match "sminfo" 'state 3 SMINFO_MASTER' "$out"
+
+# --- discovery matches the topology
+inst $A ibnetdiscover >"$work/a.topo"
+out=$("$ibemu" topo diff - "$work/a.topo")
+expect_eq "ibnetdiscover = built-in topology" "same: 6 nodes, 8 links" "$out"
+inst $B ibnetdiscover >"$work/b.topo"
+out=$("$ibemu" topo diff "$work/ft.topo" "$work/b.topo")
+expect_eq "ibnetdiscover = fat tree" "same: 24 nodes, 32 links" "$out"
+out=$(inst $A ibhosts); expect_eq "ibhosts" 4 "$(grep -c '^Ca' <<<"$out")"
+out=$(inst $A ibswitches); expect_eq "ibswitches" 2 "$(grep -c '^Switch' <<<"$out")"
+out=$(inst $A iblinkinfo)
+expect_match "iblinkinfo" '==\( 4X +25\.78125 Gbps Active/  LinkUp\)==> +[0-9]+ +7\[  \] "ibemu-sw2"' "$out"
+out=$(inst $A ibroute 2)
+expect_match "ibroute: LFT programmed by OpenSM" "^0x0003 00[78] : \(Channel Adapter portguid 0x0002c90300000201: 'ibemu-host2 HCA-1'\)" "$out"
+out=$(inst $A ibtracert 1 3)
+expect_match "ibtracert crosses both switches" '^\[[78]\] -> switch port \{0x0002c90200000002\}\[[78]\] lid 6-6 "ibemu-sw2"' "$out"
+
+# --- SA queries (RMPP)
+out=$(inst $A saquery)
+expect_eq "saquery NodeRecords (one per CA port)" 8 "$(grep -c 'NodeRecord dump' <<<"$out")"
+out=$(inst $A saquery -s)
+expect_match "saquery -s: the SM port" 'EndPortLid\.+1$' "$out"
+out=$(inst $A saquery PR 1 3)
+expect_match "saquery PathRecord" 'dlid\.+3$' "$out"
+out=$(inst $A saquery PIR)
+expect_match "saquery PortInfoRecords" 'PortInfoRecord dump' "$out"
+out=$(inst $B saquery)
+expect_eq "saquery on the fat tree (many segments)" 24 "$(grep -c 'NodeRecord dump' <<<"$out")"
+
+# --- performance counters
+out=$(inst $A perfquery)
+expect_match "perfquery" '^PortXmitPkts:\.+[1-9]' "$out"
+out=$(inst $A perfquery -x 3 1)
+expect_match "perfquery -x" '^PortUnicastRcvPkts:\.+[1-9]' "$out"
+inst $A perfquery -R 3 1 >/dev/null
+out=$(inst $A perfquery 3 1)
+expect_match "perfquery after -R: only its own two queries" '^PortRcvPkts:\.+2$' "$out"
+out=$(inst $A ibqueryerrors)
+expect_match "ibqueryerrors walks the fabric" 'ibemu-sw1' "$out"
+
+# --- ibping between the two local CAs, across the switches
+inst $A ibping -S -C ibemu1 >/dev/null &
+server=$!
+sleep 0.5
+out=$(inst $A ibping -C ibemu0 -c 3 3)
+expect_match "ibping" '3 packets transmitted, 3 received, 0% packet loss' "$out"
+kill $server 2>/dev/null
+
+# --- a disabled link: OpenSM routes around it
+inst $A ibportstate 2 7 disable >/dev/null
+wait_for $A 20 sh -c 'ibtracert 1 3 | grep -q "^\[8\] -> switch port {0x0002c90200000002}\[8\]"'
+expect_eq "OpenSM routes around a disabled link" 0 $?
+out=$(inst $A smpquery portinfo 2 7)
+expect_match "the disabled port" '^PhysLinkState:\.+Disabled' "$out"
+inst $A ibportstate 2 7 enable >/dev/null
+
+# --- sysfs follows the fabric, and the run directory is the instance's own
+out=$(inst $A cat /sys/class/infiniband/ibemu0/ports/1/lid /sys/class/infiniband_mad/umad1/ibdev /sys/class/infiniband_mad/abi_version)
+expect_eq "sysfs values" "$(printf '0x1\nibemu1\n5')" "$out"
+expect_eq "nothing shows outside the namespace" "" "$(ls /sys/class/infiniband 2>/dev/null | grep ibemu)"
+
+# --- down
+out=$("$ibemu" down --instance $A)
+expect_eq "down" 0 $?
+out=$("$ibemu" status --instance $A)
+expect_eq "status after down" 3 $?
+expect_eq "no mount left" 0 "$(grep -c "$IBEMU_RUN_DIR/$A" /proc/mounts)"
+out=$("$ibemu" status --instance $B --json)
+expect_match "the other instance is untouched" '"running":true' "$out"
+"$ibemu" down --instance $B >/dev/null
+
+e2e_done
