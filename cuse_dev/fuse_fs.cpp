@@ -73,6 +73,7 @@ struct FuseFs::Impl {
 	uint64_t nextFh = 1;
 	std::list<PendingIssm> issmWaiters;
 	fuse_session *se = nullptr;
+	fuse_buf buf{}; /* libfuse's receive buffer, kept: allocating 132 KiB per request costs */
 	std::unique_ptr<boost::asio::posix::stream_descriptor> sd;
 	bool mounted = false;
 	bool stopping = false;
@@ -90,7 +91,7 @@ struct FuseFs::Impl {
 	void notifyPoll(Open &o);
 	void retryIssm();
 	void waitForRequests();
-	void drainRequests();
+	void serveOneRequest();
 };
 
 /* ---------------- the tree ---------------- */
@@ -487,26 +488,30 @@ void FuseFs::Impl::waitForRequests()
 	sd->async_wait(boost::asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code &ec) {
 		if (ec || stopping)
 			return;
-		drainRequests();
-		if (!stopping && !fuse_session_exited(se))
-			waitForRequests();
+		serveOneRequest();
 	});
 }
 
-void FuseFs::Impl::drainRequests()
+/*
+ * One request per turn of the loop, then the next turn: handlers the request
+ * posted (a MAD's delivery, a wakeup) run before the next request is read, so
+ * a client's poll() that follows its write() already sees the answer.
+ */
+void FuseFs::Impl::serveOneRequest()
 {
-	fuse_buf buf{};
-	for (;;) {
-		int r = fuse_session_receive_buf(se, &buf);
-		if (r == -EAGAIN || r == -EINTR)
-			break;
-		if (r <= 0) {
-			spdlog::get("cuse")->info("FUSE session ended ({})", r);
-			break;
-		}
-		fuse_session_process_buf(se, &buf);
+	int r = fuse_session_receive_buf(se, &buf);
+	if (r == -EAGAIN || r == -EINTR)
+		return waitForRequests();
+	if (r <= 0) {
+		spdlog::get("cuse")->info("FUSE session ended ({})", r);
+		return;
 	}
-	free(buf.mem);
+	fuse_session_process_buf(se, &buf);
+	if (!stopping && !fuse_session_exited(se))
+		boost::asio::post(io, [this] {
+			if (!stopping)
+				serveOneRequest();
+		});
 }
 
 FuseFs::FuseFs(boost::asio::io_context &io, emu::Host &host) : impl_(std::make_unique<Impl>(io, host))
@@ -577,6 +582,8 @@ void FuseFs::shutdown()
 		if (o->ph)
 			fuse_pollhandle_destroy(o->ph);
 	s.opens.clear();
+	free(s.buf.mem);
+	s.buf.mem = nullptr;
 }
 
 } /* namespace ibemu::cuse_dev */
