@@ -424,3 +424,37 @@ TEST_CASE_METHOD(EmuFixture, "close and unregister: queues, late answers", "[uma
 	advance(5000);
 	CHECK(f.queued() == 0);
 }
+
+TEST_CASE_METHOD(EmuFixture, "GRH: sent with the local GID, received with the source GID", "[umad][read]")
+{
+	UmadFile client(umad1()), server(umad2());
+	uint32_t c = gsiAgent(client);
+	uint32_t s = gsiAgent(server, kPing, { IB_MGMT_METHOD_GET }, 0, kOpenIbOui);
+	UmadMsg m(c, kPing, IB_MGMT_METHOD_GET, 0, 0x42);
+	vendorOui(m, kOpenIbOui);
+	m.to(lid2(), 1).timeout(1000, 0);
+	m.hdr.grh_present = 1;
+	m.hdr.gid_index = 0;
+	m.hdr.hop_limit = 7;
+	m.hdr.traffic_class = 0x20;
+	m.hdr.flow_label = 0x12345;
+	fabric::Gid dgid;
+	REQUIRE(hca2->madPorts[0]->gid(0, dgid));
+	memcpy(m.hdr.gid, dgid.data(), 16);
+	REQUIRE(m.writeTo(client) > 0);
+	poll();
+	std::vector<uint8_t> buf;
+	REQUIRE(readMad(server, buf) == 64 + 256);
+	const ib_user_mad_hdr &h = hdrOf(buf);
+	CHECK(h.id == s);
+	CHECK(h.grh_present == 1);
+	CHECK(h.gid_index == 0); /* the local GID the packet was sent to */
+	CHECK(h.hop_limit == 7);
+	CHECK(h.traffic_class == 0x20);
+	CHECK(h.flow_label.get() == 0x12345);
+	fabric::Gid sgid;
+	REQUIRE(hca1->madPorts[0]->gid(0, sgid));
+	CHECK(memcmp(h.gid, sgid.data(), 16) == 0); /* the sender's GID */
+	CHECK(h.pkey_index == 0);
+	CHECK(h.sl == 0);
+}
