@@ -5,22 +5,20 @@
 // (dev/umadN, dev/issmN) as regular files. namespace.cpp makes them appear
 // at /sys/class and /dev/infiniband inside the instance's mount namespace.
 //
-// The session's /dev/fuse descriptor is driven by the io_context (Asio's
-// pattern for libraries that do their own I/O): when it is readable, libfuse
-// reads and dispatches the request on the io thread, so every handler can
-// call emu/ directly and no lock is needed.
+// The session is driven by the io_context (session_pump.h), so every
+// handler runs on the thread that owns emu/ and needs no lock. Device files
+// are served by DeviceFiles (device_files.h).
 //
-// Interface: open, read, write, ioctl (restricted: the kernel copies the
-// _IOC-encoded size in and out), poll, release on the device files; lookup,
-// getattr, readdir, open, read, write on sysfs. Requests that must wait (a
-// blocking read, a blocking issm open) are parked with an interrupt handler,
-// so a signal always frees the caller with EINTR.
+// Interface: lookup, getattr, readdir, open, read, write on sysfs (node_desc
+// is writable); the device file operations of DeviceFiles.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace ibemu::emu {
 class Host;
@@ -30,7 +28,15 @@ namespace ibemu::cuse_dev {
 
 class FuseFs {
 public:
-	FuseFs(boost::asio::io_context &io, emu::Host &host);
+	struct Options {
+		/* serve dev/umadN and dev/issmN (FUSE transport); without them the
+		 * filesystem is the sysfs view only (CUSE transport) */
+		bool deviceFiles = true;
+		/* major:minor for the sysfs `dev` files; the kernel's 231:N by default */
+		std::function<std::pair<unsigned, unsigned>(unsigned devNum, bool issm)> umadNumbers;
+	};
+
+	FuseFs(boost::asio::io_context &io, emu::Host &host, const Options &opts);
 	~FuseFs();
 	FuseFs(const FuseFs &) = delete;
 	FuseFs &operator=(const FuseFs &) = delete;

@@ -214,7 +214,7 @@ int Daemon::run()
 		return 1;
 	}
 	mkdir(inst_.fsDir().c_str(), 0755);
-	fs_ = std::make_unique<cuse_dev::FuseFs>(io_, *host_);
+	fs_ = std::make_unique<cuse_dev::FuseFs>(io_, *host_, cuse_dev::FuseFs::Options{});
 	if (fs_->mount(inst_.fsDir(), err) != 0) {
 		spdlog::error("{}", err);
 		return 1;

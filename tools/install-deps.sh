@@ -12,7 +12,9 @@ packages=(
   infiniband-diags opensm ibverbs-utils rdma-core libibumad3 libibumad-dev
   ibsim-utils libumad2sim0
   # test and benchmark helpers
-  util-linux procps graphviz python3
+  util-linux procps graphviz python3 strace
+  # the VM suite: a real kernel with CUSE, ib_umad and rdma_rxe under QEMU
+  qemu-system-x86 busybox-static cpio kmod iproute2
 )
 
 missing=()

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+#define FUSE_USE_VERSION 35
+#include "cuse_dev/session_pump.h"
+
+#include <boost/asio/post.hpp>
+#include <fuse_lowlevel.h>
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace ibemu::cuse_dev {
+
+struct SessionPump::Buffer {
+	fuse_buf b{};
+	~Buffer() { free(b.mem); }
+};
+
+SessionPump::SessionPump(boost::asio::io_context &io, fuse_session *se)
+	: io_(io), se_(se), buf_(std::make_unique<Buffer>()), alive_(std::make_shared<bool>(true))
+{
+}
+
+SessionPump::~SessionPump()
+{
+	stop();
+}
+
+void SessionPump::start()
+{
+	int fd = fuse_session_fd(se_);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	sd_ = std::make_unique<boost::asio::posix::stream_descriptor>(io_, dup(fd));
+	waitForRequest();
+}
+
+void SessionPump::stop()
+{
+	*alive_ = false;
+	if (sd_) {
+		boost::system::error_code ec;
+		sd_->close(ec);
+		sd_.reset();
+	}
+}
+
+void SessionPump::waitForRequest()
+{
+	std::weak_ptr<bool> alive = alive_;
+	sd_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+			[this, alive](const boost::system::error_code &ec) {
+				auto a = alive.lock();
+				if (ec || !a || !*a)
+					return;
+				serveOne();
+			});
+}
+
+void SessionPump::serveOne()
+{
+	int r = fuse_session_receive_buf(se_, &buf_->b);
+	if (r == -EAGAIN || r == -EINTR)
+		return waitForRequest();
+	if (r <= 0) {
+		spdlog::info("session ended ({})", r);
+		return;
+	}
+	fuse_session_process_buf(se_, &buf_->b);
+	if (fuse_session_exited(se_))
+		return;
+	std::weak_ptr<bool> alive = alive_;
+	boost::asio::post(io_, [this, alive] {
+		auto a = alive.lock();
+		if (a && *a)
+			serveOne();
+	});
+}
+
+} /* namespace ibemu::cuse_dev */
