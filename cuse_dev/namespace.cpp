@@ -90,17 +90,25 @@ int mountSysClass(const std::string &fsRoot, const std::vector<std::string> &nam
 	return 0;
 }
 
-int mountDevInfiniband(const std::string &fsRoot, const std::vector<std::string> &names, std::string &err)
+int mountDevInfiniband(const std::vector<std::pair<std::string, std::string>> &links, const std::string &scratch,
+		       std::string &err)
 {
 	/* A host with IB has this directory; one without gets an empty one,
 	 * which it keeps: only this namespace sees what is mounted on it. */
 	if (mkdir("/dev/infiniband", 0755) != 0 && errno != EEXIST)
 		return fail(err, "mkdir /dev/infiniband");
+	std::string keep = scratch + "/dev-infiniband";
+	if (int rc = mkdirs(keep)) {
+		errno = -rc;
+		return fail(err, "mkdir " + keep);
+	}
+	if (int rc = bind("/dev/infiniband", keep, err))
+		return rc;
 	if (mount("tmpfs", "/dev/infiniband", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755") != 0)
 		return fail(err, "tmpfs on /dev/infiniband");
-	for (const auto &n : names) {
-		std::string to = "/dev/infiniband/" + n;
-		if (symlink((fsRoot + "/dev/" + n).c_str(), to.c_str()) != 0)
+	for (const auto &[name, target] : links) {
+		std::string to = "/dev/infiniband/" + name;
+		if (symlink(target.c_str(), to.c_str()) != 0)
 			return fail(err, "symlink " + to);
 	}
 	return 0;
@@ -108,16 +116,31 @@ int mountDevInfiniband(const std::string &fsRoot, const std::vector<std::string>
 
 int joinMountNamespace(int pid, std::string &err)
 {
-	std::string path = "/proc/" + std::to_string(pid) + "/ns/mnt";
-	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return fail(err, "open " + path);
+	/* setns() puts us at the namespace's root; the daemon may live in a
+	 * chroot inside it (the VM harness does that), so take its root too */
+	std::string proc = "/proc/" + std::to_string(pid);
+	int rootFd = open((proc + "/root").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootFd < 0)
+		return fail(err, "open " + proc + "/root");
+	int fd = open((proc + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		close(rootFd);
+		return fail(err, "open " + proc + "/ns/mnt");
+	}
 	int rc = setns(fd, CLONE_NEWNS);
 	int e = errno;
 	close(fd);
 	if (rc != 0) {
+		close(rootFd);
 		errno = e;
-		return fail(err, "setns " + path);
+		return fail(err, "setns " + proc + "/ns/mnt");
+	}
+	rc = fchdir(rootFd) == 0 && chroot(".") == 0 ? 0 : -1;
+	e = errno;
+	close(rootFd);
+	if (rc != 0) {
+		errno = e;
+		return fail(err, "chroot to the daemon's root");
 	}
 	return 0;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ibemu::cuse_dev {
@@ -19,8 +20,11 @@ int enterPrivateMountNamespace(std::string &err);
 int mountSysClass(const std::string &fsRoot, const std::vector<std::string> &names, const std::string &scratch,
 		  std::string &err);
 
-/* /dev/infiniband becomes a tmpfs with links to <fsRoot>/dev/<name>. */
-int mountDevInfiniband(const std::string &fsRoot, const std::vector<std::string> &names, std::string &err);
+/* /dev/infiniband becomes a tmpfs with links: each pair is a name and the
+ * path it points to. The host's /dev/infiniband stays reachable at
+ * <scratch>/dev-infiniband (CUSE nodes live there). */
+int mountDevInfiniband(const std::vector<std::pair<std::string, std::string>> &links, const std::string &scratch,
+		       std::string &err);
 
 /* Joins the mount namespace of process pid (for `ibemu exec`). */
 int joinMountNamespace(int pid, std::string &err);

@@ -7,6 +7,7 @@
 // Threads: main runs the io_context, which owns the subnet, the emulated
 // host and the FUSE session. One short-lived thread does the mounts that
 // need the FUSE filesystem answering (it touches no emu state).
+#include "cuse_dev/cuse_devices.h"
 #include "cuse_dev/fuse_fs.h"
 #include "cuse_dev/namespace.h"
 #include "emu/host.h"
@@ -93,6 +94,7 @@ private:
 	fabric::Subnet subnet_;
 	std::unique_ptr<emu::Host> host_;
 	std::unique_ptr<cuse_dev::FuseFs> fs_;
+	std::unique_ptr<cuse_dev::CuseDevices> cuse_;
 	std::thread mounter_;
 	int exitCode_ = 0;
 };
@@ -147,7 +149,7 @@ nlohmann::ordered_json Daemon::describe() const
 	nlohmann::ordered_json j;
 	j["instance"] = inst_.name;
 	j["pid"] = getpid();
-	j["transport"] = "fuse";
+	j["transport"] = cuse_ ? "cuse" : "fuse";
 	j["topology"] = !opts_.gen.empty() ? "gen " + opts_.gen : opts_.topology.empty() ? "(built-in default)" : opts_.topology;
 	j["fabric"] = { { "switches", subnet_.numSwitches() }, { "cas", subnet_.numCas() },
 			{ "routers", subnet_.numRouters() }, { "links", subnet_.numLinks() } };
@@ -197,6 +199,8 @@ void Daemon::stop(int code)
 		for (const auto &h : host_->hcas())
 			for (const auto &u : h->umadPorts)
 				u->kill();
+	if (cuse_)
+		cuse_->shutdown();
 	if (fs_)
 		fs_->shutdown();
 	signals_.cancel();
@@ -213,8 +217,23 @@ int Daemon::run()
 		spdlog::error("{}", err);
 		return 1;
 	}
+	bool useCuse = opts_.transport == "cuse" || (opts_.transport == "auto" && cuse_dev::cuseAvailable());
+	if (useCuse) {
+		/* per-instance names under /dev, so instances never collide */
+		cuse_ = std::make_unique<cuse_dev::CuseDevices>(io_, *host_, "infiniband/ibemu-" + inst_.name + "/");
+		if (cuse_->start(err) != 0) {
+			spdlog::error("{}", err);
+			return 1;
+		}
+	}
+	cuse_dev::FuseFs::Options fsOpts;
+	fsOpts.deviceFiles = !useCuse;
+	if (useCuse) {
+		cuse_dev::CuseDevices *c = cuse_.get();
+		fsOpts.umadNumbers = [c](unsigned dev, bool issm) { return c->numbers(dev, issm); };
+	}
 	mkdir(inst_.fsDir().c_str(), 0755);
-	fs_ = std::make_unique<cuse_dev::FuseFs>(io_, *host_, cuse_dev::FuseFs::Options{});
+	fs_ = std::make_unique<cuse_dev::FuseFs>(io_, *host_, fsOpts);
 	if (fs_->mount(inst_.fsDir(), err) != 0) {
 		spdlog::error("{}", err);
 		return 1;
@@ -223,17 +242,40 @@ int Daemon::run()
 
 	/* The bind mounts look things up in our FUSE filesystem, which the io
 	 * thread serves: so they happen on a thread of their own. */
-	std::vector<std::string> devNames;
+	std::vector<std::pair<std::string, std::string>> links;
+	std::vector<std::string> nodes;
+	std::string keep = inst_.scratchDir() + "/dev-infiniband";
 	for (const auto &h : host_->hcas())
-		for (const auto &u : h->umadPorts) {
-			devNames.push_back("umad" + std::to_string(u->devNum()));
-			devNames.push_back("issm" + std::to_string(u->devNum()));
-		}
-	mounter_ = std::thread([this, devNames] {
+		for (const auto &u : h->umadPorts)
+			for (bool issm : { false, true }) {
+				std::string name = (issm ? "issm" : "umad") + std::to_string(u->devNum());
+				if (useCuse) {
+					std::string p = cuse_->path(u->devNum(), issm);
+					nodes.push_back(p);
+					links.emplace_back(name, keep + p.substr(strlen("/dev/infiniband")));
+				} else {
+					links.emplace_back(name, inst_.fsDir() + "/dev/" + name);
+				}
+			}
+	spdlog::info("transport: {}", useCuse ? "CUSE character devices" : "FUSE files");
+	mounter_ = std::thread([this, links, nodes] {
 		std::string e;
-		int rc = cuse_dev::mountSysClass(inst_.fsDir(), { "infiniband", "infiniband_mad" }, inst_.scratchDir(), e);
+		int rc = 0;
+		for (const auto &n : nodes) { /* devtmpfs makes the CUSE nodes soon after INIT */
+			struct stat st;
+			int tries = 0;
+			while (stat(n.c_str(), &st) != 0 && tries++ < 500)
+				usleep(10000);
+			if (tries > 500) {
+				rc = -ENODEV;
+				e = "the CUSE device " + n + " did not appear";
+				break;
+			}
+		}
 		if (rc == 0)
-			rc = cuse_dev::mountDevInfiniband(inst_.fsDir(), devNames, e);
+			rc = cuse_dev::mountSysClass(inst_.fsDir(), { "infiniband", "infiniband_mad" }, inst_.scratchDir(), e);
+		if (rc == 0)
+			rc = cuse_dev::mountDevInfiniband(links, inst_.scratchDir(), e);
 		boost::asio::post(io_, [this, rc, e] {
 			if (rc) {
 				spdlog::error("{}", e);
@@ -247,6 +289,7 @@ int Daemon::run()
 	io_.run();
 	if (mounter_.joinable())
 		mounter_.join();
+	cuse_.reset();
 	fs_.reset();
 	host_.reset();
 	unlink(inst_.readyFile().c_str());
@@ -275,9 +318,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ibemud: %s\n", err.c_str());
 		return 2;
 	}
-	if (opts.transport == "cuse") {
-		fprintf(stderr, "ibemud: the CUSE transport is not available yet; use --transport fuse\n");
-		return 2;
+	if (opts.transport == "cuse" && !cuse_dev::cuseAvailable()) {
+		fprintf(stderr, "ibemud: --transport cuse: /dev/cuse is missing or not writable (load the cuse module)\n");
+		return 1;
 	}
 	if (geteuid() != 0) {
 		fprintf(stderr, "ibemud: must run as root (it mounts a FUSE filesystem and a private namespace)\n");

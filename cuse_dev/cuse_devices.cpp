@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// CUSE character devices for the umad and issm nodes.
+#define FUSE_USE_VERSION 35
+#include "cuse_dev/cuse_devices.h"
+
+#include "cuse_dev/device_files.h"
+#include "cuse_dev/session_pump.h"
+#include "emu/host.h"
+
+#include <cuse_lowlevel.h>
+#include <fuse_lowlevel.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+namespace ibemu::cuse_dev {
+
+namespace {
+
+/* One CUSE session: one device node. */
+struct Device {
+	struct CuseDevices::Impl *owner;
+	emu::UmadPort *port;
+	bool issm;
+	std::string devName; /* relative to /dev */
+	fuse_session *se = nullptr;
+	int fd = -1;
+	std::unique_ptr<SessionPump> pump;
+};
+
+Device &dev(fuse_req_t req) { return *static_cast<Device *>(fuse_req_userdata(req)); }
+
+} /* namespace */
+
+struct CuseDevices::Impl {
+	boost::asio::io_context &io;
+	emu::Host &host;
+	std::string prefix;
+	DeviceFiles files;
+	std::vector<std::unique_ptr<Device>> devices;
+	bool stopped = false;
+
+	Impl(boost::asio::io_context &i, emu::Host &h, std::string p) : io(i), host(h), prefix(std::move(p)), files(i) {}
+};
+
+namespace {
+
+void cdOpen(fuse_req_t req, fuse_file_info *fi)
+{
+	Device &d = dev(req);
+	d.owner->files.open(req, *d.port, d.issm, fi);
+}
+void cdRead(fuse_req_t req, size_t size, off_t, fuse_file_info *fi) { dev(req).owner->files.read(req, size, fi); }
+void cdWrite(fuse_req_t req, const char *buf, size_t size, off_t, fuse_file_info *fi)
+{
+	dev(req).owner->files.write(req, buf, size, fi);
+}
+void cdIoctl(fuse_req_t req, int cmd, void *, fuse_file_info *fi, unsigned flags, const void *in, size_t inSize,
+	     size_t outSize)
+{
+	dev(req).owner->files.ioctl(req, static_cast<unsigned>(cmd), fi, flags, in, inSize, outSize);
+}
+void cdPoll(fuse_req_t req, fuse_file_info *fi, fuse_pollhandle *ph) { dev(req).owner->files.poll(req, fi, ph); }
+void cdRelease(fuse_req_t req, fuse_file_info *fi) { dev(req).owner->files.release(req, fi); }
+
+const cuse_lowlevel_ops kOps = [] {
+	cuse_lowlevel_ops ops{};
+	ops.open = cdOpen;
+	ops.read = cdRead;
+	ops.write = cdWrite;
+	ops.ioctl = cdIoctl;
+	ops.poll = cdPoll;
+	ops.release = cdRelease;
+	return ops;
+}();
+
+} /* namespace */
+
+bool cuseAvailable()
+{
+	return access("/dev/cuse", R_OK | W_OK) == 0;
+}
+
+CuseDevices::CuseDevices(boost::asio::io_context &io, emu::Host &host, std::string prefix)
+	: impl_(std::make_unique<Impl>(io, host, std::move(prefix)))
+{
+}
+
+CuseDevices::~CuseDevices()
+{
+	shutdown();
+}
+
+int CuseDevices::start(std::string &err)
+{
+	Impl &s = *impl_;
+	for (const auto &hca : s.host.hcas())
+		for (const auto &u : hca->umadPorts) {
+			s.files.watch(*u);
+			for (bool issm : { false, true }) {
+				auto d = std::make_unique<Device>();
+				d->owner = &s;
+				d->port = u.get();
+				d->issm = issm;
+				d->devName = s.prefix + (issm ? "issm" : "umad") + std::to_string(u->devNum());
+				std::string devInfo = "DEVNAME=" + d->devName;
+				const char *devInfoArgv[] = { devInfo.c_str() };
+				cuse_info ci{};
+				ci.dev_info_argc = 1;
+				ci.dev_info_argv = devInfoArgv;
+				const char *argv[] = { "ibemud" };
+				fuse_args args = FUSE_ARGS_INIT(1, const_cast<char **>(argv));
+				d->se = cuse_lowlevel_new(&args, &ci, &kOps, d.get());
+				if (!d->se) {
+					err = "cannot create a CUSE session for " + d->devName;
+					return -ENOMEM;
+				}
+				d->fd = open("/dev/cuse", O_RDWR | O_CLOEXEC);
+				if (d->fd < 0) {
+					int e = errno;
+					err = std::string("cannot open /dev/cuse: ") + strerror(e);
+					fuse_session_destroy(d->se);
+					d->se = nullptr;
+					return -e;
+				}
+				/* libfuse takes a ready descriptor as "/dev/fd/N" */
+				std::string fdPath = "/dev/fd/" + std::to_string(d->fd);
+				if (fuse_session_mount(d->se, fdPath.c_str()) != 0) {
+					err = "cannot start the CUSE session for " + d->devName;
+					return -EIO;
+				}
+				d->pump = std::make_unique<SessionPump>(s.io, d->se);
+				d->pump->start();
+				s.devices.push_back(std::move(d));
+			}
+		}
+	return 0;
+}
+
+std::string CuseDevices::path(unsigned devNum, bool issm) const
+{
+	return "/dev/" + impl_->prefix + (issm ? "issm" : "umad") + std::to_string(devNum);
+}
+
+std::pair<unsigned, unsigned> CuseDevices::numbers(unsigned devNum, bool issm) const
+{
+	/* The kernel publishes them in /sys/class/cuse/<name, '/' as '!'>/dev;
+	 * /dev/infiniband itself is covered in our namespace. */
+	std::string name = impl_->prefix + (issm ? "issm" : "umad") + std::to_string(devNum);
+	std::replace(name.begin(), name.end(), '/', '!');
+	FILE *f = fopen(("/sys/class/cuse/" + name + "/dev").c_str(), "re");
+	unsigned maj = 0, min = 0;
+	if (f) {
+		if (fscanf(f, "%u:%u", &maj, &min) != 2)
+			maj = min = 0;
+		fclose(f);
+	}
+	return { maj, min };
+}
+
+void CuseDevices::shutdown()
+{
+	Impl &s = *impl_;
+	if (s.stopped)
+		return;
+	s.stopped = true;
+	s.files.shutdown();
+	for (auto &d : s.devices) {
+		if (d->pump)
+			d->pump->stop();
+		if (d->se) {
+			fuse_session_unmount(d->se); /* closes the /dev/cuse descriptor: the node goes */
+			fuse_session_destroy(d->se);
+		}
+	}
+	s.devices.clear();
+}
+
+} /* namespace ibemu::cuse_dev */

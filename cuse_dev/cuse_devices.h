@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The CUSE transport: real character devices for umadN and issmN, one CUSE
+// session each, created through /dev/cuse and driven by the io_context.
+// Their requests go to DeviceFiles, like the FUSE transport's.
+//
+// The nodes appear (devtmpfs) at /dev/<prefix>umadN with a dynamic major;
+// the instance's namespace links /dev/infiniband/umadN to them, and the
+// sysfs `dev` files carry their real numbers.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace ibemu::emu {
+class Host;
+}
+
+namespace ibemu::cuse_dev {
+
+class CuseDevices {
+public:
+	/* prefix: the device name prefix under /dev, e.g. "infiniband/ibemu-NAME/" */
+	CuseDevices(boost::asio::io_context &io, emu::Host &host, std::string prefix);
+	~CuseDevices();
+	CuseDevices(const CuseDevices &) = delete;
+	CuseDevices &operator=(const CuseDevices &) = delete;
+
+	/* Creates every device. Returns 0 or a negative errno with err set. */
+	int start(std::string &err);
+	void shutdown();
+
+	/* /dev path of a device, e.g. /dev/infiniband/ibemu-NAME/umad0 */
+	std::string path(unsigned devNum, bool issm) const;
+	/* its major:minor, once the node exists (0:0 before) */
+	std::pair<unsigned, unsigned> numbers(unsigned devNum, bool issm) const;
+
+	struct Impl;
+
+private:
+	std::unique_ptr<Impl> impl_;
+};
+
+/* Is CUSE usable here (/dev/cuse present and writable)? */
+bool cuseAvailable();
+
+} /* namespace ibemu::cuse_dev */

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The core stock tools against ibemu on the CUSE transport (real character
+# devices), for the VM suite: ibstat, smpquery, opensm, ibnetdiscover,
+# saquery, perfquery and ibping. Kept short: the VM is slow.
+# usage: core_tools.sh IBEMU_BINARY
+set -u
+ibemu=$1
+. "$(dirname "$0")/lib.sh"
+e2e_setup cuse-core-tools
+[ -w /dev/cuse ] || { echo "cuse-core-tools: no /dev/cuse; skipped"; exit 77; }
+
+A=vm-$$
+out=$("$ibemu" up --instance $A 2>&1)
+expect_eq "up" 0 $?
+expect_match "up chose CUSE" 'cuse transport' "$out"
+out=$(inst $A stat -L -c '%F %a' /dev/infiniband/umad0 /dev/infiniband/issm0)
+expect_eq "real character devices, mode 0600" "$(printf 'character special file 600\ncharacter special file 600')" "$out"
+dev=$(inst $A stat -L -c '%t %T' /dev/infiniband/umad0 | { read -r a b; echo "$((16#$a)):$((16#$b))"; })
+expect_eq "sysfs dev = the node's numbers" "$dev" "$(inst $A cat /sys/class/infiniband_mad/umad0/dev)"
+
+out=$(inst $A ibstat ibemu0 1)
+expect_match "ibstat" 'Port GUID: 0x0002c90300000101' "$out"
+out=$(inst $A smpquery -D nodedesc 0,1,7)
+expect_match "smpquery DR" 'Node Description:\.+ibemu-sw2' "$out"
+
+start_opensm $A 0x0002c90300000101
+wait_for $A 120 sh -c 'sminfo | grep -q SMINFO_MASTER && ibstat ibemu0 | grep -q "State: Active"'
+expect_eq "OpenSM master" 0 $?
+
+inst $A ibnetdiscover >"$work/a.topo"
+expect_eq "ibnetdiscover = topology" "same: 6 nodes, 8 links" "$("$ibemu" topo diff - "$work/a.topo")"
+out=$(inst $A saquery)
+expect_eq "saquery (RMPP)" 8 "$(grep -c 'NodeRecord dump' <<<"$out")"
+out=$(inst $A perfquery -x)
+expect_match "perfquery -x" '^PortXmitPkts:\.+[1-9]' "$out"
+inst $A ibping -S -C ibemu1 >/dev/null &
+server=$!
+sleep 1
+out=$(inst $A ibping -C ibemu0 -c 2 3)
+expect_match "ibping" '2 packets transmitted, 2 received, 0% packet loss' "$out"
+kill $server 2>/dev/null
+
+"$ibemu" down --instance $A >/dev/null
+expect_eq "down removes the nodes" "" "$(ls /dev/infiniband/ibemu-$A 2>/dev/null)"
+e2e_done
