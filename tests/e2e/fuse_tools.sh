@@ -115,6 +115,50 @@ out=$(inst $A cat /sys/class/infiniband/ibemu0/ports/1/lid /sys/class/infiniband
 expect_eq "sysfs values" "$(printf '0x1\nibemu1\n5')" "$out"
 expect_eq "nothing shows outside the namespace" "" "$(ls /sys/class/infiniband 2>/dev/null | grep ibemu)"
 
+# --- blocked requests can always be interrupted (the daemon answers EINTR)
+cat >"$work/blocked.py" <<'PY'
+# The alarm's handler raises, so Python does not retry the call (PEP 475):
+# "interrupted" shows only if the daemon answered the parked request.
+import errno, fcntl, os, signal, struct
+def alarm(*a): raise TimeoutError()
+signal.signal(signal.SIGALRM, alarm)
+fd = os.open("/dev/infiniband/umad1", os.O_RDWR)                    # blocking
+req = struct.pack("<I16sBBB3sBx", 0, b"\0" * 16, 1, 0, 0, b"\0\0\0", 0)
+fcntl.ioctl(fd, 0xc01c1b01, bytearray(req))                          # REGISTER_AGENT
+signal.alarm(1)
+try:
+    os.read(fd, 64 + 256)
+    print("read returned")
+except TimeoutError:
+    print("read: interrupted")
+held = os.open("/dev/infiniband/issm1", os.O_RDONLY | os.O_NONBLOCK)
+try:
+    os.open("/dev/infiniband/issm1", os.O_RDONLY | os.O_NONBLOCK)
+except OSError as e:
+    print("second issm, nonblocking:", errno.errorcode[e.errno])
+signal.alarm(1)
+try:
+    os.open("/dev/infiniband/issm1", os.O_RDONLY)
+    print("second issm opened")
+except TimeoutError:
+    print("second issm, blocking: interrupted")
+PY
+out=$(inst $A python3 "$work/blocked.py")
+expect_eq "blocked read and issm open can be interrupted" \
+	"$(printf 'read: interrupted\nsecond issm, nonblocking: EAGAIN\nsecond issm, blocking: interrupted')" "$out"
+
+# --- up refuses what it cannot do, and says why
+printf 'Switch 8 "a"\n[1] "nosuch"[1]\n' >"$work/bad.topo"
+out=$("$ibemu" up --instance bad-$$ --topology "$work/bad.topo" 2>&1)
+expect_eq "up with a bad topology fails" 1 $?
+expect_match "and names the line" "bad.topo:2: port 1 of \"a\" names an unknown node \"nosuch\"" "$out"
+out=$("$ibemu" up --instance bad-$$ --local nosuch 2>&1)
+expect_match "up with an unknown --local CA" 'no CA "nosuch" in the fabric' "$out"
+out=$("$ibemu" up --instance 'bad/name' 2>&1)
+expect_match "up with a bad instance name" 'instance names use letters' "$out"
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$ibemu" up --instance bad-$$ 2>&1)
+expect_match "up as a non-root user" 'must run as root' "$out"
+
 # --- down
 out=$("$ibemu" down --instance $A)
 expect_eq "down" 0 $?
