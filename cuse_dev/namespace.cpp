@@ -114,6 +114,13 @@ int mountDevInfiniband(const std::vector<std::pair<std::string, std::string>> &l
 	return 0;
 }
 
+void unmountSysClass(const std::string &scratch)
+{
+	/* a lazy unmount takes the tmpfs and every bind mount on it */
+	umount2("/sys/class", MNT_DETACH);
+	umount2((scratch + "/orig-class").c_str(), MNT_DETACH);
+}
+
 int joinMountNamespace(int pid, std::string &err)
 {
 	/* setns() puts us at the namespace's root; the daemon may live in a

@@ -26,6 +26,9 @@ int mountSysClass(const std::string &fsRoot, const std::vector<std::string> &nam
 int mountDevInfiniband(const std::vector<std::pair<std::string, std::string>> &links, const std::string &scratch,
 		       std::string &err);
 
+/* Undoes mountSysClass (for --global, where it was done host-wide). */
+void unmountSysClass(const std::string &scratch);
+
 /* Joins the mount namespace of process pid (for `ibemu exec`). */
 int joinMountNamespace(int pid, std::string &err);
 

@@ -45,6 +45,7 @@ struct Options {
 	std::string local;
 	std::string transport = "auto";
 	std::string logLevel = "info";
+	bool global = false;
 };
 
 /* Finds a CA by node id, description or GUID. */
@@ -201,6 +202,8 @@ void Daemon::stop(int code)
 				u->kill();
 	if (cuse_)
 		cuse_->shutdown();
+	if (opts_.global)
+		cuse_dev::unmountSysClass(inst_.scratchDir()); /* before the FUSE mount it binds goes */
 	if (fs_)
 		fs_->shutdown();
 	signals_.cancel();
@@ -213,14 +216,24 @@ int Daemon::run()
 		return 1;
 
 	std::string err;
-	if (cuse_dev::enterPrivateMountNamespace(err) != 0) {
+	if (opts_.global) {
+		/* --global: the standard device names and the host's /sys/class;
+		 * one such instance per host */
+		if (access("/dev/infiniband/umad0", F_OK) == 0 || access("/sys/class/infiniband_mad", F_OK) == 0) {
+			spdlog::error("--global: this host already has InfiniBand devices or a global instance");
+			return 1;
+		}
+	} else if (cuse_dev::enterPrivateMountNamespace(err) != 0) {
 		spdlog::error("{}", err);
 		return 1;
 	}
-	bool useCuse = opts_.transport == "cuse" || (opts_.transport == "auto" && cuse_dev::cuseAvailable());
+	bool useCuse = opts_.global || opts_.transport == "cuse" ||
+		       (opts_.transport == "auto" && cuse_dev::cuseAvailable());
 	if (useCuse) {
-		/* per-instance names under /dev, so instances never collide */
-		cuse_ = std::make_unique<cuse_dev::CuseDevices>(io_, *host_, "infiniband/ibemu-" + inst_.name + "/");
+		/* per-instance names under /dev, so instances never collide; a
+		 * global instance takes the standard ones */
+		std::string prefix = opts_.global ? "infiniband/" : "infiniband/ibemu-" + inst_.name + "/";
+		cuse_ = std::make_unique<cuse_dev::CuseDevices>(io_, *host_, prefix);
 		if (cuse_->start(err) != 0) {
 			spdlog::error("{}", err);
 			return 1;
@@ -274,7 +287,7 @@ int Daemon::run()
 		}
 		if (rc == 0)
 			rc = cuse_dev::mountSysClass(inst_.fsDir(), { "infiniband", "infiniband_mad" }, inst_.scratchDir(), e);
-		if (rc == 0)
+		if (rc == 0 && !opts_.global)
 			rc = cuse_dev::mountDevInfiniband(links, inst_.scratchDir(), e);
 		boost::asio::post(io_, [this, rc, e] {
 			if (rc) {
@@ -310,6 +323,7 @@ int main(int argc, char **argv)
 	app.add_option("--local", opts.local, "CAs to make local HCAs: node ids, descriptions or GUIDs, comma-separated");
 	app.add_option("--transport", opts.transport, "auto, fuse or cuse")->check(CLI::IsMember({ "auto", "fuse", "cuse" }));
 	app.add_option("--log-level", opts.logLevel, "trace, debug, info, warn, error");
+	app.add_flag("--global", opts.global, "CUSE only: devices and sysfs visible host-wide, no namespace");
 	CLI11_PARSE(app, argc, argv);
 
 	tools::Instance inst;
@@ -318,7 +332,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ibemud: %s\n", err.c_str());
 		return 2;
 	}
-	if (opts.transport == "cuse" && !cuse_dev::cuseAvailable()) {
+	if ((opts.transport == "cuse" || opts.global) && !cuse_dev::cuseAvailable()) {
 		fprintf(stderr, "ibemud: --transport cuse: /dev/cuse is missing or not writable (load the cuse module)\n");
 		return 1;
 	}

@@ -222,8 +222,9 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 		Instance inst;
 		if (!instanceOf(u->instance, inst))
 			return void(exitCode = 2);
-		if (u->global) {
-			fprintf(stderr, "ibemu up: --global needs the CUSE transport, which is not available yet\n");
+		if (u->global && (u->transport == "fuse" || access("/dev/cuse", R_OK | W_OK) != 0)) {
+			fprintf(stderr, "ibemu up: --global needs the CUSE transport (/dev/cuse): FUSE devices are only "
+					"visible through `ibemu exec`\n");
 			return void(exitCode = 2);
 		}
 		std::vector<std::string> args{ "--instance", u->instance, "--transport", u->transport, "--log-level", u->logLevel };
@@ -239,6 +240,8 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 			args.insert(args.end(), { "--gen", u->gen });
 		if (!u->local.empty())
 			args.insert(args.end(), { "--local", u->local });
+		if (u->global)
+			args.push_back("--global");
 		exitCode = up(args, inst, u->json);
 	});
 

@@ -42,4 +42,19 @@ kill $server 2>/dev/null
 
 "$ibemu" down --instance $A >/dev/null
 expect_eq "down removes the nodes" "" "$(ls /dev/infiniband/ibemu-$A 2>/dev/null)"
+
+# --- --global: plain tools see the devices, no ibemu exec
+G=global-$$
+out=$("$ibemu" up --instance $G --global 2>&1)
+expect_eq "up --global" 0 $?
+out=$(ibstat -l 2>&1)
+expect_eq "plain ibstat -l sees the HCAs" "$(printf 'ibemu0\nibemu1')" "$out"
+expect_eq "standard device names" "character special file" "$(stat -c %F /dev/infiniband/umad0)"
+out=$(smpquery -D nodeinfo 0 2>&1)
+expect_match "plain smpquery" '^Guid:\.+0x0002c90300000100' "$out"
+out=$("$ibemu" up --instance g2-$$ --global 2>&1)
+expect_match "one global instance at a time" 'already has InfiniBand devices' "$out"
+"$ibemu" down --instance $G >/dev/null
+expect_eq "down --global removes sysfs" "" "$(ls /sys/class/infiniband 2>/dev/null)"
+expect_eq "down --global removes the nodes" "" "$(ls /dev/infiniband/umad0 2>/dev/null)"
 e2e_done
