@@ -46,8 +46,12 @@ struct CuseDevices::Impl {
 	DeviceFiles files;
 	std::vector<std::unique_ptr<Device>> devices;
 	bool stopped = false;
+	unsigned spinUs;
 
-	Impl(boost::asio::io_context &i, emu::Host &h, std::string p) : io(i), host(h), prefix(std::move(p)), files(i) {}
+	Impl(boost::asio::io_context &i, emu::Host &h, std::string p, unsigned spin)
+		: io(i), host(h), prefix(std::move(p)), files(i), spinUs(spin)
+	{
+	}
 };
 
 namespace {
@@ -88,8 +92,8 @@ bool cuseAvailable()
 	return access("/dev/cuse", R_OK | W_OK) == 0;
 }
 
-CuseDevices::CuseDevices(boost::asio::io_context &io, emu::Host &host, std::string prefix)
-	: impl_(std::make_unique<Impl>(io, host, std::move(prefix)))
+CuseDevices::CuseDevices(boost::asio::io_context &io, emu::Host &host, std::string prefix, unsigned spinUs)
+	: impl_(std::make_unique<Impl>(io, host, std::move(prefix), spinUs))
 {
 }
 
@@ -136,7 +140,7 @@ int CuseDevices::start(std::string &err)
 					err = "cannot start the CUSE session for " + d->devName;
 					return -EIO;
 				}
-				d->pump = std::make_unique<SessionPump>(s.io, d->se);
+				d->pump = std::make_unique<SessionPump>(s.io, d->se, s.spinUs);
 				d->pump->start();
 				s.devices.push_back(std::move(d));
 			}

@@ -24,7 +24,7 @@ namespace ibemu::cuse_dev {
 class CuseDevices {
 public:
 	/* prefix: the device name prefix under /dev, e.g. "infiniband/ibemu-NAME/" */
-	CuseDevices(boost::asio::io_context &io, emu::Host &host, std::string prefix);
+	CuseDevices(boost::asio::io_context &io, emu::Host &host, std::string prefix, unsigned spinUs);
 	~CuseDevices();
 	CuseDevices(const CuseDevices &) = delete;
 	CuseDevices &operator=(const CuseDevices &) = delete;

@@ -49,6 +49,7 @@ struct FuseFs::Impl {
 	std::unique_ptr<SessionPump> pump;
 	bool mounted = false;
 	bool stopped = false;
+	unsigned spinUs = 0;
 
 	Impl(boost::asio::io_context &i, emu::Host &h) : io(i), host(h), deviceFiles(i) {}
 
@@ -221,6 +222,7 @@ FuseFs::FuseFs(boost::asio::io_context &io, emu::Host &host, const Options &opts
 	Impl &s = *impl_;
 	s.root.dir = true;
 	s.root.mode = 0755;
+	s.spinUs = opts.spinUs;
 	DevNumbers numbers;
 	numbers.umad = opts.umadNumbers ? opts.umadNumbers : [](unsigned dev, bool issm) {
 		return std::make_pair(unsigned(IB_UMAD_MAJOR), issm ? IB_ISSM_MINOR_BASE + dev : dev);
@@ -262,7 +264,7 @@ int FuseFs::mount(const std::string &mountpoint, std::string &err)
 		return -EIO;
 	}
 	s.mounted = true;
-	s.pump = std::make_unique<SessionPump>(s.io, s.se);
+	s.pump = std::make_unique<SessionPump>(s.io, s.se, s.spinUs);
 	s.pump->start();
 	return 0;
 }

@@ -34,6 +34,8 @@ public:
 		bool deviceFiles = true;
 		/* major:minor for the sysfs `dev` files; the kernel's 231:N by default */
 		std::function<std::pair<unsigned, unsigned>(unsigned devNum, bool issm)> umadNumbers;
+		/* the session pump's spin window, microseconds */
+		unsigned spinUs = 50;
 	};
 
 	FuseFs(boost::asio::io_context &io, emu::Host &host, const Options &opts);

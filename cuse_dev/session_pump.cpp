@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <fcntl.h>
 #include <unistd.h>
@@ -19,8 +20,9 @@ struct SessionPump::Buffer {
 	~Buffer() { free(b.mem); }
 };
 
-SessionPump::SessionPump(boost::asio::io_context &io, fuse_session *se)
-	: io_(io), se_(se), buf_(std::make_unique<Buffer>()), alive_(std::make_shared<bool>(true))
+SessionPump::SessionPump(boost::asio::io_context &io, fuse_session *se, unsigned spinUs)
+	: io_(io), se_(se), spin_(std::chrono::microseconds(spinUs)), buf_(std::make_unique<Buffer>()),
+	  alive_(std::make_shared<bool>(true))
 {
 }
 
@@ -62,8 +64,24 @@ void SessionPump::waitForRequest()
 void SessionPump::serveOne()
 {
 	int r = fuse_session_receive_buf(se_, &buf_->b);
-	if (r == -EAGAIN || r == -EINTR)
+	if (r == -EAGAIN || r == -EINTR) {
+		/* Requests come in bursts (a tool's write, poll, read; OpenSM's
+		 * sweeps). Going to sleep between them costs a cross-CPU wakeup
+		 * per request (~40 us on these VMs), so stay awake a little while
+		 * after the last one, turning the loop (timers and posted work
+		 * still run), before blocking. */
+		if (std::chrono::steady_clock::now() - lastRequest_ < spin_) {
+			std::weak_ptr<bool> alive = alive_;
+			boost::asio::post(io_, [this, alive] {
+				auto a = alive.lock();
+				if (a && *a)
+					serveOne();
+			});
+			return;
+		}
 		return waitForRequest();
+	}
+	lastRequest_ = std::chrono::steady_clock::now();
 	if (r <= 0) {
 		spdlog::info("session ended ({})", r);
 		return;

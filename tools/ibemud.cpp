@@ -46,6 +46,7 @@ struct Options {
 	std::string transport = "auto";
 	std::string logLevel = "info";
 	bool global = false;
+	unsigned spinUs = 50;
 };
 
 /* Finds a CA by node id, description or GUID. */
@@ -233,7 +234,7 @@ int Daemon::run()
 		/* per-instance names under /dev, so instances never collide; a
 		 * global instance takes the standard ones */
 		std::string prefix = opts_.global ? "infiniband/" : "infiniband/ibemu-" + inst_.name + "/";
-		cuse_ = std::make_unique<cuse_dev::CuseDevices>(io_, *host_, prefix);
+		cuse_ = std::make_unique<cuse_dev::CuseDevices>(io_, *host_, prefix, opts_.spinUs);
 		if (cuse_->start(err) != 0) {
 			spdlog::error("{}", err);
 			return 1;
@@ -241,6 +242,7 @@ int Daemon::run()
 	}
 	cuse_dev::FuseFs::Options fsOpts;
 	fsOpts.deviceFiles = !useCuse;
+	fsOpts.spinUs = opts_.spinUs;
 	if (useCuse) {
 		cuse_dev::CuseDevices *c = cuse_.get();
 		fsOpts.umadNumbers = [c](unsigned dev, bool issm) { return c->numbers(dev, issm); };
@@ -324,6 +326,7 @@ int main(int argc, char **argv)
 	app.add_option("--transport", opts.transport, "auto, fuse or cuse")->check(CLI::IsMember({ "auto", "fuse", "cuse" }));
 	app.add_option("--log-level", opts.logLevel, "trace, debug, info, warn, error");
 	app.add_flag("--global", opts.global, "CUSE only: devices and sysfs visible host-wide, no namespace");
+	app.add_option("--spin-us", opts.spinUs, "Stay awake this long after a request before sleeping (0: never spin)");
 	CLI11_PARSE(app, argc, argv);
 
 	tools::Instance inst;
