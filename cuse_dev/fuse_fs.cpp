@@ -228,6 +228,10 @@ FuseFs::FuseFs(boost::asio::io_context &io, emu::Host &host, const Options &opts
 		return std::make_pair(unsigned(IB_UMAD_MAJOR), issm ? IB_ISSM_MINOR_BASE + dev : dev);
 	};
 	buildSysfs(s.root, host, numbers);
+	if (opts.status) {
+		auto render = opts.status;
+		s.root.addFile("status.json", [render] { return SysfsValue{ 0, render() }; });
+	}
 	if (opts.deviceFiles) {
 		SysfsNode *dev = s.root.addDir("dev");
 		for (const auto &hca : host.hcas())

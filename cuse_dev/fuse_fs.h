@@ -36,6 +36,9 @@ public:
 		std::function<std::pair<unsigned, unsigned>(unsigned devNum, bool issm)> umadNumbers;
 		/* the session pump's spin window, microseconds */
 		unsigned spinUs = 50;
+		/* renders /status.json at the root of the filesystem (live state
+		 * for `ibemu status`); none if empty */
+		std::function<std::string()> status;
 	};
 
 	FuseFs(boost::asio::io_context &io, emu::Host &host, const Options &opts);

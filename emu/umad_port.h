@@ -49,6 +49,7 @@ public:
 	/* issm release: clears IsSM and lets the next opener in. */
 	void issmRelease();
 	bool issmHeld() const { return issmHeld_; }
+	size_t openFiles() const { return files_.size(); }
 	/* Called when the claim is released or the port dies. */
 	std::function<void()> onIssmReleased;
 

@@ -88,6 +88,7 @@ private:
 	void stop(int code);
 	void ready();
 	nlohmann::ordered_json describe() const;
+	std::string liveStatus() const;
 
 	const Options &opts_;
 	const tools::Instance &inst_;
@@ -174,6 +175,35 @@ nlohmann::ordered_json Daemon::describe() const
 	return j;
 }
 
+/* What `ibemu status` shows: the description plus each port's state now. */
+std::string Daemon::liveStatus() const
+{
+	nlohmann::ordered_json j = describe();
+	size_t i = 0;
+	for (const auto &h : host_->hcas()) {
+		auto &ports = j["devices"][i++]["ports"];
+		for (size_t k = 0; k < h->umadPorts.size(); k++) {
+			const emu::UmadPort &u = *h->umadPorts[k];
+			const fabric::Port &p = h->madPorts[k]->port();
+			auto &o = ports[k];
+			o["state"] = fabric::portStateName(p.state);
+			o["phys_state"] = fabric::physStateName(p.physState);
+			o["lid"] = p.lid;
+			o["lmc"] = p.lmc;
+			o["sm_lid"] = p.smLid;
+			o["rate"] = fabric::rateString(p.linkWidthActive ? p.linkWidthActive : uint8_t(fabric::kWidth1x),
+						       p.speedActive);
+			char cap[16];
+			snprintf(cap, sizeof(cap), "0x%08x", p.capMask);
+			o["cap_mask"] = cap;
+			o["issm_held"] = u.issmHeld();
+			o["open_files"] = u.openFiles();
+		}
+	}
+	j["dropped_packets"] = subnet_.droppedPackets();
+	return j.dump() + "\n";
+}
+
 void Daemon::ready()
 {
 	std::string tmp = inst_.readyFile() + ".tmp";
@@ -243,6 +273,7 @@ int Daemon::run()
 	cuse_dev::FuseFs::Options fsOpts;
 	fsOpts.deviceFiles = !useCuse;
 	fsOpts.spinUs = opts_.spinUs;
+	fsOpts.status = [this] { return liveStatus(); };
 	if (useCuse) {
 		cuse_dev::CuseDevices *c = cuse_.get();
 		fsOpts.umadNumbers = [c](unsigned dev, bool issm) { return c->numbers(dev, issm); };

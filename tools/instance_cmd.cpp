@@ -64,6 +64,21 @@ bool loadReady(const Instance &inst, nlohmann::json &j)
 	return true;
 }
 
+/* Live state from the daemon's filesystem, reached through its root in
+ * /proc (it is mounted in the daemon's namespace only). */
+bool loadLive(const Instance &inst, int pid, nlohmann::json &j)
+{
+	std::ifstream in("/proc/" + std::to_string(pid) + "/root" + inst.fsDir() + "/status.json");
+	if (!in)
+		return false;
+	try {
+		in >> j;
+	} catch (const std::exception &) {
+		return false;
+	}
+	return true;
+}
+
 void printDevices(const nlohmann::json &j)
 {
 	printf("ibemu instance \"%s\" is up (pid %d, %s transport, fabric %s: %d switches, %d CAs, %d links)\n",
@@ -73,8 +88,15 @@ void printDevices(const nlohmann::json &j)
 	for (const auto &d : j["devices"]) {
 		printf("  %s  node GUID %s  \"%s\"\n", d.value("ibdev", "").c_str(), d.value("node_guid", "").c_str(),
 		       d.value("node", "").c_str());
-		for (const auto &p : d["ports"])
-			printf("    port %d: %s %s\n", p.value("port", 0), p.value("umad", "").c_str(), p.value("issm", "").c_str());
+		for (const auto &p : d["ports"]) {
+			printf("    port %d: %s %s", p.value("port", 0), p.value("umad", "").c_str(), p.value("issm", "").c_str());
+			if (p.contains("state"))
+				printf("  %s/%s  LID %d  SM LID %d  %s%s  %d open", p.value("state", "").c_str(),
+				       p.value("phys_state", "").c_str(), p.value("lid", 0), p.value("sm_lid", 0),
+				       p.value("rate", "").c_str(), p.value("issm_held", false) ? "  (issm held)" : "",
+				       p.value("open_files", 0));
+			printf("\n");
+		}
 	}
 }
 
@@ -288,7 +310,8 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 		if (!instanceOf(st->instance, inst))
 			return void(exitCode = 2);
 		nlohmann::json j;
-		if (!runningPid(inst) || !loadReady(inst, j)) {
+		int pid = runningPid(inst);
+		if (!pid || !(loadLive(inst, pid, j) || loadReady(inst, j))) {
 			if (st->json)
 				printf("{\"instance\":\"%s\",\"running\":false}\n", inst.name.c_str());
 			else

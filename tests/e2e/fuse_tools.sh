@@ -39,6 +39,8 @@ expect_eq "OpenSM master on the default fabric" 0 $?
 wait_for $B 30 sh -c 'sminfo | grep -q SMINFO_MASTER && ibstat ibemu1 | grep -q "State: Active"'
 expect_eq "OpenSM master on the fat tree" 0 $?
 
+out=$("$ibemu" status --instance $A)
+expect_match "status shows the live port state" 'umad0 /dev/infiniband/issm0  ACTIVE/LinkUp  LID 1  SM LID 1  100 Gb/sec \(4X EDR\)  \(issm held\)  [1-9] open' "$out"
 out=$(inst $A ibstat ibemu0 1)
 expect_match "ibstat after SM: LID" 'Base lid: [1-9]' "$out"
 expect_match "ibstat after SM: SM LID" 'SM lid: [1-9]' "$out"
