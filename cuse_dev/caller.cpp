@@ -26,6 +26,16 @@ int callerSyscall(pid_t tid, long &nr, uint64_t args[6])
 	return 0;
 }
 
+int readCaller(pid_t tid, uint64_t addr, void *data, size_t len)
+{
+	iovec local{ data, len };
+	iovec remote{ reinterpret_cast<void *>(addr), len };
+	ssize_t n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+	if (n < 0)
+		return -errno;
+	return n == static_cast<ssize_t>(len) ? 0 : -EFAULT;
+}
+
 int writeCaller(pid_t tid, uint64_t addr, const void *data, size_t len)
 {
 	iovec local{ const_cast<void *>(data), len };

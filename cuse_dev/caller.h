@@ -19,6 +19,9 @@ namespace ibemu::cuse_dev {
  * Returns 0 or a negative errno. */
 int callerSyscall(pid_t tid, long &nr, uint64_t args[6]);
 
+/* Reads len bytes at addr in the address space of `tid`'s process. */
+int readCaller(pid_t tid, uint64_t addr, void *data, size_t len);
+
 /* Writes len bytes at addr in the address space of `tid`'s process. */
 int writeCaller(pid_t tid, uint64_t addr, const void *data, size_t len);
 

@@ -138,6 +138,8 @@ int CuseDevices::start(std::string &err)
 				std::string fdPath = "/dev/fd/" + std::to_string(d->fd);
 				if (fuse_session_mount(d->se, fdPath.c_str()) != 0) {
 					err = "cannot start the CUSE session for " + d->devName;
+					fuse_session_destroy(d->se);
+					close(d->fd);
 					return -EIO;
 				}
 				d->pump = std::make_unique<SessionPump>(s.io, d->se, s.spinUs);

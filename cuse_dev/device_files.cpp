@@ -27,7 +27,35 @@ namespace {
 struct PendingRead {
 	fuse_req_t req;
 	size_t size;
+	bool nonblock; /* the file's flags at the time of this read(): fcntl may change them */
 };
+
+} /* namespace */
+
+namespace {
+
+/* The kernel hands a read() or write() bigger than the connection's maximum
+ * (128 KiB) over in several requests. A MAD or RMPP message must be taken
+ * whole, so the first request handles the caller's entire system call and
+ * the rest of it is served (read) or acknowledged (write) from here. */
+struct Continuation {
+	pid_t tid = 0;
+	size_t left = 0;           /* bytes of the system call still to come */
+	std::vector<uint8_t> data; /* read: what is left to hand out */
+};
+
+/* The caller's read() or write() that a request is part of, if bigger. */
+size_t wholeCount(fuse_req_t req, long syscallNr, size_t chunk, uint64_t &addr)
+{
+	if (chunk < 4096 || chunk % 4096)
+		return chunk; /* the kernel only splits at page multiples */
+	long nr;
+	uint64_t args[6];
+	if (callerSyscall(fuse_req_ctx(req)->pid, nr, args) != 0 || nr != syscallNr || args[2] <= chunk)
+		return chunk;
+	addr = args[1];
+	return args[2];
+}
 
 } /* namespace */
 
@@ -35,9 +63,11 @@ struct DeviceFiles::Open {
 	bool issm = false;
 	emu::UmadPort *port = nullptr;
 	std::unique_ptr<emu::UmadFile> umad;
-	bool nonblock = false;
+	bool nonblock = false; /* at open: for issm */
 	std::deque<PendingRead> reads;
 	fuse_pollhandle *ph = nullptr;
+	Continuation readRest;
+	Continuation writeRest;
 };
 
 struct DeviceFiles::PendingIssm {
@@ -56,6 +86,7 @@ DeviceFiles::~DeviceFiles()
 void DeviceFiles::watch(emu::UmadPort &port)
 {
 	port.onIssmReleased = [this] { boost::asio::post(io_, [this] { retryIssm(); }); };
+	watched_.push_back(&port);
 }
 
 DeviceFiles::Open *DeviceFiles::openOf(const fuse_file_info *fi) const
@@ -126,8 +157,19 @@ void DeviceFiles::read(fuse_req_t req, size_t size, fuse_file_info *fi)
 		return (void)fuse_reply_err(req, EBADF);
 	if (o->issm)
 		return (void)fuse_reply_err(req, EINVAL); /* issm has no read */
+	Continuation &rest = o->readRest;
+	if (rest.left && rest.tid == fuse_req_ctx(req)->pid) { /* the rest of a big read */
+		size_t n = std::min(size, rest.data.size());
+		fuse_reply_buf(req, reinterpret_cast<const char *>(rest.data.data()), n);
+		rest.data.erase(rest.data.begin(), rest.data.begin() + long(n));
+		rest.left = rest.data.empty() ? 0 : rest.left - n;
+		return;
+	}
+	/* the checks that come before looking at the queue never wait */
+	if (size < o->umad->hdrSize())
+		return (void)fuse_reply_err(req, EINVAL);
 	/* ib_umad_read(): a blocking reader waits here for a MAD */
-	o->reads.push_back({ req, size });
+	o->reads.push_back({ req, size, bool(fi->flags & O_NONBLOCK) });
 	if (o->reads.size() == 1)
 		serveReads(fi->fh);
 	if (!o->reads.empty() && o->reads.back().req == req)
@@ -141,10 +183,28 @@ void DeviceFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_
 		return (void)fuse_reply_err(req, EBADF);
 	if (o->issm)
 		return (void)fuse_reply_err(req, EINVAL); /* issm has no write */
-	ssize_t rc = o->umad->write(reinterpret_cast<const uint8_t *>(buf), size);
+	pid_t tid = fuse_req_ctx(req)->pid;
+	Continuation &rest = o->writeRest;
+	if (rest.left && rest.tid == tid) { /* the rest of a big write, handled already */
+		rest.left -= std::min(size, rest.left);
+		return (void)fuse_reply_write(req, size);
+	}
+	uint64_t addr = 0;
+	size_t whole = wholeCount(req, SYS_write, size, addr);
+	std::vector<uint8_t> all;
+	const uint8_t *data = reinterpret_cast<const uint8_t *>(buf);
+	if (whole > size) {
+		all.resize(whole);
+		if (readCaller(tid, addr, all.data(), whole) != 0)
+			return (void)fuse_reply_err(req, EFAULT);
+		data = all.data();
+	}
+	ssize_t rc = o->umad->write(data, whole);
 	if (rc < 0)
 		return (void)fuse_reply_err(req, static_cast<int>(-rc));
-	fuse_reply_write(req, static_cast<size_t>(rc));
+	if (whole > size)
+		rest = { tid, whole - size, {} };
+	fuse_reply_write(req, size);
 }
 
 void DeviceFiles::ioctl(fuse_req_t req, unsigned cmd, fuse_file_info *fi, unsigned flags, const void *in,
@@ -208,9 +268,11 @@ void DeviceFiles::serveReads(uint64_t fh)
 	Open &o = *it->second;
 	while (!o.reads.empty()) {
 		PendingRead r = o.reads.front();
-		std::vector<uint8_t> buf(r.size);
+		uint64_t addr = 0;
+		size_t whole = wholeCount(r.req, SYS_read, r.size, addr);
+		std::vector<uint8_t> buf(whole);
 		ssize_t n = o.umad->read(buf.data(), buf.size());
-		if (n == -EAGAIN && !o.nonblock && !stopping_)
+		if (n == -EAGAIN && !r.nonblock && !stopping_)
 			break; /* stays parked until the next MAD */
 		o.reads.pop_front();
 		fuse_req_interrupt_func(r.req, nullptr, nullptr);
@@ -229,7 +291,13 @@ void DeviceFiles::serveReads(uint64_t fh)
 		} else if (n < 0) {
 			fuse_reply_err(r.req, static_cast<int>(-n));
 		} else {
-			fuse_reply_buf(r.req, reinterpret_cast<const char *>(buf.data()), static_cast<size_t>(n));
+			size_t first = std::min(static_cast<size_t>(n), r.size);
+			fuse_reply_buf(r.req, reinterpret_cast<const char *>(buf.data()), first);
+			if (static_cast<size_t>(n) > first) { /* more requests of this read() follow */
+				buf.erase(buf.begin(), buf.begin() + long(first));
+				buf.resize(static_cast<size_t>(n) - first);
+				o.readRest = { fuse_req_ctx(r.req)->pid, buf.size(), std::move(buf) };
+			}
 		}
 	}
 	if (o.ph)
@@ -276,7 +344,12 @@ void DeviceFiles::shutdown()
 		if (o->ph)
 			fuse_pollhandle_destroy(o->ph);
 		o->ph = nullptr;
+		if (o->issm)
+			o->port->issmRelease();
 	}
+	for (emu::UmadPort *p : watched_)
+		p->onIssmReleased = nullptr; /* it pointed at us */
+	watched_.clear();
 	for (auto &w : issmWaiters_) {
 		fuse_req_interrupt_func(w.req, nullptr, nullptr);
 		fuse_reply_err(w.req, ENXIO);

@@ -18,6 +18,7 @@
 #include <list>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 struct fuse_file_info;
 struct fuse_pollhandle;
@@ -70,6 +71,7 @@ private:
 	boost::asio::io_context &io_;
 	std::unordered_map<uint64_t, std::unique_ptr<Open>> opens_;
 	std::list<PendingIssm> issmWaiters_;
+	std::vector<emu::UmadPort *> watched_;
 	uint64_t nextFh_ = kFhTag | 1;
 	bool stopping_ = false;
 };

@@ -537,7 +537,7 @@ void MadPort::dispatch(const Packet *pkt, MadRecv &&recv)
 	/* ib_mad_complete_recv(): a response must answer an outstanding request */
 	MadSend *send = findSend(*agent, mad, recv.src, false);
 	if (!send) {
-		if (agent->userRmpp() && rmppMad)
+		if (!agent->kernelRmpp() && rmppMad) /* the agent does RMPP itself */
 			deliver(*agent, std::move(recv));
 		return;
 	}

@@ -78,6 +78,7 @@ enum : uint16_t {
 	IB_SMP_ATTR_SM_INFO = 0x0020,
 	IB_SMP_ATTR_VENDOR_DIAG = 0x0030,
 	IB_SMP_ATTR_LED_INFO = 0x0031,
+	IB_SMP_ATTR_MLNX_EXT_PORT_INFO = 0xff90,
 };
 
 /* Performance management attributes (IBA 16.1.3) */

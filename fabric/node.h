@@ -120,6 +120,7 @@ struct Port {
 	uint8_t overrunErrors = 0;
 	uint16_t maxCreditHint = 0;
 	uint32_t linkRoundTripLatency = 0;
+	uint8_t mlnxStateChangeEnable = 0; /* Mellanox ExtendedPortInfo */
 
 	std::vector<uint16_t> pkeys; /* P_KeyTable; entries past the end read as 0 */
 	std::vector<uint64_t> aliasGuids; /* GUIDInfo entries 1..GUIDCap-1 that were set */

@@ -546,6 +546,35 @@ uint16_t vlArbitrationTable(SmpCall &c)
 	return 0;
 }
 
+/* Mellanox ExtendedPortInfo: what an SM reads to decide on FDR10. Devices
+ * with Mellanox's vendor id answer it; the model has no FDR10 unless a
+ * link trained at FDR10, and a Set only changes StateChangeEnable. */
+uint16_t mlnxExtPortInfo(SmpCall &c)
+{
+	if (c.node.vendorId != kDefaultVendorId)
+		return kUnsupported;
+	uint32_t am = c.am();
+	Port *p = &c.arrival;
+	if (c.node.isSwitch()) {
+		if (am > c.node.numPorts)
+			return kInvalid;
+		p = &c.node.port(am);
+	} else if (am && am <= c.node.numPorts) {
+		p = &c.node.port(am);
+	} else if (am) {
+		return kInvalid;
+	}
+	if (c.isSet)
+		p->mlnxStateChangeEnable = overlay<ib_mlnx_ext_port_info>(c.in())->state_change_enable & 1;
+	ib_mlnx_ext_port_info &x = *overlay<ib_mlnx_ext_port_info>(c.data());
+	bool fdr10 = p->speedSupported == Speed::FDR10;
+	x.state_change_enable = p->mlnxStateChangeEnable;
+	x.link_speed_supported = fdr10 ? 1 : 0;
+	x.link_speed_enabled = fdr10 ? 1 : 0;
+	x.link_speed_active = p->speedActive == Speed::FDR10 && p->linkUp() ? 1 : 0;
+	return 0;
+}
+
 /* ---------------- traps ---------------- */
 
 void sendTrap(Subnet &subnet, Node &node, Port &from, uint16_t trapNum, uint8_t type,
@@ -684,6 +713,9 @@ MadResult smaProcess(Subnet &subnet, Port &port, const Packet &in, Mad &reply)
 			break;
 		case IB_SMP_ATTR_MCAST_FORWARD_TABLE:
 			status = multicastForwardingTable(c);
+			break;
+		case IB_SMP_ATTR_MLNX_EXT_PORT_INFO:
+			status = mlnxExtPortInfo(c);
 			break;
 		case IB_SMP_ATTR_SM_INFO: {
 			Port &mgmt = node.mgmtPort(port.num);

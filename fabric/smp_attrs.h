@@ -123,6 +123,21 @@ enum : uint8_t {
 	IB_NOTICE_TYPE_INFO = 4,
 };
 
+/* Mellanox ExtendedPortInfo (vendor attribute 0xff90): FDR10 control. */
+struct ib_mlnx_ext_port_info {
+	uint8_t resvd1[3];
+	uint8_t state_change_enable;
+	uint8_t resvd2[3];
+	uint8_t link_speed_supported; /* bit 0: FDR10 */
+	uint8_t resvd3[3];
+	uint8_t link_speed_enabled;
+	uint8_t resvd4[3];
+	uint8_t link_speed_active;
+	uint8_t resvd5[48];
+};
+static_assert(sizeof(ib_mlnx_ext_port_info) == 64);
+static_assert(offsetof(ib_mlnx_ext_port_info, link_speed_active) == 15);
+
 /* Block sizes of the table attributes */
 constexpr unsigned kPkeysPerBlock = 32;
 constexpr unsigned kGuidsPerBlock = 8;

@@ -85,6 +85,20 @@ expect_match "saquery PortInfoRecords" 'PortInfoRecord dump' "$out"
 out=$(inst $B saquery)
 expect_eq "saquery on the fat tree (many segments)" 24 "$(grep -c 'NodeRecord dump' <<<"$out")"
 
+# --- an SA table bigger than a FUSE request (128 KiB): written by OpenSM
+# and read by saquery in several requests each
+C=e2e-big-$$
+"$ibemu" topo gen fat-tree --levels 2 --hosts 1200 --radix 64 -o "$work/big.topo"
+"$ibemu" up --instance $C --topology "$work/big.topo" >/dev/null
+start_opensm $C 0x0002c90300000011
+wait_for $C 90 sh -c 'saquery -s | grep -q EndPortLid'
+expect_eq "OpenSM's SA answers on 1,270 nodes" 0 $?
+out=$(inst $C saquery)
+expect_eq "saquery: 1,270 NodeRecords (~140 KiB)" 1270 "$(grep -c 'NodeRecord dump' <<<"$out")"
+expect_eq "OpenSM logged no MAD errors" 0 "$(grep -c 'ERR 3111' "$work/$C.osm/opensm.log")"
+kill "$(cat "$work/$C.opensm.pid")" 2>/dev/null
+"$ibemu" down --instance $C >/dev/null
+
 # --- performance counters
 out=$(inst $A perfquery)
 expect_match "perfquery" '^PortXmitPkts:\.+[1-9]' "$out"

@@ -390,10 +390,27 @@ TEST_CASE_METHOD(Fixture, "SMInfo goes to the SM only where IsSM is set", "[sma]
 	CHECK(processMad(s, *host1, p, reply) == MadResult::Consumed);
 }
 
+TEST_CASE_METHOD(Fixture, "Mellanox ExtendedPortInfo: no FDR10", "[sma]")
+{
+	auto r = get(kLocal, IB_SMP_ATTR_MLNX_EXT_PORT_INFO, 1);
+	REQUIRE(r);
+	CHECK(status(r) == 0);
+	auto &x = *overlay<ib_mlnx_ext_port_info>(smpData(*r));
+	CHECK(x.link_speed_supported == 0);
+	CHECK(x.link_speed_active == 0);
+	uint8_t in[64] = {};
+	overlay<ib_mlnx_ext_port_info>(in)->state_change_enable = 1;
+	r = set(kSw1, IB_SMP_ATTR_MLNX_EXT_PORT_INFO, 7, in);
+	CHECK(status(r) == 0);
+	CHECK(overlay<ib_mlnx_ext_port_info>(smpData(*r))->state_change_enable == 1);
+	sw1->vendorId = 0x8f1; /* not Mellanox: not answered */
+	CHECK(status(get(kSw1, IB_SMP_ATTR_MLNX_EXT_PORT_INFO, 1)) == IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB);
+}
+
 TEST_CASE_METHOD(Fixture, "unsupported attributes, methods and versions", "[sma]")
 {
 	CHECK(status(get(kSw1, 0x0033)) == IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB);
-	CHECK(status(get(kSw1, 0xff90)) == IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB);
+	CHECK(status(get(kSw1, 0xff99)) == IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB);
 
 	Packet p = drSmp(IB_MGMT_METHOD_SEND, IB_SMP_ATTR_NODE_INFO, 0, kSw1, 77);
 	auto r = roundTrip(s, *host1, p);
