@@ -475,6 +475,26 @@ void MadPort::process(const Packet &pkt)
 	dispatch(&pkt, std::move(recv));
 }
 
+/* rcv_has_same_gid(): does a received MAD come from where a send went?
+ * A response to our request matches on the path bits it arrived on (LMC)
+ * or on our own GID; anything else matches on the remote LID or GID. */
+bool MadPort::sameRemote(const MadSend &s, const uint8_t *mad, const MadAddress &src) const
+{
+	bool sendResp = isResponseMad(*overlay<ib_mad_hdr>(s.msg.data()));
+	bool recvResp = isResponseMad(*overlay<ib_mad_hdr>(mad));
+	if (sendResp == recvResp || s.ah.grh != src.grh)
+		return false;
+	if (!sendResp) {
+		if (!s.ah.grh) {
+			unsigned mask = (1u << port_.lmc) - 1;
+			return ((s.ah.pathBits ^ src.pathBits) & mask) == 0;
+		}
+		fabric::Gid ours, arrived;
+		return gid(s.ah.gidIndex, ours) && gid(src.gidIndex, arrived) && ours == arrived;
+	}
+	return s.ah.grh ? s.ah.gid == src.gid : s.ah.lid == src.lid;
+}
+
 MadSend *MadPort::findSend(MadAgent &agent, const uint8_t *mad, const MadAddress &src, bool anyState)
 {
 	uint64_t tid = tidOf(mad);
@@ -484,12 +504,9 @@ MadSend *MadPort::findSend(MadAgent &agent, const uint8_t *mad, const MadAddress
 			continue;
 		if (!anyState && !s->awaitingResponse)
 			continue;
-		if (cls != IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE) { /* rcv_has_same_gid() */
-			if (s->ah.grh != src.grh)
-				continue;
-			if (src.grh ? s->ah.gid != src.gid : s->ah.lid != src.lid && s->ah.lid != IB_LID_PERMISSIVE)
-				continue;
-		}
+		/* directed-route MADs may carry permissive LIDs: no address check */
+		if (cls != IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE && !sameRemote(*s, mad, src))
+			continue;
 		return s.get();
 	}
 	return nullptr;

@@ -84,6 +84,7 @@ public:
 	/* ib_find_send_mad(): the outstanding send a response or RMPP control MAD
 	 * belongs to. anyState also finds sends not waiting for a response. */
 	MadSend *findSend(MadAgent &agent, const uint8_t *mad, const MadAddress &src, bool anyState);
+	bool sameRemote(const MadSend &s, const uint8_t *mad, const MadAddress &src) const;
 	/* Hand a received MAD (or reassembled message) to an agent's client. */
 	void deliver(MadAgent &agent, MadRecv &&recv);
 

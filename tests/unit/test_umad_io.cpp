@@ -458,3 +458,40 @@ TEST_CASE_METHOD(EmuFixture, "GRH: sent with the local GID, received with the so
 	CHECK(h.pkey_index == 0);
 	CHECK(h.sl == 0);
 }
+
+/* rcv_has_same_gid(): a response to our request matches on the path bits of
+ * the LID it arrived at, not on the LID it came from. Host 1 answers itself
+ * (HCA loopback) with LMC 1, base LID 0x40. */
+TEST_CASE_METHOD(EmuFixture, "responses match by destination path bits under LMC", "[umad][routing]")
+{
+	p1->lid = 0x40;
+	p1->lmc = 1;
+	UmadFile client(umad1()), perfmgr(umad1());
+	uint32_t c = gsiAgent(client);
+	uint32_t pm = gsiAgent(perfmgr, IB_MGMT_CLASS_PERF_MGMT, { IB_MGMT_METHOD_GET });
+	UmadMsg get(c, IB_MGMT_CLASS_PERF_MGMT, IB_MGMT_METHOD_GET, IB_PMA_CLASS_PORT_INFO, 0x31);
+	get.to(0x40, 1).timeout(1000, 0); /* path bits 0: sent from 0x40 */
+	REQUIRE(get.writeTo(client) > 0);
+	poll();
+	std::vector<uint8_t> buf;
+	REQUIRE(readMad(perfmgr, buf) == 64 + 256);
+	CHECK(hdrOf(buf).lid.get() == 0x40);
+	uint64_t tid = overlay<ib_mad_hdr>(buf.data() + 64)->tid.get();
+
+	auto answer = [&](uint16_t dlid, uint8_t pathBits) {
+		UmadMsg resp(pm, IB_MGMT_CLASS_PERF_MGMT, IB_MGMT_METHOD_GET_RESP, IB_PMA_CLASS_PORT_INFO, tid);
+		resp.to(dlid, 1);
+		resp.hdr.path_bits = pathBits;
+		REQUIRE(resp.writeTo(perfmgr) > 0);
+		poll();
+	};
+	answer(0x41, 0); /* to the other path: not ours, dropped */
+	CHECK(readMad(client, buf) == -EAGAIN);
+	answer(0x40, 1); /* from 0x41 to 0x40: matches although 0x41 was never asked */
+	REQUIRE(readMad(client, buf) == 64 + 256);
+	CHECK(hdrOf(buf).id == c);
+	CHECK(hdrOf(buf).lid.get() == 0x41);
+	CHECK(hdrOf(buf).path_bits == 0);
+	answer(0x40, 0); /* the send is complete: a second answer is dropped */
+	CHECK(readMad(client, buf) == -EAGAIN);
+}
