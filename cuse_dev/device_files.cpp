@@ -292,11 +292,12 @@ void DeviceFiles::serveReads(uint64_t fh)
 			fuse_reply_err(r.req, static_cast<int>(-n));
 		} else {
 			size_t first = std::min(static_cast<size_t>(n), r.size);
+			pid_t tid = fuse_req_ctx(r.req)->pid; /* the reply frees r.req */
 			fuse_reply_buf(r.req, reinterpret_cast<const char *>(buf.data()), first);
 			if (static_cast<size_t>(n) > first) { /* more requests of this read() follow */
 				buf.erase(buf.begin(), buf.begin() + long(first));
 				buf.resize(static_cast<size_t>(n) - first);
-				o.readRest = { fuse_req_ctx(r.req)->pid, buf.size(), std::move(buf) };
+				o.readRest = { tid, buf.size(), std::move(buf) };
 			}
 		}
 	}
