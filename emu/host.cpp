@@ -9,10 +9,12 @@ namespace ibemu::emu {
 
 Host::Host(boost::asio::io_context &io, fabric::Subnet &subnet) : io_(io), subnet_(subnet) {}
 
+/* The transports close their files first: nothing may refer to a port now. */
 Host::~Host()
 {
 	while (!hcas_.empty())
 		removeHca(hcas_.back().get());
+	retired_.clear();
 }
 
 Hca *Host::addHca(fabric::Node &node, std::string name)
@@ -38,18 +40,39 @@ Hca *Host::addHca(fabric::Node &node, std::string name)
 	return hcas_.back().get();
 }
 
+/* ib_umad_remove_one(): the ports die at once (their open files get EIO,
+ * EPIPE, POLLERR), but like the kernel's kref'd umad port they stay in
+ * memory until the last file on them is closed. */
 void Host::removeHca(Hca *hca)
 {
 	for (auto it = hcas_.begin(); it != hcas_.end(); ++it) {
 		if (it->get() != hca)
 			continue;
+		bool busy = false;
 		for (auto &u : hca->umadPorts) {
 			u->kill();
 			usedDevNums_.erase(u->devNum());
+			busy = busy || u->openFiles() > 0;
 		}
+		for (auto &m : hca->madPorts) /* no more receives */
+			if (m->port().host == m.get())
+				m->port().host = nullptr;
+		if (busy)
+			retired_.push_back(std::move(*it));
 		hcas_.erase(it);
-		return;
+		break;
 	}
+	reapRetired();
+}
+
+void Host::reapRetired()
+{
+	std::erase_if(retired_, [](const std::unique_ptr<Hca> &h) {
+		for (auto &u : h->umadPorts)
+			if (u->openFiles() > 0)
+				return false;
+		return true;
+	});
 }
 
 UmadPort *Host::umadPort(unsigned devNum) const

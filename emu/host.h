@@ -44,7 +44,11 @@ public:
 	 * kernel's ib_umad does. Returns null (and errno-like -EINVAL) for
 	 * switches and nodes already local. */
 	Hca *addHca(fabric::Node &node, std::string name);
+	/* Unplugs a local HCA: its ports die and their numbers are free again;
+	 * ports with open files are kept until those files are closed (the
+	 * next removeHca or reapRetired() frees them). */
 	void removeHca(Hca *hca);
+	void reapRetired();
 
 	const std::vector<std::unique_ptr<Hca>> &hcas() const { return hcas_; }
 	UmadPort *umadPort(unsigned devNum) const;
@@ -57,6 +61,7 @@ private:
 	fabric::Subnet &subnet_;
 	MadClients clients_;
 	std::vector<std::unique_ptr<Hca>> hcas_;
+	std::vector<std::unique_ptr<Hca>> retired_; /* removed, files still open */
 	std::set<unsigned> usedDevNums_;
 };
 

@@ -179,3 +179,28 @@ TEST_CASE_METHOD(EmuFixture, "a dead port: ENXIO, EPIPE, EIO and POLLERR", "[uma
 	CHECK(f.ioctl(IB_USER_MAD_UNREGISTER_AGENT, reinterpret_cast<uint8_t *>(&id), 4) == -EINVAL);
 	CHECK(umad1().issmOpen() == -ENXIO);
 }
+
+TEST_CASE_METHOD(EmuFixture, "unplugging an HCA: open files outlive it, numbers are reused", "[umad][ioctl]")
+{
+	unsigned dev = umad1().devNum();
+	fabric::Node *node = hca1->node;
+	auto f = std::make_unique<UmadFile>(umad1());
+	uint32_t id;
+	REQUIRE(regAgent(*f, 1, IB_MGMT_CLASS_PERF_MGMT, 1, {}, 0, &id) == 0);
+	host->removeHca(hca1);
+	hca1 = nullptr;
+	CHECK(host->umadPort(dev) == nullptr);
+	CHECK(p1->host == nullptr); /* the fabric no longer delivers to it */
+	/* the file still works as a file on a dead port (ASan checks the rest) */
+	std::vector<uint8_t> buf;
+	CHECK(readMad(*f, buf) == -EIO);
+	CHECK(f->poll() == POLLERR);
+
+	emu::Hca *again = host->addHca(*node, "mlx5_0");
+	REQUIRE(again);
+	CHECK(again->umadPorts[0]->devNum() == dev);
+	CHECK(p1->host == again->madPorts[0].get());
+	f.reset(); /* the last close of the old port */
+	host->reapRetired();
+	CHECK(p1->host == again->madPorts[0].get());
+}
