@@ -51,9 +51,10 @@ std::string tail(const std::string &path, size_t lines)
 	return out;
 }
 
-bool loadReady(const Instance &inst, nlohmann::json &j)
+/* A JSON file the daemon wrote; false when missing or not (yet) whole. */
+bool loadJson(const std::string &path, nlohmann::json &j)
 {
-	std::ifstream in(inst.readyFile());
+	std::ifstream in(path);
 	if (!in)
 		return false;
 	try {
@@ -64,19 +65,14 @@ bool loadReady(const Instance &inst, nlohmann::json &j)
 	return true;
 }
 
+/* What the daemon reported when its devices became ready. */
+bool loadReady(const Instance &inst, nlohmann::json &j) { return loadJson(inst.readyFile(), j); }
+
 /* Live state from the daemon's filesystem, reached through its root in
  * /proc (it is mounted in the daemon's namespace only). */
 bool loadLive(const Instance &inst, int pid, nlohmann::json &j)
 {
-	std::ifstream in("/proc/" + std::to_string(pid) + "/root" + inst.fsDir() + "/status.json");
-	if (!in)
-		return false;
-	try {
-		in >> j;
-	} catch (const std::exception &) {
-		return false;
-	}
-	return true;
+	return loadJson("/proc/" + std::to_string(pid) + "/root" + inst.fsDir() + "/status.json", j);
 }
 
 void printDevices(const nlohmann::json &j)
