@@ -5,9 +5,27 @@
 
 #include "fabric/subnet.h"
 
+#include <cerrno>
+
 namespace ibemu::emu {
 
-Host::Host(boost::asio::io_context &io, fabric::Subnet &subnet) : io_(io), subnet_(subnet) {}
+namespace {
+
+/* Until a transport provides one: no process can be reached. */
+class NoAccess final : public UserAccess {
+public:
+	int read(pid_t, uint64_t, void *, size_t) override { return -EFAULT; }
+	int write(pid_t, uint64_t, const void *, size_t) override { return -EFAULT; }
+	int pinnable(pid_t, uint64_t, uint64_t, bool) override { return -EFAULT; }
+	int credentials(pid_t, ProcessCreds &) override { return -ESRCH; }
+	int descriptorOf(pid_t, const UverbsFile &) override { return -EBADF; }
+};
+
+NoAccess noAccess;
+
+} /* namespace */
+
+Host::Host(boost::asio::io_context &io, fabric::Subnet &subnet) : io_(io), subnet_(subnet), access_(&noAccess) {}
 
 /* The transports close their files first: nothing may refer to a port now. */
 Host::~Host()
@@ -36,6 +54,14 @@ Hca *Host::addHca(fabric::Node &node, std::string name)
 		hca->umadPorts.push_back(std::make_unique<UmadPort>(*mad, dev, hca->name));
 		hca->madPorts.push_back(std::move(mad));
 	}
+	unsigned vn = 0;
+	for (bool used = true; used; vn += used) {
+		used = false;
+		for (const auto &h : hcas_)
+			used = used || h->verbsNum == vn;
+	}
+	hca->verbsNum = vn;
+	hca->verbs = std::make_unique<VerbsDevice>(io_, *this, node);
 	hcas_.push_back(std::move(hca));
 	return hcas_.back().get();
 }
@@ -48,7 +74,8 @@ void Host::removeHca(Hca *hca)
 	for (auto it = hcas_.begin(); it != hcas_.end(); ++it) {
 		if (it->get() != hca)
 			continue;
-		bool busy = false;
+		hca->verbs->kill();
+		bool busy = hca->verbs->openFiles() > 0;
 		for (auto &u : hca->umadPorts) {
 			u->kill();
 			usedDevNums_.erase(u->devNum());
@@ -68,11 +95,21 @@ void Host::removeHca(Hca *hca)
 void Host::reapRetired()
 {
 	std::erase_if(retired_, [](const std::unique_ptr<Hca> &h) {
+		if (h->verbs->openFiles() > 0)
+			return false;
 		for (auto &u : h->umadPorts)
 			if (u->openFiles() > 0)
 				return false;
 		return true;
 	});
+}
+
+VerbsDevice *Host::verbsAt(const fabric::Port &port) const
+{
+	for (const auto &h : hcas_)
+		if (h->node == port.node)
+			return h->verbs.get();
+	return nullptr;
 }
 
 UmadPort *Host::umadPort(unsigned devNum) const

@@ -4,12 +4,15 @@
 // and umad device numbering.
 //
 // Lifetime rules: a Host owns its Hcas (unique_ptr); an Hca owns one MadPort
-// and one UmadPort per port. Removing an HCA kills its umad ports first, so
+// and one UmadPort per port, and its VerbsDevice. Removing an HCA kills its umad ports first, so
 // transports holding open files see them die cleanly before the HCA goes.
 #pragma once
 
 #include "emu/mad_port.h"
+#include "emu/pinned_vm.h"
 #include "emu/umad_port.h"
+#include "emu/user_access.h"
+#include "emu/verbs_device.h"
 
 #include <boost/asio/io_context.hpp>
 
@@ -30,6 +33,8 @@ struct Hca {
 	fabric::Node *node = nullptr;
 	std::vector<std::unique_ptr<MadPort>> madPorts;   /* index = port number - 1 */
 	std::vector<std::unique_ptr<UmadPort>> umadPorts; /* index = port number - 1 */
+	std::unique_ptr<VerbsDevice> verbs;
+	unsigned verbsNum = 0; /* N of uverbsN */
 };
 
 class Host {
@@ -53,6 +58,12 @@ public:
 	const std::vector<std::unique_ptr<Hca>> &hcas() const { return hcas_; }
 	UmadPort *umadPort(unsigned devNum) const;
 	MadClients &clients() { return clients_; }
+	/* The verbs device behind a CA port, if that CA is local. */
+	VerbsDevice *verbsAt(const fabric::Port &port) const;
+	/* How the verbs layer reaches user processes (the transport's). */
+	void setAccess(UserAccess *ua) { access_ = ua; }
+	UserAccess &access() const { return *access_; }
+	PinnedVm &pinned() { return pinned_; }
 	boost::asio::io_context &io() const { return io_; }
 	fabric::Subnet &subnet() const { return subnet_; }
 
@@ -60,6 +71,8 @@ private:
 	boost::asio::io_context &io_;
 	fabric::Subnet &subnet_;
 	MadClients clients_;
+	PinnedVm pinned_;
+	UserAccess *access_;
 	std::vector<std::unique_ptr<Hca>> hcas_;
 	std::vector<std::unique_ptr<Hca>> retired_; /* removed, files still open */
 	std::set<unsigned> usedDevNums_;

@@ -296,6 +296,63 @@ void Subnet::respond(Port &port, const Packet &req, const Mad &resp)
 	sendFromNode(mgmt.node->isSwitch() ? mgmt : port, out);
 }
 
+Port *Subnet::routeData(Port &src, uint16_t dlid, uint32_t packets, uint64_t wireBytes)
+{
+	if (ownsLid(src, dlid)) /* HCA loopback */
+		return &src;
+	if (dlid >= IB_MULTICAST_LID_BASE || dlid == 0)
+		return nullptr;
+	uint64_t words = wireBytes / 4;
+	auto count = [&](PortCounters &c, bool xmit) {
+		if (xmit) {
+			addSaturating(c.xmitPkts, packets);
+			addSaturating(c.xmitData, words);
+			c.extXmitPkts += packets;
+			c.extXmitData += words;
+			c.extUnicastXmitPkts += packets;
+		} else {
+			addSaturating(c.rcvPkts, packets);
+			addSaturating(c.rcvData, words);
+			c.extRcvPkts += packets;
+			c.extRcvData += words;
+			c.extUnicastRcvPkts += packets;
+		}
+	};
+	Port *out = &src;
+	for (unsigned hop = 0; hop < kMaxHops; hop++) {
+		Port *in = out->peer;
+		if (!in || !out->linkUp() || !in->linkUp() || out->state != PortState::Active) {
+			addSaturating(out->counters.xmitDiscards, packets);
+			dropped_ += packets;
+			return nullptr;
+		}
+		count(out->counters, true);
+		count(in->counters, false);
+		if (in->state != PortState::Armed && in->state != PortState::Active) {
+			addSaturating(in->counters.rcvErrors, packets);
+			dropped_ += packets;
+			return nullptr;
+		}
+		Node &node = *in->node;
+		if (!node.isSwitch()) {
+			if (ownsLid(*in, dlid))
+				return in;
+			dropped_ += packets; /* a CA drops packets for LIDs it does not own */
+			return nullptr;
+		}
+		SwitchState &st = *node.sw;
+		uint8_t outNum = st.lftEntry(dlid);
+		if (dlid > st.linearFdbTop || outNum == 0xff || outNum == 0 || outNum > node.numPorts) {
+			addSaturating(in->counters.rcvSwitchRelayErrors, packets);
+			dropped_ += packets;
+			return nullptr;
+		}
+		out = &node.port(outNum);
+	}
+	dropped_ += packets;
+	return nullptr;
+}
+
 void Subnet::deliver(Port &port, const Packet &pkt)
 {
 	if (port.host)

@@ -87,6 +87,14 @@ public:
 	 * (LID-routed) or 14.2.2 (DR) prescribe. */
 	void respond(Port &port, const Packet &req, const Mad &resp);
 
+	/* Carries the packets of one data message (not MADs: verbs traffic of
+	 * `packets` packets, `wireBytes` octets in all) from CA port `src` to
+	 * `dlid` through the LFTs, counting them like carry() does at every
+	 * port they cross. Returns the CA port that accepts the DLID, or null
+	 * when they are lost (link down, port not Active, no LFT entry, a CA
+	 * that does not own the DLID). */
+	Port *routeData(Port &src, uint16_t dlid, uint32_t packets, uint64_t wireBytes);
+
 	/* Packets dropped anywhere in the fabric since creation (for tests/status). */
 	uint64_t droppedPackets() const { return dropped_; }
 

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// How emu/ reaches a calling process: its memory (copy_to_user and the data
+// path's DMA), its credentials (for pinning accounting), and its file
+// descriptors. The transport implements this with /proc and
+// process_vm_readv/writev; unit tests use a fake over their own memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <sys/types.h>
+
+namespace ibemu::emu {
+
+class UverbsFile;
+
+/* What ib_umem_get needs to know about the registering process. */
+struct ProcessCreds {
+	pid_t pid = 0;              /* thread group id: the mm that pins */
+	uint64_t memlockSoft = 0;   /* soft RLIMIT_MEMLOCK in bytes (~0: unlimited) */
+	bool capIpcLock = false;    /* CAP_IPC_LOCK in the effective set */
+};
+
+class UserAccess {
+public:
+	/* Copies between our buffer and the address space of tid's process.
+	 * 0 or a negative errno (EFAULT for an unmapped range). */
+	virtual int read(pid_t tid, uint64_t addr, void *buf, size_t len) = 0;
+	virtual int write(pid_t tid, uint64_t addr, const void *buf, size_t len) = 0;
+	/* get_user_pages(): is the whole range mapped (and writable, if write)? */
+	virtual int pinnable(pid_t tid, uint64_t addr, uint64_t len, bool write) = 0;
+	virtual int credentials(pid_t tid, ProcessCreds &out) = 0;
+	/* The descriptor number under which tid's process holds `file`, or a
+	 * negative errno. */
+	virtual int descriptorOf(pid_t tid, const UverbsFile &file) = 0;
+
+protected:
+	~UserAccess() = default;
+};
+
+} /* namespace ibemu::emu */

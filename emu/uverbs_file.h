@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// One open /dev/infiniband/uverbsN (the kernel's ib_uverbs_file with its
+// ucontext).
+//
+// Interface (what a transport calls):
+//   write()   one command per call, in the legacy or extended write() ABI
+//             (ib_uverbs_write); responses go into the caller's memory
+//             through UserAccess; returns count or a negative errno
+//   ioctl()   -ENOTTY for everything: libibverbs then uses write() alone
+//   read()    one async event (16 bytes) per call; -EAGAIN when none (the
+//             uverbs fd doubles as the async event fd, see docs/verbs.md)
+//   poll()    POLLIN with an event queued, POLLERR once the device is gone
+//   close     the destructor: objects go in the kernel's order
+//             (uverbs_destroy_ufile_hw): creation order, skipping objects
+//             still in use, pass after pass.
+#pragma once
+
+#include "emu/pinned_vm.h"
+#include "emu/user_access.h"
+#include "emu/uverbs_idr.h"
+#include "emu/verbs_objects.h"
+
+#include <deque>
+#include <functional>
+#include <sys/types.h>
+
+namespace ibemu::emu {
+
+class VerbsDevice;
+
+class UverbsFile {
+public:
+	UverbsFile(VerbsDevice &dev, UserAccess &ua, PinnedVm &pinned);
+	~UverbsFile();
+	UverbsFile(const UverbsFile &) = delete;
+	UverbsFile &operator=(const UverbsFile &) = delete;
+
+	ssize_t write(pid_t tid, const uint8_t *buf, size_t count);
+	ssize_t read(uint8_t *buf, size_t count);
+	int ioctl(unsigned cmd) const;
+	unsigned poll() const;
+
+	/* Called when an event is queued or the device dies. It must not call
+	 * back into this file synchronously. */
+	void setWakeup(std::function<void()> fn) { wakeup_ = std::move(fn); }
+
+	/* Called for every object as it is destroyed (tests, tracing). */
+	void setDestroyHook(std::function<void(const UObject &)> fn) { destroyHook_ = std::move(fn); }
+
+	VerbsDevice &device() const { return dev_; }
+	bool hasContext() const { return hasContext_; }
+	/* objects alive, by type, for status */
+	size_t objectCount() const;
+
+	/* --- called by the device and the data path --- */
+	/* Queues an async event; obj: the QP, CQ or SRQ it is about (its
+	 * events_reported counts the ones the application read). */
+	void asyncEvent(uint64_t element, AsyncEvent type, UObject *obj = nullptr);
+	void deviceDied();
+
+	struct Request;
+
+private:
+	using Handler = int (UverbsFile::*)(Request &);
+	struct Method {
+		Handler fn;
+		size_t reqSize;
+		size_t respSize;
+	};
+	static const Method *method(uint32_t command, bool &known);
+
+	/* lookups the way uobj_get_obj_read (null) and uobj_get_destroy
+	 * (-ENOENT, -EINVAL) see them */
+	template <typename T>
+	T *get(uint32_t handle) const;
+	int getForDestroy(uint32_t handle, UType type, UObject *&out) const;
+	template <typename T>
+	uint32_t commit(uint32_t handle, std::unique_ptr<T> obj);
+	int respond(Request &r, const void *resp, size_t len);
+	int destroy(UObject &obj, bool force);
+
+	int getContext(Request &r);
+	int queryDevice(Request &r);
+	int exQueryDevice(Request &r);
+	int queryPort(Request &r);
+	int allocPd(Request &r);
+	int deallocPd(Request &r);
+	int createAh(Request &r);
+	int destroyAh(Request &r);
+	int regMr(Request &r);
+	int deregMr(Request &r);
+	int createCompChannel(Request &r);
+	int createCq(Request &r);
+	int resizeCq(Request &r);
+	int destroyCq(Request &r);
+	int pollCq(Request &r);
+	int reqNotifyCq(Request &r);
+	int createQp(Request &r);
+	int queryQp(Request &r);
+	int modifyQp(Request &r);
+	int destroyQp(Request &r);
+	int postSend(Request &r);
+	int postRecv(Request &r);
+	int createSrq(Request &r);
+	int modifySrq(Request &r);
+	int querySrq(Request &r);
+	int destroySrq(Request &r);
+	int postSrqRecv(Request &r);
+	int notSupported(Request &r);
+
+	VerbsDevice &dev_;
+	UserAccess &ua_;
+	PinnedVm &pinned_;
+	Idr<UObject> idr_;
+	uint64_t nextSeq_ = 0;
+	bool hasContext_ = false;
+	bool dead_ = false;
+	struct Event {
+		ib_uverbs_async_event_desc desc;
+		UObject *obj; /* null for port events; dropped when obj is destroyed */
+	};
+	std::deque<Event> events_;
+	std::function<void()> wakeup_;
+	std::function<void(const UObject &)> destroyHook_;
+};
+
+/* ib_modify_qp_is_ok(): is cur -> next legal for the type with this mask? */
+bool qpTransitionOk(QpState cur, QpState next, QpType type, uint32_t mask);
+/* The QP attribute checks and state change of a software driver's
+ * modify_qp (rdmavt's rvt_modify_qp). 0 or -EINVAL. */
+int applyModifyQp(VerbsDevice &dev, Qp &qp, const ib_uverbs_modify_qp &cmd);
+
+} /* namespace ibemu::emu */

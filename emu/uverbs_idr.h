@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The per-file handle table of uverbs (ufile->idr, an XA_FLAGS_ALLOC
+// xarray): one table shared by every object type, handing out the lowest
+// free index from 0, reserved when a create command starts and either
+// committed or given back when it ends.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <vector>
+
+namespace ibemu::emu {
+
+template <typename T>
+class Idr {
+public:
+	/* xa_alloc(): reserve the lowest free handle */
+	uint32_t reserve()
+	{
+		uint32_t h;
+		if (!free_.empty()) {
+			h = *free_.begin();
+			free_.erase(free_.begin());
+		} else {
+			h = static_cast<uint32_t>(slots_.size());
+			slots_.emplace_back();
+		}
+		return h;
+	}
+	/* a failed create gives its handle back */
+	void abandon(uint32_t h) { release(h); }
+	void commit(uint32_t h, std::unique_ptr<T> obj) { slots_[h] = std::move(obj); }
+	T *get(uint32_t h) const { return h < slots_.size() ? slots_[h].get() : nullptr; }
+	std::unique_ptr<T> remove(uint32_t h)
+	{
+		std::unique_ptr<T> obj = std::move(slots_[h]);
+		release(h);
+		return obj;
+	}
+	bool empty() const { return slots_.size() == free_.size(); }
+	template <typename Fn>
+	void forEach(Fn &&fn) const
+	{
+		for (const auto &s : slots_)
+			if (s)
+				fn(*s);
+	}
+
+private:
+	void release(uint32_t h)
+	{
+		slots_[h].reset();
+		free_.insert(h);
+		while (!slots_.empty() && free_.count(static_cast<uint32_t>(slots_.size() - 1))) {
+			free_.erase(static_cast<uint32_t>(slots_.size() - 1));
+			slots_.pop_back();
+		}
+	}
+
+	std::vector<std::unique_ptr<T>> slots_;
+	std::set<uint32_t> free_; /* holes below slots_.size() */
+};
+
+} /* namespace ibemu::emu */

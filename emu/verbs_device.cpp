@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// A local HCA's verbs attributes and device-wide tables.
+#include "emu/verbs_device.h"
+
+#include "emu/uverbs_file.h"
+#include "fabric/node.h"
+
+#include <cerrno>
+#include <cstring>
+
+namespace ibemu::emu {
+
+namespace {
+
+uint64_t be64(uint64_t v)
+{
+	return __builtin_bswap64(v);
+}
+
+} /* namespace */
+
+VerbsDevice::VerbsDevice(boost::asio::io_context &io, Host &host, fabric::Node &node)
+	: io_(io), host_(host), node_(node)
+{
+}
+
+VerbsDevice::~VerbsDevice() = default;
+
+unsigned VerbsDevice::numPorts() const
+{
+	return node_.numPorts;
+}
+
+fabric::Port *VerbsDevice::port(unsigned num) const
+{
+	return node_.hasPort(num) && num >= 1 ? &node_.port(num) : nullptr;
+}
+
+void VerbsDevice::queryDevice(ib_uverbs_query_device_resp &r) const
+{
+	memset(&r, 0, sizeof r);
+	r.fw_ver = 0;
+	r.node_guid = be64(node_.nodeGuid);
+	r.sys_image_guid = be64(node_.sysImageGuid ? node_.sysImageGuid : node_.nodeGuid);
+	r.max_mr_size = ~uint64_t(0);
+	r.page_size_cap = ~uint64_t(kPageSize - 1);
+	r.vendor_id = node_.vendorId;
+	r.vendor_part_id = node_.deviceId;
+	r.hw_ver = node_.revision;
+	r.max_qp = limits_.maxQp;
+	r.max_qp_wr = limits_.maxQpWr;
+	/* BAD_PKEY_CNTR | BAD_QKEY_CNTR | SHUTDOWN_PORT | SYS_IMAGE_GUID |
+	 * RC_RNR_NAK_GEN | PORT_ACTIVE_EVENT | SRQ_RESIZE */
+	r.device_cap_flags = (1u << 1) | (1u << 2) | (1u << 7) | (1u << 10) | (1u << 12) | (1u << 14) | (1u << 13);
+	r.max_sge = limits_.maxSge;
+	r.max_sge_rd = limits_.maxSge;
+	r.max_cq = limits_.maxCq;
+	r.max_cqe = limits_.maxCqe;
+	r.max_mr = limits_.maxMr;
+	r.max_pd = limits_.maxPd;
+	r.max_qp_rd_atom = limits_.maxQpRdAtom;
+	r.max_res_rd_atom = limits_.maxQpRdAtom * limits_.maxQp;
+	r.max_qp_init_rd_atom = limits_.maxQpInitRdAtom;
+	r.atomic_cap = IB_ATOMIC_HCA;
+	r.max_ah = limits_.maxAh;
+	r.max_srq = limits_.maxSrq;
+	r.max_srq_wr = limits_.maxSrqWr;
+	r.max_srq_sge = limits_.maxSrqSge;
+	r.max_pkeys = node_.numPorts ? node_.port(1).pkeyCap() : 0;
+	r.local_ca_ack_delay = 15;
+	r.phys_port_cnt = node_.numPorts;
+}
+
+namespace {
+
+/* enum ib_port_speed */
+uint8_t ibSpeed(fabric::Speed s)
+{
+	using fabric::Speed;
+	switch (s) {
+	case Speed::SDR: return 1;
+	case Speed::DDR: return 2;
+	case Speed::QDR: return 4;
+	case Speed::FDR10: return 8;
+	case Speed::FDR: return 16;
+	case Speed::EDR: return 32;
+	case Speed::HDR: return 64;
+	case Speed::NDR: return 128;
+	}
+	return 1;
+}
+
+} /* namespace */
+
+int VerbsDevice::queryPort(unsigned num, ib_uverbs_query_port_resp &r) const
+{
+	const fabric::Port *p = port(num);
+	if (!p)
+		return -EINVAL;
+	memset(&r, 0, sizeof r);
+	r.port_cap_flags = p->capMask;
+	r.max_msg_sz = limits_.maxMsgSize;
+	r.bad_pkey_cntr = p->pkeyViolations;
+	r.qkey_viol_cntr = p->qkeyViolations;
+	r.gid_tbl_len = p->guidCap;
+	r.pkey_tbl_len = p->pkeyCap();
+	r.lid = p->lid;
+	r.sm_lid = p->smLid;
+	r.state = static_cast<uint8_t>(p->state);
+	r.max_mtu = p->mtuCap;
+	r.active_mtu = p->linkUp() ? std::min(p->neighborMtu, p->mtuCap) : uint8_t(fabric::kMtu256);
+	r.lmc = p->lmc;
+	r.max_vl_num = p->vlCap;
+	r.sm_sl = p->masterSmSl;
+	r.subnet_timeout = p->subnetTimeout;
+	r.init_type_reply = p->initTypeReply;
+	r.active_width = p->linkWidthActive;
+	r.active_speed = ibSpeed(p->speedActive);
+	r.phys_state = static_cast<uint8_t>(p->physState);
+	r.link_layer = 1; /* IB_LINK_LAYER_INFINIBAND */
+	return 0;
+}
+
+void VerbsDevice::kill()
+{
+	dead_ = true;
+	for (UverbsFile *f : files_)
+		f->deviceDied();
+}
+
+uint32_t VerbsDevice::addQp(Qp *qp)
+{
+	while (qps_.count(nextQpn_) || nextQpn_ < 2)
+		nextQpn_ = (nextQpn_ + 1) & 0xffffff;
+	qp->qpn = nextQpn_;
+	qps_[qp->qpn] = qp;
+	nextQpn_ = (nextQpn_ + 1) & 0xffffff;
+	return qp->qpn;
+}
+
+void VerbsDevice::removeQp(Qp *qp)
+{
+	auto it = qps_.find(qp->qpn);
+	if (it != qps_.end() && it->second == qp)
+		qps_.erase(it);
+}
+
+Qp *VerbsDevice::qp(uint32_t qpn) const
+{
+	auto it = qps_.find(qpn);
+	return it == qps_.end() ? nullptr : it->second;
+}
+
+/* lkey == rkey; the low byte is a key that changes with every registration,
+ * so a stale key of a freed MR does not find its successor. */
+void VerbsDevice::addMr(Mr *mr)
+{
+	do {
+		nextKey_ += 0x101;
+	} while (keys_.count(nextKey_) || nextKey_ == 0);
+	mr->lkey = mr->rkey = nextKey_;
+	keys_[nextKey_] = mr;
+}
+
+void VerbsDevice::removeMr(Mr *mr)
+{
+	keys_.erase(mr->lkey);
+}
+
+Mr *VerbsDevice::mrByKey(uint32_t key) const
+{
+	auto it = keys_.find(key);
+	return it == keys_.end() ? nullptr : it->second;
+}
+
+void VerbsDevice::portEvent(unsigned portNum, AsyncEvent ev)
+{
+	for (UverbsFile *f : files_)
+		f->asyncEvent(portNum, ev);
+}
+
+} /* namespace ibemu::emu */

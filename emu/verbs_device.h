@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The verbs side of one local HCA (what ib_uverbs and a software RDMA
+// driver such as rdmavt keep per ib_device): its attributes, the
+// device-wide QPN and memory key tables, its open uverbs files, and the
+// data path that moves messages through the fabric.
+//
+// Where a work request goes (verbs_wire.cpp): POST_SEND queues it on the
+// QP and progress() executes the send queue in order. Each message is
+// routed by the fabric's LFTs from the QP's port to its DLID
+// (Subnet::routeData), lands on the QP of the VerbsDevice behind the
+// destination port, and moves between the two processes' memory through
+// UserAccess. Completions go to the CQs; errors move QPs to the Error state
+// and flush them.
+#pragma once
+
+#include "emu/pinned_vm.h"
+#include "emu/user_access.h"
+#include "emu/uverbs_abi.h"
+#include "emu/verbs_objects.h"
+
+#include <boost/asio/io_context.hpp>
+
+#include <list>
+#include <map>
+#include <set>
+#include <string>
+
+namespace ibemu::fabric {
+struct Node;
+struct Port;
+class Subnet;
+}
+
+namespace ibemu::emu {
+
+class Host;
+
+/* Device limits reported by QUERY_DEVICE and enforced by the commands. */
+struct VerbsLimits {
+	uint32_t maxQp = 16384;
+	uint32_t maxQpWr = 16383;
+	uint32_t maxSge = 96;
+	uint32_t maxCq = 131071;
+	uint32_t maxCqe = 196607;
+	uint32_t maxMr = 65536;
+	uint32_t maxPd = 65535;
+	uint32_t maxQpRdAtom = 16;
+	uint32_t maxQpInitRdAtom = 255;
+	uint32_t maxAh = 65535;
+	uint32_t maxSrq = 1024;
+	uint32_t maxSrqWr = 131071;
+	uint32_t maxSrqSge = 128;
+	uint32_t maxInline = 512;
+	uint32_t maxMsgSize = 0x80000000u;
+};
+
+class VerbsDevice {
+public:
+	VerbsDevice(boost::asio::io_context &io, Host &host, fabric::Node &node);
+	~VerbsDevice();
+	VerbsDevice(const VerbsDevice &) = delete;
+	VerbsDevice &operator=(const VerbsDevice &) = delete;
+
+	boost::asio::io_context &io() const { return io_; }
+	Host &host() const { return host_; }
+	fabric::Node &node() const { return node_; }
+	const VerbsLimits &limits() const { return limits_; }
+	unsigned numPorts() const;
+	fabric::Port *port(unsigned num) const; /* 1-based; null when out of range */
+
+	void queryDevice(ib_uverbs_query_device_resp &r) const;
+	int queryPort(unsigned num, ib_uverbs_query_port_resp &r) const;
+
+	/* Device removal (ib_uverbs disassociate): open files get EIO. */
+	void kill();
+	bool dead() const { return dead_; }
+
+	/* --- tables --- */
+	void attach(UverbsFile *f) { files_.push_back(f); }
+	void detach(UverbsFile *f) { files_.remove(f); }
+	size_t openFiles() const { return files_.size(); }
+	uint32_t addQp(Qp *qp);
+	void removeQp(Qp *qp);
+	Qp *qp(uint32_t qpn) const;
+	void addMr(Mr *mr);
+	void removeMr(Mr *mr);
+	Mr *mrByKey(uint32_t key) const;
+	uint32_t nextSrqn() { return nextSrqn_++; }
+
+	/* --- data path (verbs_wire.cpp) --- */
+
+	/* Executes the QP's send queue as far as it can. */
+	void progress(Qp &qp);
+	/* A QP enters the Error state: its work requests complete as flushed,
+	 * and an SRQ QP reports its last WQE. */
+	void enterError(Qp &qp);
+	/* Completes every queued work request of the QP as flushed. */
+	void flush(Qp &qp);
+	/* Work arrived on a receive queue (or SRQ) of this device: senders that
+	 * got an RNR NAK from it retry now. */
+	void recvPosted();
+	/* The QP is going away: forget it in every wait list. */
+	void forget(Qp &qp);
+	/* Appends a completion; raises the CQ's completion event when armed. */
+	void complete(Cq &cq, const ib_uverbs_wc &wc, bool solicited);
+	/* Port state changes from the fabric become async events. */
+	void portEvent(unsigned portNum, AsyncEvent ev);
+
+private:
+	enum class Outcome { Done, Wait, Error };
+	Outcome execute(Qp &qp, SendWqe &w, WcStatus &status, uint32_t &byteLen);
+	void finishHead(Qp &qp, WcStatus status, uint32_t byteLen);
+	void waitForRetry(Qp &qp, std::chrono::nanoseconds d);
+
+	boost::asio::io_context &io_;
+	Host &host_;
+	fabric::Node &node_;
+	VerbsLimits limits_;
+	bool dead_ = false;
+	std::list<UverbsFile *> files_;
+	std::map<uint32_t, Qp *> qps_;
+	std::map<uint32_t, Mr *> keys_;
+	std::set<Qp *> rnrWaiting_; /* QPs of this device waiting after an RNR NAK */
+	uint32_t nextQpn_ = 0x11;
+	uint32_t nextKey_ = 0x1000;
+	uint32_t nextSrqn_ = 1;
+};
+
+} /* namespace ibemu::emu */

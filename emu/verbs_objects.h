@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The verbs objects a uverbs file owns (the kernel's ib_pd, ib_mr, ib_cq,
+// ib_srq, ib_qp, ib_ah behind their ib_uobjects).
+//
+// Lifetime rules: the UverbsFile owns every object through its handle table.
+// An object that others depend on counts them in usecnt (a PD its MRs, QPs,
+// SRQs and AHs; a CQ and an SRQ their QPs) and cannot be destroyed while
+// usecnt is not zero (EBUSY). The device's QPN and key tables hold plain
+// pointers that the object's destruction removes.
+#pragma once
+
+#include "emu/mad_clock.h"
+#include "emu/uverbs_abi.h"
+
+#include <boost/asio/io_context.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+namespace ibemu::emu {
+
+class UverbsFile;
+class VerbsDevice;
+
+enum class UType : uint8_t { Pd, Mr, Cq, Qp, Srq, Ah };
+
+struct UObject {
+	explicit UObject(UType t) : type(t) {}
+	virtual ~UObject() = default;
+	UObject(const UObject &) = delete;
+	UObject &operator=(const UObject &) = delete;
+
+	const UType type;
+	uint32_t handle = 0;
+	uint64_t userHandle = 0;
+	uint64_t created = 0; /* creation order, for teardown */
+	unsigned usecnt = 0;
+};
+
+struct Pd final : UObject {
+	static constexpr UType kType = UType::Pd;
+	Pd() : UObject(kType) {}
+};
+
+struct Mr final : UObject {
+	static constexpr UType kType = UType::Mr;
+	Mr() : UObject(kType) {}
+	Pd *pd = nullptr;
+	uint64_t start = 0;  /* user virtual address */
+	uint64_t iova = 0;   /* the address the keys use */
+	uint64_t length = 0;
+	uint32_t access = 0;
+	uint32_t lkey = 0;
+	uint32_t rkey = 0;
+	pid_t pid = 0;       /* the process whose memory this is (and who is charged) */
+	uint64_t npages = 0; /* charged at registration */
+};
+
+struct Sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+struct RecvWqe {
+	uint64_t wrId = 0;
+	std::vector<Sge> sges;
+};
+
+struct Cq final : UObject {
+	static constexpr UType kType = UType::Cq;
+	Cq() : UObject(kType) {}
+	UverbsFile *file = nullptr;
+	uint32_t cqe = 0; /* capacity */
+	std::deque<ib_uverbs_wc> queue;
+	bool armed = false;
+	bool solicitedOnly = false;
+	bool overflowed = false;
+	uint32_t compEventsReported = 0;
+	uint32_t asyncEventsReported = 0;
+};
+
+struct Srq final : UObject {
+	static constexpr UType kType = UType::Srq;
+	Srq() : UObject(kType) {}
+	UverbsFile *file = nullptr;
+	Pd *pd = nullptr;
+	uint32_t srqn = 0;
+	uint32_t maxWr = 0;
+	uint32_t maxSge = 0;
+	uint32_t limit = 0; /* armed limit event, 0: off */
+	std::deque<RecvWqe> queue;
+	uint32_t eventsReported = 0;
+};
+
+struct Ah final : UObject {
+	static constexpr UType kType = UType::Ah;
+	Ah() : UObject(kType) {}
+	Pd *pd = nullptr;
+	ib_uverbs_ah_attr attr{};
+};
+
+/* One posted send work request, as the data path executes it. */
+struct SendWqe {
+	ib_uverbs_send_wr wr{};
+	std::vector<Sge> sges;
+	std::vector<uint8_t> inlineData; /* IB_SEND_INLINE: copied at post time */
+	bool isInline = false;
+	/* UD: the address vector resolved from the AH at post time */
+	ib_uverbs_ah_attr ah{};
+	unsigned retriesLeft = 0;
+	unsigned rnrRetriesLeft = 0;
+	/* the responder has executed it and only the ACK (or response) was lost:
+	 * a retry must not execute it again (the PSN duplicate rules) */
+	bool delivered = false;
+	bool timedOut = false;   /* the last try was lost; its ACK timer ran out */
+	uint64_t atomicOrig = 0; /* an executed atomic's result */
+};
+
+struct Qp final : UObject {
+	static constexpr UType kType = UType::Qp;
+	explicit Qp(boost::asio::io_context &io) : UObject(kType), timer(io) {}
+	UverbsFile *file = nullptr;
+	VerbsDevice *dev = nullptr;
+	QpType qpType = IB_QPT_RC;
+	QpState state = IB_QPS_RESET;
+	uint32_t qpn = 0;
+	Pd *pd = nullptr;
+	Cq *sendCq = nullptr;
+	Cq *recvCq = nullptr;
+	Srq *srq = nullptr;
+
+	/* capabilities */
+	uint32_t maxSendWr = 0, maxRecvWr = 0, maxSendSge = 0, maxRecvSge = 0, maxInline = 0;
+	bool sqSigAll = false;
+
+	/* attributes (ib_qp_attr) */
+	uint32_t qkey = 0, rqPsn = 0, sqPsn = 0, destQpn = 0, accessFlags = 0;
+	uint16_t pkeyIndex = 0, altPkeyIndex = 0;
+	uint8_t pathMtu = 1, pathMigState = 0, maxRdAtomic = 0, maxDestRdAtomic = 0, minRnrTimer = 0;
+	uint8_t portNum = 1, timeout = 0, retryCnt = 0, rnrRetry = 0, altPortNum = 0, altTimeout = 0;
+	uint8_t enSqdAsyncNotify = 0;
+	ib_uverbs_qp_dest av{}, altAv{};
+
+	std::deque<SendWqe> sq;
+	std::deque<RecvWqe> rq;
+	MadTimer timer;           /* ACK timeout / RNR retry of the head WQE */
+	bool waiting = false;     /* the head WQE waits for the timer */
+	uint64_t waitSeq = 0;     /* which wait a timer handler belongs to */
+	std::shared_ptr<int> alive = std::make_shared<int>(0); /* for timer handlers */
+	uint32_t eventsReported = 0;
+};
+
+} /* namespace ibemu::emu */

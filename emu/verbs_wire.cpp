@@ -1,0 +1,604 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The data path: executing send work requests across the fabric.
+//
+// A message is handled whole when its WQE reaches the head of the send
+// queue: the fabric routes it (Subnet::routeData, the SM's LFTs), the
+// responder QP is found on the VerbsDevice behind the destination port, the
+// P_Key, Q_Key, state, key, bounds and access checks of IBA 9.6-9.7 decide
+// its fate, and the bytes move between the two processes through
+// UserAccess. What the requester sees follows the transport:
+//   RC  lost packets are retried every local ACK timeout, retry_cnt times,
+//       then RETRY_EXC_ERR; no receive WQE gives an RNR NAK, retried after
+//       the responder's RNR timer, rnr_retry times (7: for ever), then
+//       RNR_RETRY_EXC_ERR; NAKs give REM_ACCESS_ERR, REM_INV_REQ_ERR,
+//       REM_OP_ERR.
+//   UC, UD  nothing comes back: a lost or refused message still completes
+//       successfully at the requester.
+// Any error completion moves the QP to the Error state, which flushes it.
+#include "emu/host.h"
+#include "emu/uverbs_file.h"
+#include "emu/verbs_device.h"
+#include "fabric/node.h"
+#include "fabric/subnet.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ibemu::emu {
+
+namespace {
+
+/* A piece of process memory (or of our own buffer when local is set). */
+struct Seg {
+	pid_t pid = 0;
+	uint64_t addr = 0;
+	uint64_t len = 0;
+	const uint8_t *local = nullptr;
+};
+
+/* Copies len bytes from the src pieces to the dst pieces through a bounce
+ * buffer. 0, or -1 when reading the source failed, -2 for the destination. */
+int copySegs(UserAccess &ua, const std::vector<Seg> &src, const std::vector<Seg> &dst, uint64_t len)
+{
+	constexpr size_t kChunk = 256 * 1024;
+	std::vector<uint8_t> buf(std::min<uint64_t>(len, kChunk));
+	size_t si = 0, di = 0;
+	uint64_t so = 0, dOff = 0;
+	while (len) {
+		while (si < src.size() && so == src[si].len) {
+			si++;
+			so = 0;
+		}
+		while (di < dst.size() && dOff == dst[di].len) {
+			di++;
+			dOff = 0;
+		}
+		if (si == src.size() || di == dst.size())
+			return -2;
+		uint64_t n = std::min({ len, uint64_t(buf.size()), src[si].len - so, dst[di].len - dOff });
+		const Seg &s = src[si];
+		if (s.local)
+			memcpy(buf.data(), s.local + s.addr + so, n);
+		else if (ua.read(s.pid, s.addr + so, buf.data(), n) != 0)
+			return -1;
+		if (ua.write(dst[di].pid, dst[di].addr + dOff, buf.data(), n) != 0)
+			return -2;
+		so += n;
+		dOff += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Local SGEs: lkey, PD, bounds and (for writes) IB_ACCESS_LOCAL_WRITE. */
+bool resolveLocal(const VerbsDevice &dev, const Pd *pd, const std::vector<Sge> &sges, bool write,
+		  std::vector<Seg> &out, uint64_t &total)
+{
+	total = 0;
+	for (const Sge &s : sges) {
+		if (!s.length)
+			continue;
+		const Mr *mr = dev.mrByKey(s.lkey);
+		if (!mr || mr->pd != pd || mr->lkey != s.lkey || s.addr < mr->iova ||
+		    s.addr + s.length > mr->iova + mr->length || s.addr + s.length < s.addr)
+			return false;
+		if (write && !(mr->access & IB_ACCESS_LOCAL_WRITE))
+			return false;
+		out.push_back({ mr->pid, mr->start + (s.addr - mr->iova), s.length, nullptr });
+		total += s.length;
+	}
+	return true;
+}
+
+/* A remote address: rkey, PD, bounds and the access the operation needs. */
+bool resolveRemote(const VerbsDevice &dev, const Pd *pd, uint32_t rkey, uint64_t va, uint64_t len,
+		   uint32_t access, Seg &out)
+{
+	const Mr *mr = dev.mrByKey(rkey);
+	if (!mr || mr->pd != pd || mr->rkey != rkey || !(mr->access & access))
+		return false;
+	if (va < mr->iova || va + len > mr->iova + mr->length || va + len < va)
+		return false;
+	out = { mr->pid, mr->start + (va - mr->iova), len, nullptr };
+	return true;
+}
+
+uint16_t pkeyAt(const fabric::Port &p, uint16_t index)
+{
+	return index < p.pkeys.size() ? p.pkeys[index] : 0;
+}
+
+/* IBA 10.9.3: same partition, and not both limited members. */
+bool pkeysMatch(uint16_t a, uint16_t b)
+{
+	return (a & 0x7fff) && (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000);
+}
+
+unsigned mtuBytes(uint8_t mtu)
+{
+	return 128u << std::clamp<uint8_t>(mtu, 1, 5);
+}
+
+/* The local ACK timeout: 4.096 us * 2^timeout (0: none, wait for ever). */
+std::chrono::nanoseconds ackTimeout(uint8_t timeout)
+{
+	return std::chrono::nanoseconds(uint64_t(4096) << std::min<uint8_t>(timeout, 31));
+}
+
+/* The RNR NAK timer field (IBA table 45), in microseconds. */
+std::chrono::microseconds rnrDelay(uint8_t code)
+{
+	static const uint32_t us[32] = { 655360, 10,    20,    30,    40,    60,    80,    120,   160,   240,  320,
+					 480,    640,   960,   1280,  1920,  2560,  3840,  5120,  7680,  10240, 15360,
+					 20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520 };
+	return std::chrono::microseconds(us[code & 31]);
+}
+
+WcOpcode wcOpcode(uint32_t wrOpcode)
+{
+	switch (wrOpcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return IB_WC_RDMA_WRITE;
+	case IB_WR_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return IB_WC_COMP_SWAP;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_WC_FETCH_ADD;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+/* Octets a message puts on the wire: per packet LRH 8, BTH 12, ICRC 4,
+ * VCRC 2, plus the extension headers of its opcode. */
+uint64_t wireBytes(uint64_t payload, uint32_t packets, unsigned extPerMsg, unsigned extPerPacket)
+{
+	return payload + uint64_t(packets) * (26 + extPerPacket) + extPerMsg;
+}
+
+uint32_t packetsFor(uint64_t len, unsigned mtu)
+{
+	return len ? static_cast<uint32_t>((len + mtu - 1) / mtu) : 1;
+}
+
+void putGrh(uint8_t grh[40], const fabric::Port &src, const ib_uverbs_ah_attr &ah, uint64_t payload)
+{
+	memset(grh, 0, 40);
+	uint32_t w0 = (6u << 28) | (uint32_t(ah.grh.traffic_class) << 20) | (ah.grh.flow_label & 0xfffff);
+	grh[0] = w0 >> 24;
+	grh[1] = w0 >> 16;
+	grh[2] = w0 >> 8;
+	grh[3] = w0;
+	uint16_t paylen = static_cast<uint16_t>(payload + 12 + 8 + 4); /* BTH, DETH, ICRC */
+	grh[4] = paylen >> 8;
+	grh[5] = paylen;
+	grh[6] = 0x1b; /* next header: IBA transport */
+	grh[7] = ah.grh.hop_limit;
+	for (int i = 0; i < 8; i++) {
+		grh[8 + i] = static_cast<uint8_t>(src.gidPrefix >> (56 - 8 * i));
+		grh[16 + i] = static_cast<uint8_t>(src.guid >> (56 - 8 * i));
+	}
+	memcpy(grh + 24, ah.grh.dgid, 16);
+}
+
+} /* namespace */
+
+void VerbsDevice::complete(Cq &cq, const ib_uverbs_wc &wc, bool)
+{
+	if (cq.queue.size() >= cq.cqe) { /* overrun: IBA 11.4.2.1 */
+		if (!cq.overflowed && cq.file)
+			cq.file->asyncEvent(cq.userHandle, IB_EVENT_CQ_ERR, &cq);
+		cq.overflowed = true;
+		return;
+	}
+	cq.queue.push_back(wc);
+}
+
+void VerbsDevice::waitForRetry(Qp &qp, std::chrono::nanoseconds d)
+{
+	qp.waiting = true;
+	uint64_t seq = ++qp.waitSeq;
+	std::weak_ptr<int> alive = qp.alive;
+	qp.timer.expires_after(d);
+	qp.timer.async_wait([this, &qp, seq, alive](const boost::system::error_code &ec) {
+		/* a handler that fired just before a cancel still runs: only the
+		 * live QP's current wait may touch it */
+		if (ec || alive.expired() || qp.waitSeq != seq)
+			return;
+		qp.waiting = false;
+		rnrWaiting_.erase(&qp);
+		progress(qp);
+	});
+}
+
+void VerbsDevice::forget(Qp &qp)
+{
+	qp.waitSeq++;
+	qp.timer.cancel();
+	qp.waiting = false;
+	rnrWaiting_.erase(&qp);
+}
+
+void VerbsDevice::recvPosted()
+{
+	for (const auto &hca : host_.hcas()) {
+		VerbsDevice &d = *hca->verbs;
+		std::vector<Qp *> waiting(d.rnrWaiting_.begin(), d.rnrWaiting_.end());
+		for (Qp *qp : waiting) {
+			if (!d.rnrWaiting_.count(qp))
+				continue;
+			d.forget(*qp);
+			d.progress(*qp);
+		}
+	}
+}
+
+void VerbsDevice::flush(Qp &qp)
+{
+	forget(qp);
+	auto flushWc = [&](uint64_t wrId, uint32_t opcode) {
+		ib_uverbs_wc wc{};
+		wc.wr_id = wrId;
+		wc.status = IB_WC_WR_FLUSH_ERR;
+		wc.opcode = opcode;
+		wc.qp_num = qp.qpn;
+		wc.port_num = qp.portNum;
+		return wc;
+	};
+	while (!qp.sq.empty()) {
+		complete(*qp.sendCq, flushWc(qp.sq.front().wr.wr_id, wcOpcode(qp.sq.front().wr.opcode)), false);
+		qp.sq.pop_front();
+	}
+	while (!qp.rq.empty()) {
+		complete(*qp.recvCq, flushWc(qp.rq.front().wrId, IB_WC_RECV), false);
+		qp.rq.pop_front();
+	}
+}
+
+void VerbsDevice::enterError(Qp &qp)
+{
+	qp.state = IB_QPS_ERR;
+	flush(qp);
+	if (qp.srq && qp.file) /* IBA 11.5.2.1: the last WQE of an SRQ QP */
+		qp.file->asyncEvent(qp.userHandle, IB_EVENT_QP_LAST_WQE_REACHED, &qp);
+}
+
+namespace {
+
+void toError(VerbsDevice &dev, Qp &qp)
+{
+	if (qp.state != IB_QPS_ERR)
+		dev.enterError(qp);
+}
+
+} /* namespace */
+
+void VerbsDevice::finishHead(Qp &qp, WcStatus status, uint32_t byteLen)
+{
+	SendWqe w = std::move(qp.sq.front());
+	qp.sq.pop_front();
+	if (status != IB_WC_SUCCESS || qp.sqSigAll || (w.wr.send_flags & IB_SEND_SIGNALED)) {
+		ib_uverbs_wc wc{};
+		wc.wr_id = w.wr.wr_id;
+		wc.status = status;
+		wc.opcode = wcOpcode(w.wr.opcode);
+		wc.byte_len = byteLen;
+		wc.qp_num = qp.qpn;
+		wc.port_num = qp.portNum;
+		complete(*qp.sendCq, wc, false);
+	}
+	if (status != IB_WC_SUCCESS)
+		toError(*this, qp);
+}
+
+void VerbsDevice::progress(Qp &qp)
+{
+	while (!qp.sq.empty() && !qp.waiting) {
+		if (qp.state == IB_QPS_ERR) {
+			flush(qp);
+			return;
+		}
+		if (qp.state != IB_QPS_RTS)
+			return; /* SQD, SQE: hold */
+		WcStatus status = IB_WC_SUCCESS;
+		uint32_t byteLen = 0;
+		Outcome o = execute(qp, qp.sq.front(), status, byteLen);
+		if (o == Outcome::Wait)
+			return;
+		finishHead(qp, status, byteLen);
+	}
+}
+
+/* One message, requester to responder and back. */
+VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, uint32_t &byteLen)
+{
+	UserAccess &ua = host_.access();
+	const uint32_t op = w.wr.opcode;
+	const bool rc = qp.qpType == IB_QPT_RC;
+	const bool ud = qp.qpType == IB_QPT_UD;
+	const bool isRead = op == IB_WR_RDMA_READ;
+	const bool isAtomic = op == IB_WR_ATOMIC_CMP_AND_SWP || op == IB_WR_ATOMIC_FETCH_AND_ADD;
+	const bool isWrite = op == IB_WR_RDMA_WRITE || op == IB_WR_RDMA_WRITE_WITH_IMM;
+	const bool hasImm = op == IB_WR_SEND_WITH_IMM || op == IB_WR_RDMA_WRITE_WITH_IMM;
+	fabric::Port *src = port(qp.portNum);
+	if (!src) {
+		status = IB_WC_GENERAL_ERR;
+		return Outcome::Error;
+	}
+
+	/* --- requester: the local data (IBA 10.7.2.2 local checks) --- */
+	std::vector<Seg> local;
+	uint64_t len = 0;
+	if (w.isInline) {
+		len = w.inlineData.size();
+		if (len)
+			local.push_back({ 0, 0, len, w.inlineData.data() });
+	} else if (!resolveLocal(*this, qp.pd, w.sges, isRead || isAtomic, local, len)) {
+		status = IB_WC_LOC_PROT_ERR;
+		return Outcome::Error;
+	}
+	if (len > limits_.maxMsgSize) {
+		status = IB_WC_LOC_LEN_ERR;
+		return Outcome::Error;
+	}
+	if (isAtomic)
+		len = 8;
+	unsigned mtu = ud ? mtuBytes(std::min(src->neighborMtu, src->mtuCap)) : mtuBytes(qp.pathMtu);
+	if (ud && len > mtu) {
+		status = IB_WC_LOC_LEN_ERR;
+		return Outcome::Error;
+	}
+	byteLen = static_cast<uint32_t>(len);
+
+	/* --- the wire: requester to responder --- */
+	const uint16_t dlid = ud ? w.ah.dlid : qp.av.dlid;
+	const uint8_t pathBits = (ud ? w.ah.src_path_bits : qp.av.src_path_bits) & ((1u << src->lmc) - 1);
+	const uint8_t sl = ud ? w.ah.sl : qp.av.sl;
+	const uint32_t dqpn = ud ? w.wr.wr.ud.remote_qpn : qp.destQpn;
+	uint32_t reqPackets = (isRead || isAtomic) ? 1 : packetsFor(len, mtu);
+	uint64_t reqBytes = isRead ? wireBytes(0, 1, 16, 0)
+			    : isAtomic ? wireBytes(0, 1, 28, 0)
+			    : wireBytes(len, reqPackets, (isWrite ? 16 : 0) + (hasImm ? 4 : 0), ud ? 8 : 0);
+
+	/* RC: the local ACK timer runs out after every lost try; after the
+	 * retry_cnt-th retry has timed out too, the WQE fails. */
+	if (rc && w.timedOut) {
+		w.timedOut = false;
+		if (w.retriesLeft == 0) {
+			status = IB_WC_RETRY_EXC_ERR;
+			return Outcome::Error;
+		}
+		w.retriesLeft--;
+	}
+	auto lost = [&]() -> Outcome {
+		if (!rc)
+			return Outcome::Done; /* unreliable: the requester never knows */
+		if (qp.timeout == 0) { /* no ACK timer: wait for ever */
+			qp.waiting = true;
+			return Outcome::Wait;
+		}
+		w.timedOut = true;
+		waitForRetry(qp, ackTimeout(qp.timeout));
+		return Outcome::Wait;
+	};
+
+	fabric::Subnet &subnet = host_.subnet();
+	fabric::Port *dst = subnet.routeData(*src, dlid, reqPackets, reqBytes);
+	if (!dst)
+		return lost();
+	VerbsDevice *rdev = host_.verbsAt(*dst);
+	Qp *rqp = rdev ? rdev->qp(dqpn) : nullptr;
+	if (!rqp || rqp->qpType != qp.qpType || rqp->portNum != dst->num ||
+	    (rqp->state != IB_QPS_RTR && rqp->state != IB_QPS_RTS && rqp->state != IB_QPS_SQD &&
+	     rqp->state != IB_QPS_SQE))
+		return lost();
+	if (!pkeysMatch(pkeyAt(*src, qp.pkeyIndex), pkeyAt(*dst, rqp->pkeyIndex))) {
+		if (dst->pkeyViolations < 0xffff)
+			dst->pkeyViolations++;
+		return lost();
+	}
+	if (ud) {
+		uint32_t qkey = (w.wr.wr.ud.remote_qkey & 0x80000000u) ? qp.qkey : w.wr.wr.ud.remote_qkey;
+		if (qkey != rqp->qkey) {
+			if (dst->qkeyViolations < 0xffff)
+				dst->qkeyViolations++;
+			return Outcome::Done;
+		}
+	}
+
+	/* The way back (ACK, read response, atomic response). RC only. */
+	auto back = [&](uint64_t payload, unsigned ext) {
+		uint32_t n = packetsFor(payload, mtu);
+		return subnet.routeData(*dst, static_cast<uint16_t>(src->lid | pathBits), n,
+					wireBytes(payload, n, ext, 0)) != nullptr;
+	};
+	if (w.delivered) { /* a retry of what the responder already executed */
+		if (!back(isRead ? len : isAtomic ? 8 : 0, 4))
+			return lost();
+		if (isRead || isAtomic) {
+			w.delivered = false; /* re-read below; atomics answer from w.atomicOrig */
+			if (isAtomic) {
+				Seg orig8{ 0, 0, 8, reinterpret_cast<const uint8_t *>(&w.atomicOrig) };
+				if (copySegs(ua, { orig8 }, local, 8) != 0) {
+					status = IB_WC_LOC_PROT_ERR;
+					return Outcome::Error;
+				}
+				return Outcome::Done;
+			}
+		} else {
+			return Outcome::Done;
+		}
+	}
+	/* A responder error of class C (IBA 9.9.3.1.3): NAK, responder to Error. */
+	auto nak = [&](WcStatus requesterStatus, AsyncEvent responderEvent) -> Outcome {
+		if (rc) {
+			back(0, 4);
+			if (rqp->file)
+				rqp->file->asyncEvent(rqp->userHandle, responderEvent, rqp);
+			toError(*rdev, *rqp);
+			status = requesterStatus;
+			return Outcome::Error;
+		}
+		return Outcome::Done; /* UC/UD: silently dropped */
+	};
+
+	/* --- responder --- */
+	const bool consumesRecv = op == IB_WR_SEND || op == IB_WR_SEND_WITH_IMM || op == IB_WR_RDMA_WRITE_WITH_IMM;
+	RecvWqe recv;
+	std::deque<RecvWqe> *rq = rqp->srq ? &rqp->srq->queue : &rqp->rq;
+	if (consumesRecv && rq->empty()) {
+		if (!rc)
+			return Outcome::Done;
+		back(0, 4); /* RNR NAK */
+		if (w.rnrRetriesLeft == 0) {
+			status = IB_WC_RNR_RETRY_EXC_ERR;
+			return Outcome::Error;
+		}
+		if (w.rnrRetriesLeft != 7)
+			w.rnrRetriesLeft--;
+		rnrWaiting_.insert(&qp);
+		waitForRetry(qp, rnrDelay(rqp->minRnrTimer));
+		return Outcome::Wait;
+	}
+
+	if (isWrite || isRead || isAtomic) {
+		uint64_t va = isAtomic ? w.wr.wr.atomic.remote_addr : w.wr.wr.rdma.remote_addr;
+		uint32_t rkey = isAtomic ? w.wr.wr.atomic.rkey : w.wr.wr.rdma.rkey;
+		uint32_t need = isWrite ? IB_ACCESS_REMOTE_WRITE : isRead ? IB_ACCESS_REMOTE_READ : IB_ACCESS_REMOTE_ATOMIC;
+		if (isAtomic && (va & 7))
+			return nak(IB_WC_REM_INV_REQ_ERR, IB_EVENT_QP_REQ_ERR);
+		if (isWrite && !(rqp->accessFlags & IB_ACCESS_REMOTE_WRITE))
+			return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
+		if (isRead && !(rqp->accessFlags & IB_ACCESS_REMOTE_READ))
+			return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
+		if (isAtomic && !(rqp->accessFlags & IB_ACCESS_REMOTE_ATOMIC))
+			return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
+		Seg remote;
+		if (len && !resolveRemote(*rdev, rqp->pd, rkey, va, len, need, remote))
+			return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
+
+		if (isWrite) {
+			int c = len ? copySegs(ua, local, { remote }, len) : 0;
+			if (c == -1) {
+				status = IB_WC_LOC_PROT_ERR;
+				return Outcome::Error;
+			}
+			if (c != 0)
+				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
+		} else if (isRead) {
+			if (rc && !back(len, 4))
+				return lost();
+			if (len && copySegs(ua, { remote }, local, len) != 0) {
+				status = IB_WC_LOC_PROT_ERR;
+				return Outcome::Error;
+			}
+			return Outcome::Done;
+		} else { /* atomics on the responder's 8 bytes; the original goes back */
+			uint64_t orig;
+			if (ua.read(remote.pid, remote.addr, &orig, 8) != 0)
+				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
+			uint64_t v = op == IB_WR_ATOMIC_CMP_AND_SWP
+					     ? (orig == w.wr.wr.atomic.compare_add ? w.wr.wr.atomic.swap : orig)
+					     : orig + w.wr.wr.atomic.compare_add;
+			if (ua.write(remote.pid, remote.addr, &v, 8) != 0)
+				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
+			w.delivered = true;
+			w.atomicOrig = orig;
+			if (!back(8, 4 + 8))
+				return lost();
+			Seg orig8{ 0, 0, 8, reinterpret_cast<const uint8_t *>(&orig) };
+			if (copySegs(ua, { orig8 }, local, 8) != 0) {
+				status = IB_WC_LOC_PROT_ERR;
+				return Outcome::Error;
+			}
+			return Outcome::Done;
+		}
+	}
+
+	ib_uverbs_wc rwc{};
+	if (consumesRecv) {
+		recv = std::move(rq->front());
+		rq->pop_front();
+		rwc.wr_id = recv.wrId;
+		rwc.qp_num = rqp->qpn;
+		rwc.src_qp = qp.qpn;
+		rwc.slid = static_cast<uint16_t>(src->lid | pathBits);
+		rwc.sl = sl;
+		rwc.dlid_path_bits = static_cast<uint8_t>(dlid & ((1u << dst->lmc) - 1));
+		rwc.port_num = rqp->portNum;
+		rwc.pkey_index = rqp->pkeyIndex;
+		rwc.opcode = op == IB_WR_RDMA_WRITE_WITH_IMM ? IB_WC_RECV_RDMA_WITH_IMM : IB_WC_RECV;
+		if (hasImm) {
+			rwc.ex = w.wr.ex;
+			rwc.wc_flags |= IB_WC_WITH_IMM;
+		}
+		rwc.byte_len = static_cast<uint32_t>(len);
+		Pd *rpd = rqp->srq ? rqp->srq->pd : rqp->pd;
+		auto recvError = [&](WcStatus rs, WcStatus requesterStatus) -> Outcome {
+			rwc.status = rs;
+			complete(*rqp->recvCq, rwc, false);
+			if (rc) {
+				back(0, 4);
+				toError(*rdev, *rqp);
+				status = requesterStatus;
+				return Outcome::Error;
+			}
+			toError(*rdev, *rqp);
+			return Outcome::Done;
+		};
+		if (op != IB_WR_RDMA_WRITE_WITH_IMM) {
+			std::vector<Seg> dstSegs;
+			uint64_t room = 0;
+			if (!resolveLocal(*rdev, rpd, recv.sges, true, dstSegs, room))
+				return recvError(IB_WC_LOC_PROT_ERR, IB_WC_REM_OP_ERR);
+			if (ud) { /* the first 40 bytes of a UD receive buffer hold the GRH */
+				if (room < 40)
+					return recvError(IB_WC_LOC_LEN_ERR, IB_WC_SUCCESS);
+				if (w.ah.is_global) {
+					uint8_t grh[40];
+					putGrh(grh, *src, w.ah, len);
+					Seg g{ 0, 0, 40, grh };
+					copySegs(ua, { g }, dstSegs, 40);
+					rwc.wc_flags |= IB_WC_GRH;
+				}
+				/* skip the GRH area */
+				uint64_t skip = 40;
+				while (skip && !dstSegs.empty()) {
+					uint64_t n = std::min(skip, dstSegs.front().len);
+					dstSegs.front().addr += n;
+					dstSegs.front().len -= n;
+					skip -= n;
+					if (!dstSegs.front().len)
+						dstSegs.erase(dstSegs.begin());
+				}
+				room -= 40;
+				rwc.byte_len += 40;
+			}
+			if (room < len)
+				return recvError(IB_WC_LOC_LEN_ERR, IB_WC_REM_INV_REQ_ERR);
+			int c = len ? copySegs(ua, local, dstSegs, len) : 0;
+			if (c == -1) {
+				status = IB_WC_LOC_PROT_ERR;
+				return Outcome::Error;
+			}
+			if (c != 0)
+				return recvError(IB_WC_LOC_PROT_ERR, IB_WC_REM_OP_ERR);
+		}
+		rwc.status = IB_WC_SUCCESS;
+		complete(*rqp->recvCq, rwc, w.wr.send_flags & IB_SEND_SOLICITED);
+		if (rqp->srq && rqp->srq->limit && rqp->srq->queue.size() < rqp->srq->limit) {
+			if (rqp->srq->file)
+				rqp->srq->file->asyncEvent(rqp->srq->userHandle, IB_EVENT_SRQ_LIMIT_REACHED, rqp->srq);
+			rqp->srq->limit = 0; /* the limit event is one-shot */
+		}
+	}
+	w.delivered = true;
+	if (rc && !back(0, 4)) /* the ACK is lost: the requester retries */
+		return lost();
+	return Outcome::Done;
+}
+
+} /* namespace ibemu::emu */

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Pinned-memory accounting of REG_MR (ib_umem_get, kernel-abi.md §8).
+#include "tests/unit/verbs_helpers.h"
+
+#include <catch2/catch.hpp>
+
+using namespace ibemu::test;
+
+namespace {
+
+alignas(4096) char arena[16 * 4096];
+
+struct PinFixture : VerbsFixture {
+	Client c{ *this, dev1(), 100 };
+	uint32_t pd = 0;
+	PinFixture() { REQUIRE(c.allocPd(pd) == 0); }
+	int reg(uint64_t off, uint64_t len, uint32_t access = IB_ACCESS_LOCAL_WRITE, uint32_t *h = nullptr)
+	{
+		ib_uverbs_reg_mr_resp r{};
+		int rc = c.regMr(pd, arena + off, len, access, r);
+		if (h)
+			*h = r.mr_handle;
+		return rc;
+	}
+	uint64_t pinned() { return host->pinned().pinnedPages(100); }
+};
+
+} /* namespace */
+
+TEST_CASE("pinning: every page touched counts, each time it is pinned", "[pinning]")
+{
+	PinFixture fx;
+	REQUIRE(fx.reg(0, 4096) == 0);
+	CHECK(fx.pinned() == 1);
+	REQUIRE(fx.reg(4095, 2) == 0); /* 2 bytes across a page boundary: 2 pages */
+	CHECK(fx.pinned() == 3);
+	REQUIRE(fx.reg(0, 4096) == 0); /* the same page again: counted again */
+	CHECK(fx.pinned() == 4);
+	REQUIRE(fx.reg(100, 3 * 4096) == 0); /* partial first and last pages */
+	CHECK(fx.pinned() == 8);
+}
+
+TEST_CASE("pinning: RLIMIT_MEMLOCK, strictly greater fails, charge undone", "[pinning]")
+{
+	PinFixture fx;
+	fx.ua.proc(100).memlock = 4 * 4096;
+	REQUIRE(fx.reg(0, 3 * 4096) == 0);
+	CHECK(fx.reg(0, 2 * 4096) == -ENOMEM); /* 5 > 4 */
+	CHECK(fx.pinned() == 3);               /* the failed charge is removed */
+	uint32_t h = ~0u;
+	REQUIRE(fx.reg(0, 4096, IB_ACCESS_LOCAL_WRITE, &h) == 0); /* exactly 4: allowed */
+	CHECK(fx.pinned() == 4);
+	REQUIRE(fx.c.destroy(CMD_DEREG_MR, h) == 0); /* dereg uncharges */
+	CHECK(fx.pinned() == 3);
+	/* the limit is per process: another process has its own total */
+	Client other(fx, fx.dev1(), 200);
+	uint32_t pd2;
+	REQUIRE(other.allocPd(pd2) == 0);
+	fx.ua.proc(200).memlock = 4096;
+	ib_uverbs_reg_mr_resp r{};
+	CHECK(other.regMr(pd2, arena, 4096, 0, r) == 0);
+	CHECK(other.regMr(pd2, arena, 4096, 0, r) == -ENOMEM);
+	CHECK(fx.host->pinned().pinnedPages(200) == 1);
+}
+
+TEST_CASE("pinning: threads of one process share its total", "[pinning]")
+{
+	PinFixture fx;
+	fx.ua.proc(101).pid = 100; /* tid 101 is a thread of process 100 */
+	fx.ua.proc(101).memlock = 2 * 4096;
+	fx.ua.proc(100).memlock = 2 * 4096;
+	Client t(fx, fx.dev1(), 101);
+	uint32_t pd2;
+	REQUIRE(t.allocPd(pd2) == 0);
+	REQUIRE(fx.reg(0, 4096) == 0);
+	ib_uverbs_reg_mr_resp r{};
+	REQUIRE(t.regMr(pd2, arena, 4096, 0, r) == 0);
+	CHECK(fx.pinned() == 2);
+	CHECK(t.regMr(pd2, arena, 4096, 0, r) == -ENOMEM);
+}
+
+TEST_CASE("pinning: no limit and no CAP_IPC_LOCK is EPERM; CAP_IPC_LOCK bypasses but still counts",
+	  "[pinning]")
+{
+	PinFixture fx;
+	fx.ua.proc(100).memlock = 0;
+	CHECK(fx.reg(0, 4096) == -EPERM);
+	CHECK(fx.pinned() == 0);
+	fx.ua.proc(100).capIpcLock = true;
+	REQUIRE(fx.reg(0, 4096) == 0); /* limit 0, capable: fine */
+	CHECK(fx.pinned() == 1);
+	fx.ua.proc(100).memlock = 4096;
+	REQUIRE(fx.reg(0, 8 * 4096) == 0); /* over the limit, capable: fine */
+	CHECK(fx.pinned() == 9);
+}
+
+TEST_CASE("pinning: bad ranges and unmapped memory", "[pinning]")
+{
+	PinFixture fx;
+	CHECK(fx.reg(0, 0) == -EINVAL); /* 0 pages */
+	ib_uverbs_reg_mr req{};
+	req.pd_handle = fx.pd;
+	req.start = req.hca_va = ~uint64_t(0) - 10; /* wraps */
+	req.length = 100;
+	ib_uverbs_reg_mr_resp r{};
+	CHECK(fx.c.cmd(CMD_REG_MR, req, r) == -EINVAL);
+	req.start = 0x10000;
+	req.hca_va = 0x20010; /* page offsets differ */
+	req.length = 16;
+	CHECK(fx.c.cmd(CMD_REG_MR, req, r) == -EINVAL);
+	CHECK(fx.reg(0, 16, IB_ACCESS_REMOTE_WRITE) == -EINVAL); /* remote write without local write */
+	CHECK(fx.reg(0, 16, IB_ACCESS_ON_DEMAND | IB_ACCESS_LOCAL_WRITE) == -EINVAL);
+	CHECK(fx.reg(0, 16, 1u << 12) == -EINVAL); /* unknown access bit */
+
+	uint64_t a = reinterpret_cast<uint64_t>(arena);
+	fx.ua.proc(100).unmapped.push_back({ a + 4096, a + 2 * 4096 });
+	CHECK(fx.reg(0, 3 * 4096) == -EFAULT);
+	CHECK(fx.pinned() == 0); /* uncharged */
+	fx.ua.proc(100).unmapped.clear();
+	fx.ua.proc(100).readOnly.push_back({ a, a + 4096 });
+	CHECK(fx.reg(0, 4096, IB_ACCESS_LOCAL_WRITE) == -EFAULT); /* writable MR on read-only memory */
+	CHECK(fx.reg(0, 4096, IB_ACCESS_REMOTE_READ) == 0);       /* read-only MR: FOLL_FORCE */
+	CHECK(fx.pinned() == 1);
+}
+
+TEST_CASE("pinning: closing the file uncharges every MR", "[pinning]")
+{
+	VerbsFixture fx;
+	{
+		Client c(fx, fx.dev1(), 100);
+		uint32_t pd;
+		REQUIRE(c.allocPd(pd) == 0);
+		ib_uverbs_reg_mr_resp r{};
+		REQUIRE(c.regMr(pd, arena, 5 * 4096, IB_ACCESS_LOCAL_WRITE, r) == 0);
+		REQUIRE(c.regMr(pd, arena, 4096, 0, r) == 0);
+		CHECK(fx.host->pinned().pinnedPages(100) == 6);
+		CHECK(fx.host->pinned().all().size() == 1);
+	}
+	CHECK(fx.host->pinned().pinnedPages(100) == 0);
+	CHECK(fx.host->pinned().all().empty());
+}

@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The data path: each opcode's data movement and completions through the
+// fabric, and the error completions (IBA 9.7, 10.8, 11.6).
+#include "tests/unit/verbs_helpers.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <numeric>
+
+using namespace ibemu::test;
+
+namespace {
+
+constexpr uint32_t kAll = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ |
+			  IB_ACCESS_REMOTE_ATOMIC;
+
+/* Process A (tid 100) on host1 and process B (tid 200) on host2, across
+ * both switches, each with a PD, a CQ, an 8 KiB buffer and one QP. */
+struct Pair : VerbsFixture {
+	Client a{ *this, dev1(), 100 };
+	Client b{ *this, dev2(), 200 };
+	alignas(4096) uint8_t bufA[8192]{};
+	alignas(4096) uint8_t bufB[8192]{};
+	uint32_t pdA = 0, pdB = 0, cqA = 0, cqB = 0;
+	ib_uverbs_reg_mr_resp mrA{}, mrB{};
+	ib_uverbs_create_qp_resp qpA{}, qpB{};
+
+	explicit Pair(uint8_t type = IB_QPT_RC, uint32_t accessB = kAll, int srqB = -2)
+	{
+		REQUIRE(a.allocPd(pdA) == 0);
+		REQUIRE(b.allocPd(pdB) == 0);
+		REQUIRE(a.createCq(64, cqA) == 0);
+		REQUIRE(b.createCq(64, cqB) == 0);
+		REQUIRE(a.regMr(pdA, bufA, sizeof bufA, kAll, mrA) == 0);
+		REQUIRE(b.regMr(pdB, bufB, sizeof bufB, accessB, mrB) == 0);
+		REQUIRE(a.createQp(pdA, cqA, cqA, type, qpA) == 0);
+		if (srqB != -2)
+			return;
+		REQUIRE(b.createQp(pdB, cqB, cqB, type, qpB) == 0);
+		a.connect(qpA.qp_handle, type, lid2(), qpB.qpn);
+		b.connect(qpB.qp_handle, type, lid1(), qpA.qpn);
+	}
+
+	ib_uverbs_send_wr wr(uint32_t opcode, uint64_t id = 1, uint32_t flags = IB_SEND_SIGNALED)
+	{
+		ib_uverbs_send_wr w{};
+		w.wr_id = id;
+		w.opcode = opcode;
+		w.send_flags = flags;
+		return w;
+	}
+};
+
+} /* namespace */
+
+TEST_CASE("verbs RC: SEND with immediate crosses both switches", "[verbs]")
+{
+	Pair p;
+	std::iota(p.bufA, p.bufA + 3000, 0);
+	REQUIRE(p.b.postRecv(p.qpB.qp_handle, 77, { sge(p.bufB, 4096, p.mrB.lkey) }) == 0);
+	uint64_t rcvBefore = p.p2->counters.extRcvPkts;
+	Port *sw1Out = p.p1->peer;
+	uint64_t swBefore = sw1Out->counters.extRcvPkts;
+
+	auto w = p.wr(IB_WR_SEND_WITH_IMM, 5);
+	w.ex = 0x12345678;
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA, 3000, p.mrA.lkey) }) == 0);
+
+	auto sa = p.a.poll(p.cqA);
+	REQUIRE(sa.size() == 1);
+	CHECK(sa[0].wr_id == 5);
+	CHECK(sa[0].status == IB_WC_SUCCESS);
+	CHECK(sa[0].opcode == IB_WC_SEND);
+	CHECK(sa[0].qp_num == p.qpA.qpn);
+	auto rb = p.b.poll(p.cqB);
+	REQUIRE(rb.size() == 1);
+	CHECK(rb[0].wr_id == 77);
+	CHECK(rb[0].status == IB_WC_SUCCESS);
+	CHECK(rb[0].opcode == IB_WC_RECV);
+	CHECK(rb[0].byte_len == 3000);
+	CHECK(rb[0].wc_flags == IB_WC_WITH_IMM);
+	CHECK(rb[0].ex == 0x12345678);
+	CHECK(rb[0].src_qp == p.qpA.qpn);
+	CHECK(rb[0].qp_num == p.qpB.qpn);
+	CHECK(rb[0].slid == p.lid1());
+	CHECK(memcmp(p.bufA, p.bufB, 3000) == 0);
+	/* 3000 bytes at MTU 1024: 3 packets through sw1 and into host2 */
+	CHECK(sw1Out->counters.extRcvPkts - swBefore == 3);
+	CHECK(p.p2->counters.extRcvPkts - rcvBefore == 3);
+
+	/* unsignaled: no completion at the requester, one at the responder */
+	REQUIRE(p.b.postRecv(p.qpB.qp_handle, 78, { sge(p.bufB, 4096, p.mrB.lkey) }) == 0);
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, p.wr(IB_WR_SEND, 6, 0), { sge(p.bufA, 10, p.mrA.lkey) }) == 0);
+	CHECK(p.a.poll(p.cqA).empty());
+	CHECK(p.b.poll(p.cqB).size() == 1);
+}
+
+TEST_CASE("verbs RC: RDMA WRITE, WRITE with immediate, READ, atomics", "[verbs]")
+{
+	Pair p;
+	uint64_t remote = reinterpret_cast<uint64_t>(p.bufB);
+	memset(p.bufA, 0xa5, 2048);
+	auto w = p.wr(IB_WR_RDMA_WRITE, 1);
+	w.wr.rdma.remote_addr = remote + 100;
+	w.wr.rdma.rkey = p.mrB.rkey;
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA, 2048, p.mrA.lkey) }) == 0);
+	auto c = p.a.poll(p.cqA);
+	REQUIRE(c.size() == 1);
+	CHECK(c[0].status == IB_WC_SUCCESS);
+	CHECK(c[0].opcode == IB_WC_RDMA_WRITE);
+	CHECK(p.bufB[100] == 0xa5);
+	CHECK(p.bufB[2147] == 0xa5);
+	CHECK(p.bufB[2148] == 0);
+	CHECK(p.b.poll(p.cqB).empty()); /* a plain write consumes no receive */
+
+	/* with immediate: consumes a receive, byte_len is the write's */
+	REQUIRE(p.b.postRecv(p.qpB.qp_handle, 9, {}) == 0);
+	w = p.wr(IB_WR_RDMA_WRITE_WITH_IMM, 2);
+	w.ex = 0xabcd;
+	w.wr.rdma.remote_addr = remote;
+	w.wr.rdma.rkey = p.mrB.rkey;
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA, 16, p.mrA.lkey) }) == 0);
+	auto r = p.b.poll(p.cqB);
+	REQUIRE(r.size() == 1);
+	CHECK(r[0].opcode == IB_WC_RECV_RDMA_WITH_IMM);
+	CHECK(r[0].byte_len == 16);
+	CHECK(r[0].ex == 0xabcd);
+	p.a.poll(p.cqA);
+
+	/* READ */
+	for (int i = 0; i < 64; i++)
+		p.bufB[4096 + i] = static_cast<uint8_t>(i * 3);
+	w = p.wr(IB_WR_RDMA_READ, 3);
+	w.wr.rdma.remote_addr = remote + 4096;
+	w.wr.rdma.rkey = p.mrB.rkey;
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA + 4096, 64, p.mrA.lkey) }) == 0);
+	c = p.a.poll(p.cqA);
+	REQUIRE(c.size() == 1);
+	CHECK(c[0].status == IB_WC_SUCCESS);
+	CHECK(c[0].opcode == IB_WC_RDMA_READ);
+	CHECK(c[0].byte_len == 64);
+	CHECK(memcmp(p.bufA + 4096, p.bufB + 4096, 64) == 0);
+
+	/* compare-and-swap: hit, then miss */
+	uint64_t v = 41;
+	memcpy(p.bufB + 8, &v, 8);
+	w = p.wr(IB_WR_ATOMIC_CMP_AND_SWP, 4);
+	w.wr.atomic.remote_addr = remote + 8;
+	w.wr.atomic.rkey = p.mrB.rkey;
+	w.wr.atomic.compare_add = 41;
+	w.wr.atomic.swap = 1000;
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA + 8, 8, p.mrA.lkey) }) == 0);
+	c = p.a.poll(p.cqA);
+	REQUIRE(c.size() == 1);
+	CHECK(c[0].opcode == IB_WC_COMP_SWAP);
+	uint64_t got;
+	memcpy(&got, p.bufA + 8, 8);
+	CHECK(got == 41);
+	memcpy(&got, p.bufB + 8, 8);
+	CHECK(got == 1000);
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA + 8, 8, p.mrA.lkey) }) == 0);
+	p.a.poll(p.cqA);
+	memcpy(&got, p.bufA + 8, 8);
+	CHECK(got == 1000); /* the original comes back */
+	memcpy(&got, p.bufB + 8, 8);
+	CHECK(got == 1000); /* unchanged: 1000 != 41 */
+
+	/* fetch-and-add */
+	w = p.wr(IB_WR_ATOMIC_FETCH_AND_ADD, 5);
+	w.wr.atomic.remote_addr = remote + 8;
+	w.wr.atomic.rkey = p.mrB.rkey;
+	w.wr.atomic.compare_add = 5;
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA + 16, 8, p.mrA.lkey) }) == 0);
+	c = p.a.poll(p.cqA);
+	REQUIRE(c.size() == 1);
+	CHECK(c[0].opcode == IB_WC_FETCH_ADD);
+	memcpy(&got, p.bufA + 16, 8);
+	CHECK(got == 1000);
+	memcpy(&got, p.bufB + 8, 8);
+	CHECK(got == 1005);
+}
+
+TEST_CASE("verbs RC: remote access errors NAK and move both QPs to Error", "[verbs]")
+{
+	Pair p(IB_QPT_RC, IB_ACCESS_LOCAL_WRITE); /* B's MR allows no remote access */
+	REQUIRE(p.b.postRecv(p.qpB.qp_handle, 1, { sge(p.bufB, 64, p.mrB.lkey) }) == 0);
+	auto w = p.wr(IB_WR_RDMA_WRITE, 7);
+	w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(p.bufB);
+	w.wr.rdma.rkey = p.mrB.rkey;
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA, 8, p.mrA.lkey) }) == 0);
+	auto c = p.a.poll(p.cqA);
+	REQUIRE(c.size() == 1);
+	CHECK(c[0].status == IB_WC_REM_ACCESS_ERR);
+	/* the responder: its receive flushed, an async event for its QP */
+	auto r = p.b.poll(p.cqB);
+	REQUIRE(r.size() == 1);
+	CHECK(r[0].status == IB_WC_WR_FLUSH_ERR);
+	uint8_t ev[16];
+	REQUIRE(p.b.file->read(ev, 16) == 16);
+	ib_uverbs_async_event_desc d;
+	memcpy(&d, ev, 16);
+	CHECK(d.event_type == IB_EVENT_QP_ACCESS_ERR);
+	/* A is in Error: new work is flushed */
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, p.wr(IB_WR_SEND, 8, 0), {}) == 0);
+	c = p.a.poll(p.cqA);
+	REQUIRE(c.size() == 1);
+	CHECK(c[0].status == IB_WC_WR_FLUSH_ERR);
+	CHECK(c[0].wr_id == 8);
+	/* an rkey that does not exist */
+	Pair q;
+	w.wr.rdma.rkey = q.mrB.rkey + 1;
+	w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(q.bufB);
+	REQUIRE(q.a.postSend(q.qpA.qp_handle, w, { sge(q.bufA, 8, q.mrA.lkey) }) == 0);
+	CHECK(q.a.poll(q.cqA).at(0).status == IB_WC_REM_ACCESS_ERR);
+	/* out of bounds */
+	Pair o;
+	w.wr.rdma.rkey = o.mrB.rkey;
+	w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(o.bufB) + 8190;
+	REQUIRE(o.a.postSend(o.qpA.qp_handle, w, { sge(o.bufA, 8, o.mrA.lkey) }) == 0);
+	CHECK(o.a.poll(o.cqA).at(0).status == IB_WC_REM_ACCESS_ERR);
+}
+
+TEST_CASE("verbs: local protection, length errors, flushes", "[verbs]")
+{
+	Pair p;
+	/* a bad lkey: LOC_PROT_ERR, the QP goes to Error, the rest is flushed */
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, p.wr(IB_WR_SEND, 1), { sge(p.bufA, 8, p.mrA.lkey ^ 0x100) }) == 0);
+	auto c = p.a.poll(p.cqA);
+	REQUIRE(c.size() == 1);
+	CHECK(c[0].status == IB_WC_LOC_PROT_ERR);
+
+	/* a receive buffer too small: responder LOC_LEN_ERR, requester REM_INV_REQ_ERR */
+	Pair q;
+	REQUIRE(q.b.postRecv(q.qpB.qp_handle, 3, { sge(q.bufB, 16, q.mrB.lkey) }) == 0);
+	REQUIRE(q.b.postRecv(q.qpB.qp_handle, 4, { sge(q.bufB, 16, q.mrB.lkey) }) == 0);
+	REQUIRE(q.a.postSend(q.qpA.qp_handle, q.wr(IB_WR_SEND, 2), { sge(q.bufA, 100, q.mrA.lkey) }) == 0);
+	c = q.a.poll(q.cqA);
+	REQUIRE(c.size() == 1);
+	CHECK(c[0].status == IB_WC_REM_INV_REQ_ERR);
+	auto r = q.b.poll(q.cqB);
+	REQUIRE(r.size() == 2);
+	CHECK(r[0].status == IB_WC_LOC_LEN_ERR);
+	CHECK(r[0].wr_id == 3);
+	CHECK(r[1].status == IB_WC_WR_FLUSH_ERR); /* the other receive */
+	CHECK(r[1].wr_id == 4);
+	/* post_recv in Error completes at once as flushed */
+	REQUIRE(q.b.postRecv(q.qpB.qp_handle, 5, { sge(q.bufB, 16, q.mrB.lkey) }) == 0);
+	CHECK(q.b.poll(q.cqB).at(0).status == IB_WC_WR_FLUSH_ERR);
+}
+
+TEST_CASE("verbs RC: RNR NAKs wait for a receive, or give up after rnr_retry", "[verbs]")
+{
+	Pair p; /* rnr_retry 7: for ever */
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, p.wr(IB_WR_SEND, 1), { sge(p.bufA, 8, p.mrA.lkey) }) == 0);
+	p.advance(1000);
+	CHECK(p.a.poll(p.cqA).empty()); /* still waiting */
+	REQUIRE(p.b.postRecv(p.qpB.qp_handle, 2, { sge(p.bufB, 64, p.mrB.lkey) }) == 0);
+	auto c = p.a.poll(p.cqA);
+	REQUIRE(c.size() == 1);
+	CHECK(c[0].status == IB_WC_SUCCESS);
+
+	Pair q;
+	/* rebuild A with rnr_retry 2 */
+	REQUIRE(q.a.destroy(CMD_DESTROY_QP, q.qpA.qp_handle) == 0);
+	REQUIRE(q.a.createQp(q.pdA, q.cqA, q.cqA, IB_QPT_RC, q.qpA) == 0);
+	q.a.connect(q.qpA.qp_handle, IB_QPT_RC, q.lid2(), q.qpB.qpn, 7, 2);
+	/* B still points at the old QPN: only A's requests matter here */
+	REQUIRE(q.a.postSend(q.qpA.qp_handle, q.wr(IB_WR_SEND, 1), { sge(q.bufA, 8, q.mrA.lkey) }) == 0);
+	CHECK(q.a.poll(q.cqA).empty());
+	q.advance(1); /* B's min_rnr_timer 12: 0.64 ms */
+	CHECK(q.a.poll(q.cqA).empty());
+	q.advance(1);
+	c = q.a.poll(q.cqA);
+	REQUIRE(c.size() == 1);
+	CHECK(c[0].status == IB_WC_RNR_RETRY_EXC_ERR);
+}
+
+TEST_CASE("verbs RC: a down link or a wrong LFT ends in RETRY_EXC_ERR", "[verbs]")
+{
+	Pair p;
+	REQUIRE(p.b.postRecv(p.qpB.qp_handle, 1, { sge(p.bufB, 64, p.mrB.lkey) }) == 0);
+	/* the port of sw1 whose LFT entry carries host1 -> host2 */
+	Node *sw1 = p.p1->peer->node;
+	Port *sw1Out = &sw1->port(sw1->sw->lftEntry(p.lid2()));
+	p.subnet.setDisabled(*sw1Out, true);
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, p.wr(IB_WR_SEND, 1), { sge(p.bufA, 8, p.mrA.lkey) }) == 0);
+	/* timeout 14: 67 ms per try, retry_cnt 7: eight tries */
+	for (int i = 0; i < 7; i++)
+		p.advance(68);
+	CHECK(p.a.poll(p.cqA).empty());
+	p.advance(68);
+	auto c = p.a.poll(p.cqA);
+	REQUIRE(c.size() == 1);
+	CHECK(c[0].status == IB_WC_RETRY_EXC_ERR);
+	CHECK(p.b.poll(p.cqB).empty());
+
+	/* the link comes back within the retries: delivered once */
+	Pair q;
+	REQUIRE(q.b.postRecv(q.qpB.qp_handle, 1, { sge(q.bufB, 64, q.mrB.lkey) }) == 0);
+	REQUIRE(q.b.postRecv(q.qpB.qp_handle, 2, { sge(q.bufB, 64, q.mrB.lkey) }) == 0);
+	/* a wrong LFT entry on sw1 for host2's LID */
+	Node *qsw1 = q.p1->peer->node;
+	uint8_t saved = qsw1->sw->lft[q.lid2()];
+	qsw1->sw->lft[q.lid2()] = 0xff;
+	REQUIRE(q.a.postSend(q.qpA.qp_handle, q.wr(IB_WR_SEND, 1), { sge(q.bufA, 8, q.mrA.lkey) }) == 0);
+	q.advance(68);
+	q.advance(68);
+	CHECK(q.a.poll(q.cqA).empty());
+	qsw1->sw->lft[q.lid2()] = saved;
+	q.advance(68);
+	auto d = q.a.poll(q.cqA);
+	REQUIRE(d.size() == 1);
+	CHECK(d[0].status == IB_WC_SUCCESS);
+	CHECK(q.b.poll(q.cqB).size() == 1);
+}
+
+TEST_CASE("verbs UC and UD: losses are silent; UD carries the GRH area and Q_Keys", "[verbs]")
+{
+	Pair uc(IB_QPT_UC);
+	Node *sw1 = uc.p1->peer->node;
+	uint8_t saved = sw1->sw->lft[uc.lid2()];
+	sw1->sw->lft[uc.lid2()] = 0xff;
+	REQUIRE(uc.b.postRecv(uc.qpB.qp_handle, 1, { sge(uc.bufB, 64, uc.mrB.lkey) }) == 0);
+	REQUIRE(uc.a.postSend(uc.qpA.qp_handle, uc.wr(IB_WR_SEND, 1), { sge(uc.bufA, 8, uc.mrA.lkey) }) == 0);
+	CHECK(uc.a.poll(uc.cqA).at(0).status == IB_WC_SUCCESS); /* nobody tells UC */
+	CHECK(uc.b.poll(uc.cqB).empty());
+	sw1->sw->lft[uc.lid2()] = saved;
+	REQUIRE(uc.a.postSend(uc.qpA.qp_handle, uc.wr(IB_WR_SEND, 2), { sge(uc.bufA, 8, uc.mrA.lkey) }) == 0);
+	CHECK(uc.b.poll(uc.cqB).size() == 1);
+	/* UC has no READ */
+	uint32_t bad = 0;
+	CHECK(uc.a.postSend(uc.qpA.qp_handle, uc.wr(IB_WR_RDMA_READ, 3), {}, &bad) == -EINVAL);
+	CHECK(bad == 1);
+
+	Pair ud(IB_QPT_UD);
+	uint32_t ah;
+	REQUIRE(ud.a.createAh(ud.pdA, ud.lid2(), ah) == 0);
+	memset(ud.bufA, 0x5a, 100);
+	REQUIRE(ud.b.postRecv(ud.qpB.qp_handle, 1, { sge(ud.bufB, 40 + 100, ud.mrB.lkey) }) == 0);
+	auto w = ud.wr(IB_WR_SEND, 4);
+	w.wr.ud.ah = ah;
+	w.wr.ud.remote_qpn = ud.qpB.qpn;
+	w.wr.ud.remote_qkey = 0x11111111;
+	REQUIRE(ud.a.postSend(ud.qpA.qp_handle, w, { sge(ud.bufA, 100, ud.mrA.lkey) }) == 0);
+	auto r = ud.b.poll(ud.cqB);
+	REQUIRE(r.size() == 1);
+	CHECK(r[0].byte_len == 140);
+	CHECK(r[0].src_qp == ud.qpA.qpn);
+	CHECK(r[0].wc_flags == 0);
+	CHECK(ud.bufB[40] == 0x5a);
+	CHECK(ud.bufB[139] == 0x5a);
+	CHECK(ud.bufB[39] == 0); /* no GRH: the area is left alone */
+
+	/* wrong Q_Key: dropped and counted */
+	uint16_t before = ud.p2->qkeyViolations;
+	REQUIRE(ud.b.postRecv(ud.qpB.qp_handle, 2, { sge(ud.bufB, 40 + 100, ud.mrB.lkey) }) == 0);
+	w.wr.ud.remote_qkey = 0x22222222;
+	REQUIRE(ud.a.postSend(ud.qpA.qp_handle, w, { sge(ud.bufA, 100, ud.mrA.lkey) }) == 0);
+	CHECK(ud.b.poll(ud.cqB).empty());
+	CHECK(ud.p2->qkeyViolations == before + 1);
+	CHECK(ud.a.poll(ud.cqA).size() == 2); /* both sends completed */
+	/* bigger than the MTU: local length error */
+	w.wr.ud.remote_qkey = 0x11111111;
+	REQUIRE(ud.a.postSend(ud.qpA.qp_handle, w, { sge(ud.bufA, 4096, ud.mrA.lkey), sge(ud.bufA, 1, ud.mrA.lkey) }) ==
+		0);
+	CHECK(ud.a.poll(ud.cqA).at(0).status == IB_WC_LOC_LEN_ERR);
+	/* only SEND on UD */
+	w.opcode = IB_WR_RDMA_WRITE;
+	CHECK(ud.a.postSend(ud.qpA.qp_handle, w, {}) == -EINVAL);
+}
+
+TEST_CASE("verbs SRQ: QPs share one receive queue; the limit event fires once", "[verbs]")
+{
+	Pair p(IB_QPT_RC, kAll, -1); /* B's QPs come below */
+	uint32_t srq;
+	REQUIRE(p.b.createSrq(p.pdB, 8, srq, 2) == 0);
+	ib_uverbs_create_qp_resp b1{}, b2{};
+	REQUIRE(p.b.createQp(p.pdB, p.cqB, p.cqB, IB_QPT_RC, b1, int(srq)) == 0);
+	REQUIRE(p.b.createQp(p.pdB, p.cqB, p.cqB, IB_QPT_RC, b2, int(srq)) == 0);
+	ib_uverbs_create_qp_resp a2{};
+	REQUIRE(p.a.createQp(p.pdA, p.cqA, p.cqA, IB_QPT_RC, a2) == 0);
+	p.a.connect(p.qpA.qp_handle, IB_QPT_RC, p.lid2(), b1.qpn);
+	p.a.connect(a2.qp_handle, IB_QPT_RC, p.lid2(), b2.qpn);
+	p.b.connect(b1.qp_handle, IB_QPT_RC, p.lid1(), p.qpA.qpn);
+	p.b.connect(b2.qp_handle, IB_QPT_RC, p.lid1(), a2.qpn);
+	CHECK(p.b.postRecv(b1.qp_handle, 1, {}) == -EINVAL); /* a QP with an SRQ has no RQ */
+	for (uint64_t id = 10; id < 13; id++)
+		REQUIRE(p.b.postRecv(srq, id, { sge(p.bufB + (id - 10) * 64, 64, p.mrB.lkey) }, true) == 0);
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, p.wr(IB_WR_SEND, 1), { sge(p.bufA, 8, p.mrA.lkey) }) == 0);
+	REQUIRE(p.a.postSend(a2.qp_handle, p.wr(IB_WR_SEND, 2), { sge(p.bufA, 8, p.mrA.lkey) }) == 0);
+	auto r = p.b.poll(p.cqB);
+	REQUIRE(r.size() == 2);
+	CHECK(r[0].wr_id == 10);
+	CHECK(r[0].qp_num == b1.qpn);
+	CHECK(r[1].wr_id == 11);
+	CHECK(r[1].qp_num == b2.qpn);
+	/* one WQE left, below the limit of 2: SRQ_LIMIT_REACHED, once */
+	uint8_t ev[16];
+	REQUIRE(p.b.file->read(ev, 16) == 16);
+	ib_uverbs_async_event_desc d;
+	memcpy(&d, ev, 16);
+	CHECK(d.event_type == IB_EVENT_SRQ_LIMIT_REACHED);
+	CHECK(p.b.file->read(ev, 16) == -EAGAIN);
+	/* DESTROY_SRQ reports the event the application read */
+	REQUIRE(p.b.destroy(CMD_DESTROY_QP, b1.qp_handle) == 0);
+	REQUIRE(p.b.destroy(CMD_DESTROY_QP, b2.qp_handle) == 0);
+	ib_uverbs_destroy_srq req{};
+	req.srq_handle = srq;
+	ib_uverbs_destroy_srq_resp resp{};
+	REQUIRE(p.b.cmd(CMD_DESTROY_SRQ, req, resp) == 0);
+	CHECK(resp.events_reported == 1);
+}
+
+TEST_CASE("verbs: P_Key mismatch drops RC traffic", "[verbs]")
+{
+	Pair p;
+	p.p2->pkeys[0] = 0x8001; /* host2's port in another partition */
+	REQUIRE(p.b.postRecv(p.qpB.qp_handle, 1, { sge(p.bufB, 64, p.mrB.lkey) }) == 0);
+	uint16_t before = p.p2->pkeyViolations;
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, p.wr(IB_WR_SEND, 1), { sge(p.bufA, 8, p.mrA.lkey) }) == 0);
+	for (int i = 0; i < 8; i++)
+		p.advance(68);
+	CHECK(p.a.poll(p.cqA).at(0).status == IB_WC_RETRY_EXC_ERR);
+	CHECK(p.p2->pkeyViolations == before + 8);
+	CHECK(p.b.poll(p.cqB).empty());
+}

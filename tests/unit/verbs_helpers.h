@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Test helpers for the verbs model: a fake of the processes the daemon
+// reaches through UserAccess (their memory is this test's memory), and a
+// client that builds uverbs write() commands byte by byte as libibverbs does.
+#pragma once
+
+#include "tests/unit/emu_helpers.h"
+
+#include "emu/uverbs_abi.h"
+#include "emu/uverbs_file.h"
+
+#include <map>
+#include <set>
+#include <vector>
+
+namespace ibemu::test {
+
+using namespace ibemu::emu;
+
+/* A process as the fake sees it: credentials and what is (not) mapped. */
+struct FakeProcess {
+	pid_t pid = 0;
+	uint64_t memlock = ~uint64_t(0);
+	bool capIpcLock = false;
+	std::vector<std::pair<uint64_t, uint64_t>> unmapped; /* [start, end) */
+	std::vector<std::pair<uint64_t, uint64_t>> readOnly;
+};
+
+class FakeAccess final : public UserAccess {
+public:
+	std::map<pid_t, FakeProcess> procs; /* by tid; every tid is its own process unless pid says otherwise */
+	std::map<const UverbsFile *, int> fds;
+	int nextFd = 3;
+
+	FakeProcess &proc(pid_t tid);
+	int read(pid_t tid, uint64_t addr, void *buf, size_t len) override;
+	int write(pid_t tid, uint64_t addr, const void *buf, size_t len) override;
+	int pinnable(pid_t tid, uint64_t addr, uint64_t len, bool write) override;
+	int credentials(pid_t tid, ProcessCreds &out) override;
+	int descriptorOf(pid_t tid, const UverbsFile &file) override;
+
+private:
+	static bool overlaps(const std::vector<std::pair<uint64_t, uint64_t>> &r, uint64_t a, uint64_t len);
+};
+
+/* The fabric of EmuFixture plus the fake processes. */
+struct VerbsFixture : EmuFixture {
+	FakeAccess ua;
+	VerbsFixture() { host->setAccess(&ua); }
+	VerbsDevice &dev1() { return *hca1->verbs; }
+	VerbsDevice &dev2() { return *hca2->verbs; }
+};
+
+/* One process's open uverbs file, used the way libibverbs uses it. */
+struct Client {
+	std::unique_ptr<UverbsFile> file;
+	pid_t tid;
+
+	Client(VerbsFixture &fx, VerbsDevice &dev, pid_t tid, bool withContext = true);
+
+	/* a legacy command: body with its response pointer aimed at resp */
+	int cmd(uint32_t command, void *body, size_t bodyLen, void *resp = nullptr, size_t respLen = 0);
+	template <typename Req>
+	int cmd(uint32_t command, Req req)
+	{
+		return cmd(command, &req, sizeof req);
+	}
+	template <typename Req, typename Resp>
+	int cmd(uint32_t command, Req req, Resp &resp)
+	{
+		return cmd(command, &req, sizeof req, &resp, sizeof resp);
+	}
+
+	int getContext();
+	int allocPd(uint32_t &pd);
+	int regMr(uint32_t pd, const void *addr, size_t len, uint32_t access, ib_uverbs_reg_mr_resp &out);
+	int createCq(uint32_t cqe, uint32_t &cq);
+	int createSrq(uint32_t pd, uint32_t maxWr, uint32_t &srq, uint32_t limit = 0);
+	int createQp(uint32_t pd, uint32_t scq, uint32_t rcq, uint8_t type, ib_uverbs_create_qp_resp &out,
+		     int srq = -1, uint32_t maxSendWr = 16, uint32_t maxRecvWr = 16, uint32_t maxInline = 0);
+	int createAh(uint32_t pd, uint16_t dlid, uint32_t &ah, bool global = false);
+	int modify(uint32_t qp, uint32_t mask, const ib_uverbs_modify_qp &attrs);
+	/* RESET -> INIT -> RTR -> RTS for a connected (RC/UC) or UD QP */
+	void connect(uint32_t qp, uint8_t type, uint16_t dlid, uint32_t dqpn, uint8_t retry = 7, uint8_t rnrRetry = 7,
+		     uint8_t timeout = 14);
+	int postSend(uint32_t qp, ib_uverbs_send_wr wr, std::vector<ib_uverbs_sge> sges, uint32_t *badWr = nullptr);
+	int postRecv(uint32_t qp, uint64_t wrId, std::vector<ib_uverbs_sge> sges, bool srq = false);
+	std::vector<ib_uverbs_wc> poll(uint32_t cq, uint32_t ne = 16);
+	int destroy(uint32_t command, uint32_t handle);
+};
+
+inline ib_uverbs_sge sge(const void *addr, uint32_t len, uint32_t lkey)
+{
+	return { reinterpret_cast<uint64_t>(addr), len, lkey };
+}
+
+} /* namespace ibemu::test */
