@@ -46,4 +46,16 @@ int writeCaller(pid_t tid, uint64_t addr, const void *data, size_t len)
 	return n == static_cast<ssize_t>(len) ? 0 : -EFAULT;
 }
 
+size_t wholeCount(pid_t tid, long syscallNr, size_t chunk, uint64_t &addr)
+{
+	if (chunk < 4096 || chunk % 4096)
+		return chunk; /* the kernel only splits at page multiples */
+	long nr;
+	uint64_t args[6];
+	if (callerSyscall(tid, nr, args) != 0 || nr != syscallNr || args[2] <= chunk)
+		return chunk;
+	addr = args[1];
+	return args[2];
+}
+
 } /* namespace ibemu::cuse_dev */

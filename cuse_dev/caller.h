@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <sys/types.h>
+#include <vector>
 
 namespace ibemu::cuse_dev {
 
@@ -24,5 +25,20 @@ int readCaller(pid_t tid, uint64_t addr, void *data, size_t len);
 
 /* Writes len bytes at addr in the address space of `tid`'s process. */
 int writeCaller(pid_t tid, uint64_t addr, const void *data, size_t len);
+
+/* The kernel hands a read() or write() bigger than the connection's maximum
+ * (128 KiB) over in several requests. A command or message must be taken
+ * whole, so the first request handles the caller's entire system call and
+ * the rest of it is served (read) or acknowledged (write) from a
+ * Continuation. */
+struct Continuation {
+	pid_t tid = 0;
+	size_t left = 0;           /* bytes of the system call still to come */
+	std::vector<uint8_t> data; /* read: what is left to hand out */
+};
+
+/* The size of the caller's read() or write() (syscallNr) that a request of
+ * `chunk` bytes from thread tid is the start of; its buffer in addr. */
+size_t wholeCount(pid_t tid, long syscallNr, size_t chunk, uint64_t &addr);
 
 } /* namespace ibemu::cuse_dev */

@@ -5,7 +5,9 @@
 #include "cuse_dev/cuse_devices.h"
 
 #include "cuse_dev/device_files.h"
+#include "cuse_dev/process_access.h"
 #include "cuse_dev/session_pump.h"
+#include "cuse_dev/verbs_files.h"
 #include "emu/host.h"
 
 #include <cuse_lowlevel.h>
@@ -27,8 +29,9 @@ namespace {
 /* One CUSE session: one device node. */
 struct Device {
 	struct CuseDevices::Impl *owner;
-	emu::UmadPort *port;
-	bool issm;
+	NodeKind kind;
+	emu::UmadPort *port = nullptr;     /* umad, issm */
+	emu::VerbsDevice *verbs = nullptr; /* uverbs */
 	std::string devName; /* relative to /dev */
 	fuse_session *se = nullptr;
 	int fd = -1;
@@ -37,6 +40,11 @@ struct Device {
 
 Device &dev(fuse_req_t req) { return *static_cast<Device *>(fuse_req_userdata(req)); }
 
+const char *kindName(NodeKind k)
+{
+	return k == NodeKind::Umad ? "umad" : k == NodeKind::Issm ? "issm" : "uverbs";
+}
+
 } /* namespace */
 
 struct CuseDevices::Impl {
@@ -44,12 +52,23 @@ struct CuseDevices::Impl {
 	emu::Host &host;
 	std::string prefix;
 	DeviceFiles files;
+	ProcessAccess access;
+	VerbsFiles verbsFiles;
 	std::vector<std::unique_ptr<Device>> devices;
 	bool stopped = false;
 	unsigned spinUs;
 
-	Impl(boost::asio::io_context &i, emu::Host &h, std::string p, unsigned spin)
-		: io(i), host(h), prefix(std::move(p)), files(i), spinUs(spin)
+	Impl(boost::asio::io_context &i, emu::Host &h, std::string p, unsigned spin, CuseDevices &owner)
+		: io(i), host(h), prefix(std::move(p)), files(i),
+		  access([&owner, &h](const emu::VerbsDevice &d) {
+			  for (const auto &hca : h.hcas())
+				  if (hca->verbs.get() == &d) {
+					  auto [maj, min] = owner.numbers(NodeKind::Uverbs, hca->verbsNum);
+					  return makedev(maj, min);
+				  }
+			  return dev_t(0);
+		  }),
+		  verbsFiles(i, h, access), spinUs(spin)
 	{
 	}
 };
@@ -59,7 +78,7 @@ namespace {
 void cdOpen(fuse_req_t req, fuse_file_info *fi)
 {
 	Device &d = dev(req);
-	d.owner->files.open(req, *d.port, d.issm, fi);
+	d.owner->files.open(req, *d.port, d.kind == NodeKind::Issm, fi);
 }
 void cdRead(fuse_req_t req, size_t size, off_t, fuse_file_info *fi) { dev(req).owner->files.read(req, size, fi); }
 void cdWrite(fuse_req_t req, const char *buf, size_t size, off_t, fuse_file_info *fi)
@@ -73,6 +92,34 @@ void cdIoctl(fuse_req_t req, int cmd, void *, fuse_file_info *fi, unsigned flags
 }
 void cdPoll(fuse_req_t req, fuse_file_info *fi, fuse_pollhandle *ph) { dev(req).owner->files.poll(req, fi, ph); }
 void cdRelease(fuse_req_t req, fuse_file_info *fi) { dev(req).owner->files.release(req, fi); }
+
+void uvOpen(fuse_req_t req, fuse_file_info *fi)
+{
+	Device &d = dev(req);
+	d.owner->verbsFiles.open(req, *d.verbs, fi);
+}
+void uvRead(fuse_req_t req, size_t size, off_t, fuse_file_info *fi) { dev(req).owner->verbsFiles.read(req, size, fi); }
+void uvWrite(fuse_req_t req, const char *buf, size_t size, off_t, fuse_file_info *fi)
+{
+	dev(req).owner->verbsFiles.write(req, buf, size, fi);
+}
+void uvIoctl(fuse_req_t req, int cmd, void *, fuse_file_info *fi, unsigned, const void *, size_t, size_t)
+{
+	dev(req).owner->verbsFiles.ioctl(req, static_cast<unsigned>(cmd), fi);
+}
+void uvPoll(fuse_req_t req, fuse_file_info *fi, fuse_pollhandle *ph) { dev(req).owner->verbsFiles.poll(req, fi, ph); }
+void uvRelease(fuse_req_t req, fuse_file_info *fi) { dev(req).owner->verbsFiles.release(req, fi); }
+
+const cuse_lowlevel_ops kVerbsOps = [] {
+	cuse_lowlevel_ops ops{};
+	ops.open = uvOpen;
+	ops.read = uvRead;
+	ops.write = uvWrite;
+	ops.ioctl = uvIoctl;
+	ops.poll = uvPoll;
+	ops.release = uvRelease;
+	return ops;
+}();
 
 const cuse_lowlevel_ops kOps = [] {
 	cuse_lowlevel_ops ops{};
@@ -93,7 +140,7 @@ bool cuseAvailable()
 }
 
 CuseDevices::CuseDevices(boost::asio::io_context &io, emu::Host &host, std::string prefix, unsigned spinUs)
-	: impl_(std::make_unique<Impl>(io, host, std::move(prefix), spinUs))
+	: impl_(std::make_unique<Impl>(io, host, std::move(prefix), spinUs, *this))
 {
 }
 
@@ -105,61 +152,70 @@ CuseDevices::~CuseDevices()
 int CuseDevices::start(std::string &err)
 {
 	Impl &s = *impl_;
-	for (const auto &hca : s.host.hcas())
+	s.host.setAccess(&s.access);
+	auto create = [&](NodeKind kind, unsigned num, emu::UmadPort *port, emu::VerbsDevice *verbs) {
+		auto d = std::make_unique<Device>();
+		d->owner = &s;
+		d->kind = kind;
+		d->port = port;
+		d->verbs = verbs;
+		d->devName = s.prefix + kindName(kind) + std::to_string(num);
+		std::string devInfo = "DEVNAME=" + d->devName;
+		const char *devInfoArgv[] = { devInfo.c_str() };
+		cuse_info ci{};
+		ci.dev_info_argc = 1;
+		ci.dev_info_argv = devInfoArgv;
+		const char *argv[] = { "ibemud" };
+		fuse_args args = FUSE_ARGS_INIT(1, const_cast<char **>(argv));
+		d->se = cuse_lowlevel_new(&args, &ci, kind == NodeKind::Uverbs ? &kVerbsOps : &kOps, d.get());
+		if (!d->se) {
+			err = "cannot create a CUSE session for " + d->devName;
+			return -ENOMEM;
+		}
+		d->fd = open("/dev/cuse", O_RDWR | O_CLOEXEC);
+		if (d->fd < 0) {
+			int e = errno;
+			err = std::string("cannot open /dev/cuse: ") + strerror(e);
+			fuse_session_destroy(d->se);
+			d->se = nullptr;
+			return -e;
+		}
+		/* libfuse takes a ready descriptor as "/dev/fd/N" */
+		std::string fdPath = "/dev/fd/" + std::to_string(d->fd);
+		if (fuse_session_mount(d->se, fdPath.c_str()) != 0) {
+			err = "cannot start the CUSE session for " + d->devName;
+			fuse_session_destroy(d->se);
+			close(d->fd);
+			return -EIO;
+		}
+		d->pump = std::make_unique<SessionPump>(s.io, d->se, s.spinUs);
+		d->pump->start();
+		s.devices.push_back(std::move(d));
+		return 0;
+	};
+	for (const auto &hca : s.host.hcas()) {
 		for (const auto &u : hca->umadPorts) {
 			s.files.watch(*u);
-			for (bool issm : { false, true }) {
-				auto d = std::make_unique<Device>();
-				d->owner = &s;
-				d->port = u.get();
-				d->issm = issm;
-				d->devName = s.prefix + (issm ? "issm" : "umad") + std::to_string(u->devNum());
-				std::string devInfo = "DEVNAME=" + d->devName;
-				const char *devInfoArgv[] = { devInfo.c_str() };
-				cuse_info ci{};
-				ci.dev_info_argc = 1;
-				ci.dev_info_argv = devInfoArgv;
-				const char *argv[] = { "ibemud" };
-				fuse_args args = FUSE_ARGS_INIT(1, const_cast<char **>(argv));
-				d->se = cuse_lowlevel_new(&args, &ci, &kOps, d.get());
-				if (!d->se) {
-					err = "cannot create a CUSE session for " + d->devName;
-					return -ENOMEM;
-				}
-				d->fd = open("/dev/cuse", O_RDWR | O_CLOEXEC);
-				if (d->fd < 0) {
-					int e = errno;
-					err = std::string("cannot open /dev/cuse: ") + strerror(e);
-					fuse_session_destroy(d->se);
-					d->se = nullptr;
-					return -e;
-				}
-				/* libfuse takes a ready descriptor as "/dev/fd/N" */
-				std::string fdPath = "/dev/fd/" + std::to_string(d->fd);
-				if (fuse_session_mount(d->se, fdPath.c_str()) != 0) {
-					err = "cannot start the CUSE session for " + d->devName;
-					fuse_session_destroy(d->se);
-					close(d->fd);
-					return -EIO;
-				}
-				d->pump = std::make_unique<SessionPump>(s.io, d->se, s.spinUs);
-				d->pump->start();
-				s.devices.push_back(std::move(d));
-			}
+			for (NodeKind k : { NodeKind::Umad, NodeKind::Issm })
+				if (int rc = create(k, u->devNum(), u.get(), nullptr))
+					return rc;
 		}
+		if (int rc = create(NodeKind::Uverbs, hca->verbsNum, nullptr, hca->verbs.get()))
+			return rc;
+	}
 	return 0;
 }
 
-std::string CuseDevices::path(unsigned devNum, bool issm) const
+std::string CuseDevices::path(NodeKind kind, unsigned num) const
 {
-	return "/dev/" + impl_->prefix + (issm ? "issm" : "umad") + std::to_string(devNum);
+	return "/dev/" + impl_->prefix + kindName(kind) + std::to_string(num);
 }
 
-std::pair<unsigned, unsigned> CuseDevices::numbers(unsigned devNum, bool issm) const
+std::pair<unsigned, unsigned> CuseDevices::numbers(NodeKind kind, unsigned num) const
 {
 	/* The kernel publishes them in /sys/class/cuse/<name, '/' as '!'>/dev;
 	 * /dev/infiniband itself is covered in our namespace. */
-	std::string name = impl_->prefix + (issm ? "issm" : "umad") + std::to_string(devNum);
+	std::string name = impl_->prefix + kindName(kind) + std::to_string(num);
 	std::replace(name.begin(), name.end(), '/', '!');
 	FILE *f = fopen(("/sys/class/cuse/" + name + "/dev").c_str(), "re");
 	unsigned maj = 0, min = 0;
@@ -178,6 +234,7 @@ void CuseDevices::shutdown()
 		return;
 	s.stopped = true;
 	s.files.shutdown();
+	s.verbsFiles.shutdown(); /* closes every uverbs file while the HCAs still exist */
 	for (auto &d : s.devices) {
 		if (d->pump)
 			d->pump->stop();

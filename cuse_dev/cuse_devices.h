@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// The CUSE transport: real character devices for umadN and issmN, one CUSE
-// session each, created through /dev/cuse and driven by the io_context.
-// Their requests go to DeviceFiles, like the FUSE transport's.
+// The CUSE transport: real character devices for umadN, issmN and uverbsN,
+// one CUSE session each, created through /dev/cuse and driven by the
+// io_context. umad and issm requests go to DeviceFiles, like the FUSE
+// transport's; uverbs requests to VerbsFiles (verbs need a character
+// device: libibverbs checks st_rdev, so there is no FUSE-file variant).
 //
 // The nodes appear (devtmpfs) at /dev/<prefix>umadN with a dynamic major;
 // the instance's namespace links /dev/infiniband/umadN to them, and the
@@ -21,6 +23,8 @@ class Host;
 
 namespace ibemu::cuse_dev {
 
+enum class NodeKind { Umad, Issm, Uverbs };
+
 class CuseDevices {
 public:
 	/* prefix: the device name prefix under /dev, e.g. "infiniband/ibemu-NAME/" */
@@ -34,9 +38,9 @@ public:
 	void shutdown();
 
 	/* /dev path of a device, e.g. /dev/infiniband/ibemu-NAME/umad0 */
-	std::string path(unsigned devNum, bool issm) const;
+	std::string path(NodeKind kind, unsigned num) const;
 	/* its major:minor, once the node exists (0:0 before) */
-	std::pair<unsigned, unsigned> numbers(unsigned devNum, bool issm) const;
+	std::pair<unsigned, unsigned> numbers(NodeKind kind, unsigned num) const;
 
 	struct Impl;
 

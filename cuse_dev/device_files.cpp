@@ -6,6 +6,7 @@
 #include "cuse_dev/device_files.h"
 
 #include "cuse_dev/caller.h"
+#include "cuse_dev/wait_queue.h"
 #include "emu/umad_abi.h"
 #include "emu/umad_file.h"
 #include "emu/umad_port.h"
@@ -22,50 +23,12 @@
 
 namespace ibemu::cuse_dev {
 
-namespace {
-
-struct PendingRead {
-	fuse_req_t req;
-	size_t size;
-	bool nonblock; /* the file's flags at the time of this read(): fcntl may change them */
-};
-
-} /* namespace */
-
-namespace {
-
-/* The kernel hands a read() or write() bigger than the connection's maximum
- * (128 KiB) over in several requests. A MAD or RMPP message must be taken
- * whole, so the first request handles the caller's entire system call and
- * the rest of it is served (read) or acknowledged (write) from here. */
-struct Continuation {
-	pid_t tid = 0;
-	size_t left = 0;           /* bytes of the system call still to come */
-	std::vector<uint8_t> data; /* read: what is left to hand out */
-};
-
-/* The caller's read() or write() that a request is part of, if bigger. */
-size_t wholeCount(fuse_req_t req, long syscallNr, size_t chunk, uint64_t &addr)
-{
-	if (chunk < 4096 || chunk % 4096)
-		return chunk; /* the kernel only splits at page multiples */
-	long nr;
-	uint64_t args[6];
-	if (callerSyscall(fuse_req_ctx(req)->pid, nr, args) != 0 || nr != syscallNr || args[2] <= chunk)
-		return chunk;
-	addr = args[1];
-	return args[2];
-}
-
-} /* namespace */
-
 struct DeviceFiles::Open {
 	bool issm = false;
 	emu::UmadPort *port = nullptr;
 	std::unique_ptr<emu::UmadFile> umad;
 	bool nonblock = false; /* at open: for issm */
-	std::deque<PendingRead> reads;
-	fuse_pollhandle *ph = nullptr;
+	WaitQueue wait;
 	Continuation readRest;
 	Continuation writeRest;
 };
@@ -142,12 +105,8 @@ void DeviceFiles::readInterrupted(fuse_req_t req, void *data)
 {
 	auto &s = *static_cast<DeviceFiles *>(data);
 	for (auto &[fh, o] : s.opens_)
-		for (auto it = o->reads.begin(); it != o->reads.end(); ++it)
-			if (it->req == req) {
-				o->reads.erase(it);
-				fuse_reply_err(req, EINTR);
-				return;
-			}
+		if (o->wait.cancel(req))
+			return;
 }
 
 void DeviceFiles::read(fuse_req_t req, size_t size, fuse_file_info *fi)
@@ -169,11 +128,10 @@ void DeviceFiles::read(fuse_req_t req, size_t size, fuse_file_info *fi)
 	if (size < o->umad->hdrSize())
 		return (void)fuse_reply_err(req, EINVAL);
 	/* ib_umad_read(): a blocking reader waits here for a MAD */
-	o->reads.push_back({ req, size, bool(fi->flags & O_NONBLOCK) });
-	if (o->reads.size() == 1)
+	o->wait.park(req, size, fi->flags & O_NONBLOCK);
+	if (o->wait.size() == 1)
 		serveReads(fi->fh);
-	if (!o->reads.empty() && o->reads.back().req == req)
-		fuse_req_interrupt_func(req, readInterrupted, this);
+	o->wait.armInterrupt(req, readInterrupted, this);
 }
 
 void DeviceFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_info *fi)
@@ -190,7 +148,7 @@ void DeviceFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_
 		return (void)fuse_reply_write(req, size);
 	}
 	uint64_t addr = 0;
-	size_t whole = wholeCount(req, SYS_write, size, addr);
+	size_t whole = wholeCount(fuse_req_ctx(req)->pid, SYS_write, size, addr);
 	std::vector<uint8_t> all;
 	const uint8_t *data = reinterpret_cast<const uint8_t *>(buf);
 	if (whole > size) {
@@ -233,11 +191,7 @@ void DeviceFiles::poll(fuse_req_t req, fuse_file_info *fi, fuse_pollhandle *ph)
 			fuse_pollhandle_destroy(ph);
 		return (void)fuse_reply_err(req, EBADF);
 	}
-	if (ph) {
-		if (o->ph)
-			fuse_pollhandle_destroy(o->ph);
-		o->ph = ph;
-	}
+	o->wait.setPollHandle(ph);
 	fuse_reply_poll(req, o->issm ? emu::issm::poll() : o->umad->poll());
 }
 
@@ -246,12 +200,7 @@ void DeviceFiles::release(fuse_req_t req, fuse_file_info *fi)
 	auto it = opens_.find(fi->fh);
 	if (it != opens_.end()) {
 		Open &o = *it->second;
-		for (auto &r : o.reads) {
-			fuse_req_interrupt_func(r.req, nullptr, nullptr);
-			fuse_reply_err(r.req, EBADF);
-		}
-		if (o.ph)
-			fuse_pollhandle_destroy(o.ph);
+		o.wait.failAll(EBADF);
 		if (o.issm)
 			o.port->issmRelease(); /* ib_umad_sm_close() */
 		opens_.erase(it);          /* a umad file's close: ib_umad_close() */
@@ -266,16 +215,15 @@ void DeviceFiles::serveReads(uint64_t fh)
 	if (it == opens_.end())
 		return;
 	Open &o = *it->second;
-	while (!o.reads.empty()) {
-		PendingRead r = o.reads.front();
+	while (!o.wait.empty()) {
+		const PendingRead r = o.wait.front();
 		uint64_t addr = 0;
-		size_t whole = wholeCount(r.req, SYS_read, r.size, addr);
+		size_t whole = wholeCount(fuse_req_ctx(r.req)->pid, SYS_read, r.size, addr);
 		std::vector<uint8_t> buf(whole);
 		ssize_t n = o.umad->read(buf.data(), buf.size());
 		if (n == -EAGAIN && !r.nonblock && !stopping_)
 			break; /* stays parked until the next MAD */
-		o.reads.pop_front();
-		fuse_req_interrupt_func(r.req, nullptr, nullptr);
+		o.wait.pop();
 		if (n == -ENOSPC) {
 			/* The kernel returns ENOSPC *after* copying the header (whose
 			 * length says what is needed) and the first segment; libibumad
@@ -301,8 +249,7 @@ void DeviceFiles::serveReads(uint64_t fh)
 			}
 		}
 	}
-	if (o.ph)
-		fuse_lowlevel_notify_poll(o.ph);
+	o.wait.notifyPoll();
 }
 
 void DeviceFiles::retryIssm()
@@ -337,14 +284,8 @@ void DeviceFiles::shutdown()
 		return;
 	stopping_ = true;
 	for (auto &[fh, o] : opens_) {
-		for (auto &r : o->reads) {
-			fuse_req_interrupt_func(r.req, nullptr, nullptr);
-			fuse_reply_err(r.req, EIO);
-		}
-		o->reads.clear();
-		if (o->ph)
-			fuse_pollhandle_destroy(o->ph);
-		o->ph = nullptr;
+		o->wait.failAll(EIO);
+		o->wait.dropPollHandle();
 		if (o->issm)
 			o->port->issmRelease();
 	}

@@ -227,6 +227,7 @@ FuseFs::FuseFs(boost::asio::io_context &io, emu::Host &host, const Options &opts
 	numbers.umad = opts.umadNumbers ? opts.umadNumbers : [](unsigned dev, bool issm) {
 		return std::make_pair(unsigned(IB_UMAD_MAJOR), issm ? IB_ISSM_MINOR_BASE + dev : dev);
 	};
+	numbers.uverbs = opts.uverbsNumbers;
 	buildSysfs(s.root, host, numbers);
 	if (opts.status) {
 		auto render = opts.status;

@@ -34,6 +34,8 @@ public:
 		bool deviceFiles = true;
 		/* major:minor for the sysfs `dev` files; the kernel's 231:N by default */
 		std::function<std::pair<unsigned, unsigned>(unsigned devNum, bool issm)> umadNumbers;
+		/* CUSE: uverbsN numbers; with them the tree has class/infiniband_verbs */
+		std::function<std::pair<unsigned, unsigned>(unsigned verbsNum)> uverbsNumbers;
 		/* the session pump's spin window, microseconds */
 		unsigned spinUs = 50;
 		/* renders /status.json at the root of the filesystem (live state

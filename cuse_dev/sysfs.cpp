@@ -3,6 +3,8 @@
 // The sysfs trees of the local HCAs, in the kernel's formats.
 #include "cuse_dev/sysfs.h"
 
+#include "emu/uverbs_abi.h"
+
 #include "emu/host.h"
 #include "emu/umad_abi.h"
 #include "fabric/capability.h"
@@ -200,6 +202,11 @@ void buildSysfs(SysfsNode &root, emu::Host &host, const DevNumbers &numbers)
 	SysfsNode *ib = cls->addDir("infiniband");
 	SysfsNode *mad = cls->addDir("infiniband_mad");
 	mad->addFile("abi_version", [] { return text(fmt("%u\n", IB_USER_MAD_ABI_VERSION)); });
+	SysfsNode *verbs = nullptr;
+	if (numbers.uverbs) {
+		verbs = cls->addDir("infiniband_verbs");
+		verbs->addFile("abi_version", [] { return text(fmt("%u\n", emu::IB_USER_VERBS_ABI_VERSION)); });
+	}
 	fabric::Subnet &subnet = host.subnet();
 
 	for (const auto &hca : host.hcas()) {
@@ -225,6 +232,28 @@ void buildSysfs(SysfsNode &root, emu::Host &host, const DevNumbers &numbers)
 		SysfsNode *ports = d->addDir("ports");
 		for (const auto &mp : hca->madPorts)
 			buildPort(*ports, *mp, subnet);
+		if (verbs) {
+			/* The device's identity for libibverbs' provider matching: a
+			 * QLogic QLE7340 (qib), which the stock ipathverbs provider
+			 * drives entirely through write() with a per-device ABI of 1
+			 * (docs/verbs.md). */
+			SysfsNode *pci = d->addDir("device");
+			pci->addFile("modalias", [] { return text("pci:v00001077d00007322sv00001077sd00007322bc0Csc06i00\n"); });
+			emu::VerbsDevice *vd = hca->verbs.get();
+			unsigned vn = hca->verbsNum;
+			std::string ibdev = hca->name;
+			SysfsNode *u = verbs->addDir("uverbs" + std::to_string(vn));
+			u->addFile("ibdev", [vd, ibdev] {
+				if (vd->dead())
+					return SysfsValue{ ENODEV, {} };
+				return text(ibdev + "\n");
+			});
+			u->addFile("abi_version", [] { return text("1\n"); });
+			u->addFile("dev", [vn, numbers] {
+				auto [maj, min] = numbers.uverbs(vn);
+				return text(fmt("%u:%u\n", maj, min));
+			});
+		}
 
 		for (const auto &up : hca->umadPorts) {
 			emu::UmadPort *u = up.get();

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
 // The sysfs view of the local HCAs: the /sys/class/infiniband,
-// infiniband_mad (and later infiniband_verbs) trees rdma-core reads, with
+// infiniband_mad and infiniband_verbs trees rdma-core reads, with
 // the kernel's file names and value formats (drivers/infiniband/core/sysfs.c,
 // user_mad.c). Values are rendered from the fabric when a file is opened,
 // so they follow whatever an SM set.
@@ -47,10 +47,13 @@ struct DevNumbers {
 	/* umadN/issmN major:minor; the kernel's fixed 231:N and 231:64+N unless
 	 * a transport (CUSE) got others */
 	std::function<std::pair<unsigned, unsigned>(unsigned devNum, bool issm)> umad;
+	/* uverbsN major:minor; unset: no uverbs devices (FUSE transport), so no
+	 * class/infiniband_verbs */
+	std::function<std::pair<unsigned, unsigned>(unsigned verbsNum)> uverbs;
 };
 
-/* Builds class/infiniband and class/infiniband_mad for every local HCA
- * under `root`. */
+/* Builds class/infiniband, class/infiniband_mad and (with uverbs numbers)
+ * class/infiniband_verbs for every local HCA under `root`. */
 void buildSysfs(SysfsNode &root, emu::Host &host, const DevNumbers &numbers);
 
 /* Kernel formats, shared with tests */

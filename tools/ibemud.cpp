@@ -169,6 +169,8 @@ nlohmann::ordered_json Daemon::describe() const
 			ports.push_back({ { "port", u->portNum() }, { "umad", "/dev/infiniband/umad" + std::to_string(u->devNum()) },
 					  { "issm", "/dev/infiniband/issm" + std::to_string(u->devNum()) } });
 		d["ports"] = ports;
+		if (cuse_)
+			d["uverbs"] = "/dev/infiniband/uverbs" + std::to_string(h->verbsNum);
 		devs.push_back(d);
 	}
 	j["devices"] = devs;
@@ -200,6 +202,14 @@ std::string Daemon::liveStatus() const
 			o["open_files"] = u.openFiles();
 		}
 	}
+	i = 0;
+	for (const auto &h : host_->hcas())
+		j["devices"][i++]["verbs_open_files"] = h->verbs->openFiles();
+	/* pinned memory per process, as the kernel's pinned_vm (VmPin) */
+	nlohmann::ordered_json pinned = nlohmann::ordered_json::array();
+	for (const auto &[pid, pages] : host_->pinned().all())
+		pinned.push_back({ { "pid", pid }, { "pinned_pages", pages }, { "pinned_bytes", pages * emu::kPageSize } });
+	j["pinned"] = pinned;
 	j["dropped_packets"] = subnet_.droppedPackets();
 	return j.dump() + "\n";
 }
@@ -276,7 +286,10 @@ int Daemon::run()
 	fsOpts.status = [this] { return liveStatus(); };
 	if (useCuse) {
 		cuse_dev::CuseDevices *c = cuse_.get();
-		fsOpts.umadNumbers = [c](unsigned dev, bool issm) { return c->numbers(dev, issm); };
+		fsOpts.umadNumbers = [c](unsigned dev, bool issm) {
+			return c->numbers(issm ? cuse_dev::NodeKind::Issm : cuse_dev::NodeKind::Umad, dev);
+		};
+		fsOpts.uverbsNumbers = [c](unsigned n) { return c->numbers(cuse_dev::NodeKind::Uverbs, n); };
 	}
 	mkdir(inst_.fsDir().c_str(), 0755);
 	fs_ = std::make_unique<cuse_dev::FuseFs>(io_, *host_, fsOpts);
@@ -291,20 +304,30 @@ int Daemon::run()
 	std::vector<std::pair<std::string, std::string>> links;
 	std::vector<std::string> nodes;
 	std::string keep = inst_.scratchDir() + "/dev-infiniband";
-	for (const auto &h : host_->hcas())
+	std::vector<std::string> verbsNodes;
+	for (const auto &h : host_->hcas()) {
 		for (const auto &u : h->umadPorts)
 			for (bool issm : { false, true }) {
 				std::string name = (issm ? "issm" : "umad") + std::to_string(u->devNum());
 				if (useCuse) {
-					std::string p = cuse_->path(u->devNum(), issm);
+					std::string p = cuse_->path(issm ? cuse_dev::NodeKind::Issm : cuse_dev::NodeKind::Umad,
+								    u->devNum());
 					nodes.push_back(p);
 					links.emplace_back(name, keep + p.substr(strlen("/dev/infiniband")));
 				} else {
 					links.emplace_back(name, inst_.fsDir() + "/dev/" + name);
 				}
 			}
+		if (useCuse) { /* verbs exist only as character devices */
+			std::string p = cuse_->path(cuse_dev::NodeKind::Uverbs, h->verbsNum);
+			nodes.push_back(p);
+			verbsNodes.push_back(p);
+			links.emplace_back("uverbs" + std::to_string(h->verbsNum),
+					   keep + p.substr(strlen("/dev/infiniband")));
+		}
+	}
 	spdlog::info("transport: {}", useCuse ? "CUSE character devices" : "FUSE files");
-	mounter_ = std::thread([this, links, nodes] {
+	mounter_ = std::thread([this, links, nodes, verbsNodes, useCuse] {
 		std::string e;
 		int rc = 0;
 		for (const auto &n : nodes) { /* devtmpfs makes the CUSE nodes soon after INIT */
@@ -318,8 +341,14 @@ int Daemon::run()
 				break;
 			}
 		}
+		for (const auto &n : verbsNodes) /* uverbs_devnode(): 0666 */
+			if (rc == 0)
+				chmod(n.c_str(), 0666);
+		std::vector<std::string> classes = { "infiniband", "infiniband_mad" };
+		if (useCuse)
+			classes.push_back("infiniband_verbs");
 		if (rc == 0)
-			rc = cuse_dev::mountSysClass(inst_.fsDir(), { "infiniband", "infiniband_mad" }, inst_.scratchDir(), e);
+			rc = cuse_dev::mountSysClass(inst_.fsDir(), classes, inst_.scratchDir(), e);
 		if (rc == 0 && !opts_.global)
 			rc = cuse_dev::mountDevInfiniband(links, inst_.scratchDir(), e);
 		boost::asio::post(io_, [this, rc, e] {

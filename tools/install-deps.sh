@@ -9,7 +9,7 @@ packages=(
   libboost-dev libspdlog-dev libfmt-dev catch2 libfuse3-dev fuse3
   libcli11-dev nlohmann-json3-dev
   # stock tools the emulator is tested against
-  infiniband-diags opensm ibverbs-utils rdma-core libibumad3 libibumad-dev
+  infiniband-diags opensm ibverbs-utils ibverbs-providers libibverbs-dev rdma-core libibumad3 libibumad-dev
   ibsim-utils libumad2sim0
   # test and benchmark helpers
   util-linux procps graphviz python3 strace

@@ -93,6 +93,19 @@ void printDevices(const nlohmann::json &j)
 				       p.value("open_files", 0));
 			printf("\n");
 		}
+		if (d.contains("uverbs")) {
+			printf("    verbs: %s", d.value("uverbs", "").c_str());
+			if (d.contains("verbs_open_files"))
+				printf("  %d open", d.value("verbs_open_files", 0));
+			printf("\n");
+		}
+	}
+	if (j.contains("pinned") && !j["pinned"].empty()) {
+		printf("  pinned memory (RLIMIT_MEMLOCK accounting):\n");
+		for (const auto &p : j["pinned"])
+			printf("    pid %d: %llu pages (%llu KiB)\n", p.value("pid", 0),
+			       static_cast<unsigned long long>(p.value("pinned_pages", 0ull)),
+			       static_cast<unsigned long long>(p.value("pinned_bytes", 0ull) / 1024));
 	}
 }
 

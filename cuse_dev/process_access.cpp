@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+#include "cuse_dev/process_access.h"
+
+#include "cuse_dev/caller.h"
+#include "emu/uverbs_file.h"
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <string>
+#include <sys/stat.h>
+
+namespace ibemu::cuse_dev {
+
+namespace {
+
+pid_t tgidOf(pid_t tid, uint64_t *capEff = nullptr)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(tid));
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	char line[256];
+	pid_t tgid = -1;
+	while (fgets(line, sizeof line, f)) {
+		if (!strncmp(line, "Tgid:", 5))
+			tgid = static_cast<pid_t>(atoi(line + 5));
+		else if (capEff && !strncmp(line, "CapEff:", 7))
+			*capEff = strtoull(line + 7, nullptr, 16);
+	}
+	fclose(f);
+	return tgid;
+}
+
+} /* namespace */
+
+int ProcessAccess::read(pid_t tid, uint64_t addr, void *buf, size_t len)
+{
+	return readCaller(tid, addr, buf, len);
+}
+
+int ProcessAccess::write(pid_t tid, uint64_t addr, const void *buf, size_t len)
+{
+	return writeCaller(tid, addr, buf, len);
+}
+
+/* get_user_pages() fails with EFAULT on a hole or (for FOLL_WRITE without
+ * FOLL_FORCE) on a mapping that is not writable. */
+int ProcessAccess::pinnable(pid_t tid, uint64_t addr, uint64_t len, bool write)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/maps", static_cast<int>(tid));
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -ESRCH;
+	uint64_t at = addr & ~uint64_t(4095), end = addr + len;
+	char line[512];
+	while (at < end && fgets(line, sizeof line, f)) {
+		uint64_t s, e;
+		char perms[8];
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s", &s, &e, perms) != 3 || e <= at)
+			continue;
+		if (s > at)
+			break; /* a hole */
+		if (perms[0] != 'r' && perms[1] != 'w')
+			break;
+		if (write && perms[1] != 'w')
+			break;
+		at = e;
+	}
+	fclose(f);
+	return at >= end ? 0 : -EFAULT;
+}
+
+int ProcessAccess::credentials(pid_t tid, emu::ProcessCreds &out)
+{
+	uint64_t capEff = 0;
+	pid_t tgid = tgidOf(tid, &capEff);
+	if (tgid <= 0)
+		return -ESRCH;
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/limits", static_cast<int>(tid));
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -ESRCH;
+	char line[256];
+	uint64_t soft = 0;
+	while (fgets(line, sizeof line, f)) {
+		if (strncmp(line, "Max locked memory", 17))
+			continue;
+		char word[32];
+		if (sscanf(line + 17, "%31s", word) == 1)
+			soft = strcmp(word, "unlimited") ? strtoull(word, nullptr, 10) : ~uint64_t(0);
+	}
+	fclose(f);
+	out.pid = tgid;
+	out.memlockSoft = soft;
+	out.capIpcLock = capEff & (uint64_t(1) << 14); /* CAP_IPC_LOCK */
+	return 0;
+}
+
+/* The caller opened the device just before GET_CONTEXT: of its descriptors
+ * for this device node, the newest one no other open file has claimed. */
+int ProcessAccess::descriptorOf(pid_t tid, const emu::UverbsFile &file)
+{
+	pid_t tgid = tgidOf(tid);
+	if (tgid <= 0)
+		return -ESRCH;
+	dev_t want = devOf_(file.device());
+	std::string dir = "/proc/" + std::to_string(tgid) + "/fd";
+	DIR *d = opendir(dir.c_str());
+	if (!d)
+		return -ESRCH;
+	int best = -1;
+	while (dirent *e = readdir(d)) {
+		if (e->d_name[0] == '.')
+			continue;
+		int fd = atoi(e->d_name);
+		struct stat st;
+		if (stat((dir + "/" + e->d_name).c_str(), &st) != 0 || !S_ISCHR(st.st_mode) || st.st_rdev != want)
+			continue;
+		auto c = claimed_.find({ tgid, fd });
+		if (c != claimed_.end() && c->second != &file)
+			continue;
+		best = std::max(best, fd);
+	}
+	closedir(d);
+	if (best < 0)
+		return -EBADF;
+	claimed_[{ tgid, best }] = &file;
+	return best;
+}
+
+void ProcessAccess::forget(const emu::UverbsFile &file)
+{
+	std::erase_if(claimed_, [&](const auto &kv) { return kv.second == &file; });
+}
+
+} /* namespace ibemu::cuse_dev */

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// uverbs device files: ib_uverbs_open/write/close plus the async event
+// read and poll, over CUSE.
+#define FUSE_USE_VERSION 35
+#include "cuse_dev/verbs_files.h"
+
+#include "cuse_dev/caller.h"
+#include "cuse_dev/process_access.h"
+#include "cuse_dev/wait_queue.h"
+#include "emu/host.h"
+#include "emu/uverbs_file.h"
+
+#include <boost/asio/post.hpp>
+#include <fuse_lowlevel.h>
+
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <vector>
+
+namespace ibemu::cuse_dev {
+
+struct VerbsFiles::Open {
+	std::unique_ptr<emu::UverbsFile> file;
+	WaitQueue wait;
+	Continuation writeRest;
+};
+
+VerbsFiles::VerbsFiles(boost::asio::io_context &io, emu::Host &host, ProcessAccess &access)
+	: io_(io), host_(host), access_(access)
+{
+}
+
+VerbsFiles::~VerbsFiles()
+{
+	shutdown();
+}
+
+VerbsFiles::Open *VerbsFiles::openOf(const fuse_file_info *fi) const
+{
+	auto it = opens_.find(fi->fh);
+	return it == opens_.end() ? nullptr : it->second.get();
+}
+
+/* ib_uverbs_open() */
+void VerbsFiles::open(fuse_req_t req, emu::VerbsDevice &dev, fuse_file_info *fi)
+{
+	if (stopping_ || dev.dead())
+		return (void)fuse_reply_err(req, ENXIO);
+	auto o = std::make_unique<Open>();
+	o->file = std::make_unique<emu::UverbsFile>(dev, host_.access(), host_.pinned());
+	uint64_t fh = nextFh_++;
+	o->file->setWakeup([this, fh] { boost::asio::post(io_, [this, fh] { serveReads(fh); }); });
+	fi->fh = fh;
+	fi->direct_io = 1;
+	fi->nonseekable = 1;
+	opens_.emplace(fh, std::move(o));
+	if (fuse_reply_open(req, fi) == -ENOENT) /* the caller went away meanwhile */
+		release(nullptr, fi);
+}
+
+void VerbsFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_info *fi)
+{
+	Open *o = openOf(fi);
+	if (!o)
+		return (void)fuse_reply_err(req, EBADF);
+	pid_t tid = fuse_req_ctx(req)->pid;
+	Continuation &rest = o->writeRest;
+	if (rest.left && rest.tid == tid) { /* the rest of a big command, handled already */
+		rest.left -= std::min(size, rest.left);
+		return (void)fuse_reply_write(req, size);
+	}
+	uint64_t addr = 0;
+	size_t whole = wholeCount(tid, SYS_write, size, addr);
+	std::vector<uint8_t> all;
+	const uint8_t *data = reinterpret_cast<const uint8_t *>(buf);
+	if (whole > size) {
+		all.resize(whole);
+		if (readCaller(tid, addr, all.data(), whole) != 0)
+			return (void)fuse_reply_err(req, EFAULT);
+		data = all.data();
+	}
+	ssize_t rc = o->file->write(tid, data, whole);
+	if (rc < 0)
+		return (void)fuse_reply_err(req, static_cast<int>(-rc));
+	if (whole > size)
+		rest = { tid, whole - size, {} };
+	fuse_reply_write(req, size);
+}
+
+void VerbsFiles::ioctl(fuse_req_t req, unsigned cmd, fuse_file_info *fi)
+{
+	Open *o = openOf(fi);
+	if (!o)
+		return (void)fuse_reply_err(req, EBADF);
+	fuse_reply_err(req, -o->file->ioctl(cmd));
+}
+
+void VerbsFiles::readInterrupted(fuse_req_t req, void *data)
+{
+	auto &s = *static_cast<VerbsFiles *>(data);
+	for (auto &[fh, o] : s.opens_)
+		if (o->wait.cancel(req))
+			return;
+}
+
+void VerbsFiles::read(fuse_req_t req, size_t size, fuse_file_info *fi)
+{
+	Open *o = openOf(fi);
+	if (!o)
+		return (void)fuse_reply_err(req, EBADF);
+	o->wait.park(req, size, fi->flags & O_NONBLOCK);
+	if (o->wait.size() == 1)
+		serveReads(fi->fh);
+	o->wait.armInterrupt(req, readInterrupted, this);
+}
+
+void VerbsFiles::serveReads(uint64_t fh)
+{
+	auto it = opens_.find(fh);
+	if (it == opens_.end())
+		return;
+	Open &o = *it->second;
+	while (!o.wait.empty()) {
+		const PendingRead r = o.wait.front();
+		uint8_t buf[sizeof(emu::ib_uverbs_async_event_desc)];
+		ssize_t n = o.file->read(buf, std::min(r.size, sizeof buf));
+		if (n == -EAGAIN && !r.nonblock && !stopping_)
+			break; /* parked until the next event */
+		o.wait.pop();
+		if (n < 0)
+			fuse_reply_err(r.req, static_cast<int>(-n));
+		else
+			fuse_reply_buf(r.req, reinterpret_cast<const char *>(buf), static_cast<size_t>(n));
+	}
+	o.wait.notifyPoll();
+}
+
+void VerbsFiles::poll(fuse_req_t req, fuse_file_info *fi, fuse_pollhandle *ph)
+{
+	Open *o = openOf(fi);
+	if (!o) {
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+		return (void)fuse_reply_err(req, EBADF);
+	}
+	o->wait.setPollHandle(ph);
+	fuse_reply_poll(req, o->file->poll());
+}
+
+/* ib_uverbs_close(): the objects go (emu::UverbsFile's destructor) */
+void VerbsFiles::release(fuse_req_t req, fuse_file_info *fi)
+{
+	auto it = opens_.find(fi->fh);
+	if (it != opens_.end()) {
+		Open &o = *it->second;
+		o.wait.failAll(EBADF);
+		access_.forget(*o.file);
+		opens_.erase(it);
+		host_.reapRetired();
+	}
+	if (req)
+		fuse_reply_err(req, 0);
+}
+
+void VerbsFiles::shutdown()
+{
+	if (stopping_)
+		return;
+	stopping_ = true;
+	for (auto &[fh, o] : opens_) {
+		o->wait.failAll(EIO);
+		o->wait.dropPollHandle();
+		access_.forget(*o->file);
+	}
+	opens_.clear();
+}
+
+} /* namespace ibemu::cuse_dev */

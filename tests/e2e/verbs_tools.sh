@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Stock libibverbs programs over the uverbs CUSE devices, for the VM suite:
+# ibv_devices, ibv_devinfo -v, the four pingpongs between the two local
+# CAs (across both switches of the default fabric), a clean failure when a
+# link on the path is down, and the kernel's answers to a process that
+# uses another's handles or pins past its RLIMIT_MEMLOCK.
+# usage: verbs_tools.sh IBEMU_BINARY UVERBS_PROBE
+set -u
+ibemu=$1
+probe=$2
+. "$(dirname "$0")/lib.sh"
+e2e_setup cuse-verbs
+[ -w /dev/cuse ] || { echo "cuse-verbs: no /dev/cuse; skipped"; exit 77; }
+chmod 755 "$work" # unprivileged users reach uverbsN through the run directory
+# libibverbs asks netlink first and, when ib_core answers with no devices,
+# never reads sysfs: keep ib_core from being autoloaded (docs/verbs.md)
+if ! lsmod 2>/dev/null | grep -q '^ib_core'; then
+	mkdir -p /etc/modprobe.d
+	echo "install ib_core /bin/false" >/etc/modprobe.d/ibemu-no-ib-core.conf
+fi
+
+ip link set lo up 2>/dev/null # the pingpongs meet over TCP on 127.0.0.1
+
+V=verbs-$$
+"$ibemu" up --instance $V >/dev/null 2>&1
+expect_eq "up" 0 $?
+out=$(inst $V stat -L -c '%F %a' /dev/infiniband/uverbs0)
+expect_eq "uverbs0 is a character device, mode 0666" "character special file 666" "$out"
+dev=$(inst $V stat -L -c '%t %T' /dev/infiniband/uverbs0 | { read -r a b; echo "$((16#$a)):$((16#$b))"; })
+expect_eq "sysfs dev = the node's numbers" "$dev" "$(inst $V cat /sys/class/infiniband_verbs/uverbs0/dev)"
+expect_eq "infiniband_verbs abi_version" 6 "$(inst $V cat /sys/class/infiniband_verbs/abi_version)"
+
+out=$(inst $V ibv_devices)
+expect_match "ibv_devices lists ibemu0" '^\s+ibemu0\s+0002c90300000100$' "$out"
+expect_match "ibv_devices lists ibemu1" '^\s+ibemu1\s+0002c90300000200$' "$out"
+
+start_opensm $V 0x0002c90300000101
+wait_for $V 120 sh -c 'ibstat ibemu0 | grep -q "State: Active" && ibstat ibemu1 | grep -q "State: Active"'
+expect_eq "OpenSM brings both ports up" 0 $?
+
+out=$(inst $V ibv_devinfo -v -d ibemu0)
+lid=$(inst $V cat /sys/class/infiniband/ibemu0/ports/1/lid)
+expect_match "devinfo: node GUID from the fabric" 'node_guid:\s+0002:c903:0000:0100' "$out"
+expect_match "devinfo: port active" 'state:\s+PORT_ACTIVE \(4\)' "$out"
+expect_match "devinfo: LID as OpenSM set it" "port_lid:\s+$((lid))\$" "$out"
+expect_match "devinfo: SM LID" 'sm_lid:\s+[1-9]' "$out"
+expect_match "devinfo: GID from the port GUID" 'GID\[  0\]:\s+fe80(:0000){3}:0002:c903:0000:0101' "$out"
+expect_match "devinfo: link layer" 'link_layer:\s+InfiniBand' "$out"
+
+pingpong() { # name args...: server on ibemu1, client on ibemu0
+	local name=$1; shift
+	local port=$((18515 + RANDOM % 1000))
+	timeout "${PP_SERVER_TIMEOUT:-60}" "$ibemu" exec --instance $V -- "$name" -d ibemu1 -p $port "$@" \
+		>"$work/$name.server" 2>&1 &
+	local server=$! rc tries=0
+	while :; do # until the server listens (slow in the VM)
+		sleep 1
+		timeout 60 "$ibemu" exec --instance $V -- "$name" -d ibemu0 -p $port "$@" 127.0.0.1 \
+			>"$work/$name.client" 2>&1
+		rc=$?
+		grep -q "Couldn't connect" "$work/$name.client" && [ $((tries += 1)) -lt 20 ] || break
+	done
+	wait $server
+	local src=$?
+	echo "$rc $src"
+}
+for pp in ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong; do
+	rcs=$(pingpong $pp -n 50)
+	expect_eq "$pp: client and server exit 0" "0 0" "$rcs"
+	expect_match "$pp: 50 iterations" 'bytes in .* seconds = .*Mbit/sec' "$(cat "$work/$pp.client")"
+	expect_match "$pp: the server's iterations" '50 iters in' "$(cat "$work/$pp.server")"
+done
+out=$(inst $V perfquery -x)
+expect_match "perfquery counts the verbs traffic" '^PortXmitData:\.+[0-9]{5,}' "$out"
+
+# --- another process's handles, pinning, the ioctl fallback
+out=$(inst $V "$probe" handles /dev/infiniband/uverbs0)
+expect_eq "handles of another process: ENOENT / EINVAL" 0 $?
+expect_match "other process destroy: ENOENT" 'other process destroy_cq\(its cq\): No such file or directory$' "$out"
+expect_match "other process poll: EINVAL" 'other process poll_cq\(its cq\): Invalid argument$' "$out"
+out=$(inst $V setpriv --reuid=65534 --regid=65534 --clear-groups "$probe" abi /dev/infiniband/uverbs0)
+expect_eq "ABI errnos (ENOTTY ioctl, ENOSPC, EINVAL, EOPNOTSUPP)" 0 $?
+# pinning as an unprivileged user (root has CAP_IPC_LOCK)
+PROBE_PAUSE=3 "$ibemu" exec --instance $V -- setpriv --reuid=65534 --regid=65534 --clear-groups \
+	env PROBE_PAUSE=3 "$probe" pin /dev/infiniband/uverbs0 >"$work/pin.out" 2>&1 &
+pinner=$!
+sleep 2
+st=$("$ibemu" status --instance $V)
+wait $pinner
+expect_eq "pinning: RLIMIT_MEMLOCK, EFAULT, EPERM" 0 $?
+expect_match "pinning: the 9th page is ENOMEM" '^reg 1 more \(9 > 8\): Cannot allocate memory$' "$(cat "$work/pin.out")"
+expect_match "ibemu status shows the pinned pages" 'pid [0-9]+: 8 pages \(32 KiB\)' "$st"
+st=$("$ibemu" status --instance $V)
+expect_eq "and forgets them when the process exits" "" "$(grep 'pages (' <<<"$st")"
+
+# --- a link on the path goes down: the RC pingpong fails cleanly
+sw_port=$(inst $V ibnetdiscover -p | awk "/^SW/ && /'ibemu-host2 HCA-1'/ {print \$2, \$3; exit}")
+read -r sw_lid sw_pnum <<<"$sw_port"
+inst $V ibportstate "$sw_lid" "$sw_pnum" disable >/dev/null
+rcs=$(PP_SERVER_TIMEOUT=15 pingpong ibv_rc_pingpong -n 5)
+expect_eq "rc_pingpong with the link down: client fails, server times out" "1 124" "$rcs"
+expect_match "retry exceeded" 'Failed status transport retry counter exceeded \(12\)' "$(cat "$work/ibv_rc_pingpong.client")"
+inst $V ibportstate "$sw_lid" "$sw_pnum" enable >/dev/null
+
+"$ibemu" down --instance $V >/dev/null
+expect_eq "down removes uverbs0" "" "$(ls /dev/infiniband/ibemu-$V 2>/dev/null)"
+e2e_done

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Speaks the uverbs write() ABI to a real /dev/infiniband/uverbsN, without
+// libibverbs, to check what the kernel ABI promises across processes:
+//   uverbs_probe handles DEV   another process's handles get ENOENT/EINVAL
+//   uverbs_probe pin DEV       RLIMIT_MEMLOCK accounting of REG_MR
+//   uverbs_probe abi DEV       ENOTTY ioctls, header errnos
+// Prints one "name: result" line per check; exits 0 when every check
+// matched the kernel's answer.
+#include "emu/uverbs_abi.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace ibemu::emu;
+
+namespace {
+
+int failures = 0;
+
+void check(const char *name, int got, int want)
+{
+	printf("%s: %s%s\n", name, got == 0 ? "ok" : strerror(got), got == want ? "" : "  (UNEXPECTED)");
+	if (got != want)
+		failures++;
+}
+
+/* one legacy command; returns 0 or errno */
+template <typename Req>
+int cmd(int fd, uint32_t command, Req req, void *resp = nullptr, size_t respLen = 0)
+{
+	std::vector<uint8_t> b(8 + sizeof req);
+	ib_uverbs_cmd_hdr h{ command, static_cast<uint16_t>(b.size() / 4), static_cast<uint16_t>(respLen / 4) };
+	memcpy(b.data(), &h, 8);
+	memcpy(b.data() + 8, &req, sizeof req);
+	if (resp) {
+		uint64_t p = reinterpret_cast<uint64_t>(resp);
+		memcpy(b.data() + 8, &p, 8);
+	}
+	ssize_t n = write(fd, b.data(), b.size());
+	return n == ssize_t(b.size()) ? 0 : errno;
+}
+
+int openCtx(const char *dev)
+{
+	int fd = open(dev, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		perror(dev);
+		exit(2);
+	}
+	ib_uverbs_get_context_resp r{};
+	if (int e = cmd(fd, CMD_GET_CONTEXT, ib_uverbs_get_context{}, &r, sizeof r)) {
+		fprintf(stderr, "GET_CONTEXT: %s\n", strerror(e));
+		exit(2);
+	}
+	return fd;
+}
+
+int handles(const char *dev)
+{
+	int fd = openCtx(dev);
+	ib_uverbs_alloc_pd_resp pd{};
+	check("alloc_pd", cmd(fd, CMD_ALLOC_PD, ib_uverbs_alloc_pd{}, &pd, sizeof pd), 0);
+	ib_uverbs_create_cq cc{};
+	cc.cqe = 4;
+	cc.comp_channel = -1;
+	ib_uverbs_create_cq_resp cq{};
+	check("create_cq", cmd(fd, CMD_CREATE_CQ, cc, &cq, sizeof cq), 0);
+	printf("handles: pd %u cq %u\n", pd.pd_handle, cq.cq_handle);
+	fflush(stdout);
+	pid_t child = fork();
+	if (child == 0) { /* another process, its own file, the first one's numbers */
+		int fd2 = openCtx(dev);
+		ib_uverbs_destroy_cq dc{};
+		dc.cq_handle = cq.cq_handle;
+		ib_uverbs_destroy_cq_resp dr{};
+		check("other process destroy_cq(its cq)", cmd(fd2, CMD_DESTROY_CQ, dc, &dr, sizeof dr), ENOENT);
+		ib_uverbs_poll_cq pc{};
+		pc.cq_handle = cq.cq_handle;
+		pc.ne = 1;
+		uint8_t out[64];
+		check("other process poll_cq(its cq)", cmd(fd2, CMD_POLL_CQ, pc, out, sizeof out), EINVAL);
+		check("other process dealloc_pd(its pd)", cmd(fd2, CMD_DEALLOC_PD, ib_uverbs_dealloc_pd{ pd.pd_handle }), ENOENT);
+		fflush(stdout);
+		_exit(failures ? 1 : 0);
+	}
+	int st = 0;
+	waitpid(child, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		failures++;
+	/* still ours, untouched */
+	ib_uverbs_destroy_cq dc{};
+	dc.cq_handle = cq.cq_handle;
+	ib_uverbs_destroy_cq_resp dr{};
+	check("owner destroy_cq", cmd(fd, CMD_DESTROY_CQ, dc, &dr, sizeof dr), 0);
+	check("owner dealloc_pd(cq handle, now free)", cmd(fd, CMD_DEALLOC_PD, ib_uverbs_dealloc_pd{ cq.cq_handle }), ENOENT);
+	check("owner dealloc_pd", cmd(fd, CMD_DEALLOC_PD, ib_uverbs_dealloc_pd{ pd.pd_handle }), 0);
+	return failures ? 1 : 0;
+}
+
+int regMr(int fd, uint32_t pd, void *addr, size_t len)
+{
+	ib_uverbs_reg_mr r{};
+	r.start = r.hca_va = reinterpret_cast<uint64_t>(addr);
+	r.length = len;
+	r.pd_handle = pd;
+	r.access_flags = IB_ACCESS_LOCAL_WRITE;
+	ib_uverbs_reg_mr_resp resp{};
+	return cmd(fd, CMD_REG_MR, r, &resp, sizeof resp);
+}
+
+int pin(const char *dev)
+{
+	int fd = openCtx(dev);
+	ib_uverbs_alloc_pd_resp pd{};
+	check("alloc_pd", cmd(fd, CMD_ALLOC_PD, ib_uverbs_alloc_pd{}, &pd, sizeof pd), 0);
+	void *mem = mmap(nullptr, 64 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	rlimit rl;
+	getrlimit(RLIMIT_MEMLOCK, &rl); /* only the soft limit moves: the hard one cannot come back up */
+	rl.rlim_cur = 8 * 4096;
+	setrlimit(RLIMIT_MEMLOCK, &rl);
+	check("reg 6 pages (limit 8)", regMr(fd, pd.pd_handle, mem, 6 * 4096), 0);
+	check("reg 2 more (exactly 8)", regMr(fd, pd.pd_handle, mem, 2 * 4096), 0);
+	check("reg 1 more (9 > 8)", regMr(fd, pd.pd_handle, mem, 4096), ENOMEM);
+	printf("holding 8 pages; status now\n");
+	fflush(stdout);
+	if (getenv("PROBE_PAUSE")) /* lets a test read `ibemu status` meanwhile */
+		sleep(atoi(getenv("PROBE_PAUSE")));
+	rl.rlim_cur = 64 * 4096;
+	setrlimit(RLIMIT_MEMLOCK, &rl);
+	munmap(static_cast<char *>(mem) + 40 * 4096, 4096);
+	check("reg across an unmapped page", regMr(fd, pd.pd_handle, static_cast<char *>(mem) + 39 * 4096, 3 * 4096),
+	      EFAULT);
+	rl.rlim_cur = 0;
+	setrlimit(RLIMIT_MEMLOCK, &rl);
+	check("reg with RLIMIT_MEMLOCK 0", regMr(fd, pd.pd_handle, mem, 4096), EPERM);
+	return failures ? 1 : 0;
+}
+
+int abi(const char *dev)
+{
+	int fd = open(dev, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		perror(dev);
+		return 2;
+	}
+	uint8_t hdr[24] = {};
+	check("ioctl RDMA_VERBS_IOCTL", ioctl(fd, RDMA_VERBS_IOCTL, hdr) == 0 ? 0 : errno, ENOTTY);
+	check("query_device, no room for the response", cmd(fd, CMD_QUERY_DEVICE, ib_uverbs_query_device{}), ENOSPC);
+	ib_uverbs_query_device_resp qd{};
+	check("query_device before get_context (sized)", cmd(fd, CMD_QUERY_DEVICE, ib_uverbs_query_device{}, &qd, sizeof qd),
+	      EINVAL);
+	uint8_t shortCmd[4] = {};
+	check("write of 4 bytes", write(fd, shortCmd, 4) < 0 ? errno : 0, EINVAL);
+	check("unknown command", cmd(fd, 99, ib_uverbs_query_device{}), EOPNOTSUPP);
+	return failures ? 1 : 0;
+}
+
+} /* namespace */
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: uverbs_probe handles|pin|abi /dev/infiniband/uverbsN\n");
+		return 2;
+	}
+	std::string mode = argv[1];
+	if (mode == "handles")
+		return handles(argv[2]);
+	if (mode == "pin")
+		return pin(argv[2]);
+	if (mode == "abi")
+		return abi(argv[2]);
+	fprintf(stderr, "uverbs_probe: unknown mode %s\n", argv[1]);
+	return 2;
+}
