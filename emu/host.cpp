@@ -25,11 +25,18 @@ NoAccess noAccess;
 
 } /* namespace */
 
-Host::Host(boost::asio::io_context &io, fabric::Subnet &subnet) : io_(io), subnet_(subnet), access_(&noAccess) {}
+Host::Host(boost::asio::io_context &io, fabric::Subnet &subnet) : io_(io), subnet_(subnet), access_(&noAccess)
+{
+	subnet_.setPortListener([this](fabric::Port &p, bool rereg) {
+		if (VerbsDevice *v = verbsAt(p))
+			v->portChanged(p, rereg);
+	});
+}
 
 /* The transports close their files first: nothing may refer to a port now. */
 Host::~Host()
 {
+	subnet_.setPortListener(nullptr);
 	while (!hcas_.empty())
 		removeHca(hcas_.back().get());
 	retired_.clear();

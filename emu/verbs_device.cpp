@@ -21,8 +21,12 @@ uint64_t be64(uint64_t v)
 } /* namespace */
 
 VerbsDevice::VerbsDevice(boost::asio::io_context &io, Host &host, fabric::Node &node)
-	: io_(io), host_(host), node_(node)
+	: io_(io), host_(host), node_(node), seen_(node.numPorts)
 {
+	for (unsigned n = 1; n <= node.numPorts; n++) {
+		const fabric::Port &p = node.port(n);
+		seen_[n - 1] = { p.state == fabric::PortState::Active, p.lid, p.lmc, p.smLid, p.masterSmSl, p.pkeys };
+	}
 }
 
 VerbsDevice::~VerbsDevice() = default;
@@ -178,6 +182,25 @@ void VerbsDevice::portEvent(unsigned portNum, AsyncEvent ev)
 {
 	for (UverbsFile *f : files_)
 		f->asyncEvent(portNum, ev);
+}
+
+void VerbsDevice::portChanged(fabric::Port &p, bool clientReregister)
+{
+	if (p.node != &node_ || p.num < 1 || p.num > seen_.size())
+		return;
+	PortSeen &was = seen_[p.num - 1];
+	PortSeen now{ p.state == fabric::PortState::Active, p.lid, p.lmc, p.smLid, p.masterSmSl, p.pkeys };
+	if (now.active != was.active)
+		portEvent(p.num, now.active ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR);
+	if (now.lid != was.lid || now.lmc != was.lmc)
+		portEvent(p.num, IB_EVENT_LID_CHANGE);
+	if (now.smLid != was.smLid || now.smSl != was.smSl)
+		portEvent(p.num, IB_EVENT_SM_CHANGE);
+	if (now.pkeys != was.pkeys)
+		portEvent(p.num, IB_EVENT_PKEY_CHANGE);
+	if (clientReregister)
+		portEvent(p.num, IB_EVENT_CLIENT_REREGISTER);
+	was = std::move(now);
 }
 
 } /* namespace ibemu::emu */

@@ -25,6 +25,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace ibemu::fabric {
 struct Node;
@@ -104,8 +105,12 @@ public:
 	void forget(Qp &qp);
 	/* Appends a completion; raises the CQ's completion event when armed. */
 	void complete(Cq &cq, const ib_uverbs_wc &wc, bool solicited);
-	/* Port state changes from the fabric become async events. */
+	/* Raises an async event about a port on every open file. */
 	void portEvent(unsigned portNum, AsyncEvent ev);
+	/* The fabric says a port may have changed: compares it with what was
+	 * last seen and raises PORT_ACTIVE, PORT_ERR, LID_CHANGE, SM_CHANGE,
+	 * PKEY_CHANGE, CLIENT_REREGISTER as the kernel's drivers do. */
+	void portChanged(fabric::Port &port, bool clientReregister);
 
 private:
 	enum class Outcome { Done, Wait, Error };
@@ -122,6 +127,15 @@ private:
 	std::map<uint32_t, Qp *> qps_;
 	std::map<uint32_t, Mr *> keys_;
 	std::set<Qp *> rnrWaiting_; /* QPs of this device waiting after an RNR NAK */
+	struct PortSeen {
+		bool active = false;
+		uint16_t lid = 0;
+		uint8_t lmc = 0;
+		uint16_t smLid = 0;
+		uint8_t smSl = 0;
+		std::vector<uint16_t> pkeys;
+	};
+	std::vector<PortSeen> seen_; /* index = port number - 1 */
 	uint32_t nextQpn_ = 0x11;
 	uint32_t nextKey_ = 0x1000;
 	uint32_t nextSrqn_ = 1;

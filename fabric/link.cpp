@@ -155,11 +155,13 @@ void Subnet::bounceLink(Port &p)
 void Subnet::setLogicalState(Port &p, PortState s)
 {
 	p.state = s;
+	portChanged(p);
 }
 
 void Subnet::portStateChanged(Port &p)
 {
 	Node &n = *p.node;
+	portChanged(p);
 	if (!n.isSwitch() || p.num == 0)
 		return;
 	n.sw->portStateChange = true;

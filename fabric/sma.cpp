@@ -337,6 +337,8 @@ uint16_t portInfo(SmpCall &c)
 	encodePortInfo(c.node, *p, c.arrival.num, c.hideMkey, out);
 	if (c.isSet && (c.req.data[51] & 0x80)) /* echo ClientReregister, o14-12.2.1 */
 		out.clientrereg_resv_subnetto |= 0x80;
+	if (c.isSet)
+		c.subnet.portChanged(*p, c.req.data[51] & 0x80);
 	return status;
 }
 
@@ -445,6 +447,7 @@ uint16_t pkeyTable(SmpCall &c)
 			p->pkeys[base + i] = overlay<be16>(c.in() + 2 * i)->get();
 		while (p->pkeys.size() > 1 && p->pkeys.back() == 0)
 			p->pkeys.pop_back();
+		c.subnet.portChanged(*p);
 	}
 	for (unsigned i = 0; i < n; i++) {
 		unsigned idx = base + i;

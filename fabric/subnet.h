@@ -98,6 +98,17 @@ public:
 	/* Packets dropped anywhere in the fabric since creation (for tests/status). */
 	uint64_t droppedPackets() const { return dropped_; }
 
+	/* The host side of a CA port wants to know when its PortInfo or P_Key
+	 * table may have changed (link state, a Set from an SM): the kernel's
+	 * port events. Called with the port; spurious calls are allowed. */
+	using PortListener = std::function<void(Port &port, bool clientReregister)>;
+	void setPortListener(PortListener fn) { portListener_ = std::move(fn); }
+	void portChanged(Port &p, bool clientReregister = false)
+	{
+		if (portListener_ && !p.node->isSwitch())
+			portListener_(p, clientReregister);
+	}
+
 	/* Fault injection: called for every packet about to leave a port onto a
 	 * cable; returning true loses the packet there (counted as a drop). */
 	using DropFilter = std::function<bool(const Port &egress, const Packet &pkt)>;
@@ -134,6 +145,7 @@ private:
 	size_t numLinks_ = 0;
 
 	DropFilter dropFilter_;
+	PortListener portListener_;
 	std::deque<Transit> queue_;
 	bool draining_ = false;
 	uint64_t dropped_ = 0;

@@ -96,11 +96,21 @@ expect_eq "and forgets them when the process exits" "" "$(grep 'pages (' <<<"$st
 # --- a link on the path goes down: the RC pingpong fails cleanly
 sw_port=$(inst $V ibnetdiscover -p | awk "/^SW/ && /'ibemu-host2 HCA-1'/ {print \$2, \$3; exit}")
 read -r sw_lid sw_pnum <<<"$sw_port"
+timeout 60 "$ibemu" exec --instance $V -- ibv_asyncwatch -d ibemu1 >"$work/asyncwatch" 2>&1 &
+watcher=$!
+sleep 2
 inst $V ibportstate "$sw_lid" "$sw_pnum" disable >/dev/null
 rcs=$(PP_SERVER_TIMEOUT=15 pingpong ibv_rc_pingpong -n 5)
 expect_eq "rc_pingpong with the link down: client fails, server times out" "1 124" "$rcs"
 expect_match "retry exceeded" 'Failed status transport retry counter exceeded \(12\)' "$(cat "$work/ibv_rc_pingpong.client")"
 inst $V ibportstate "$sw_lid" "$sw_pnum" enable >/dev/null
+wait_for $V 60 sh -c 'ibstat ibemu1 | grep -q "State: Active"'
+sleep 1
+kill $watcher 2>/dev/null
+wait $watcher 2>/dev/null
+out=$(cat "$work/asyncwatch")
+expect_match "ibv_asyncwatch: the port went down" 'event_type IBV_EVENT_PORT_ERR \(10\), port 1' "$out"
+expect_match "ibv_asyncwatch: and came back" 'event_type IBV_EVENT_PORT_ACTIVE \(9\), port 1' "$out"
 
 "$ibemu" down --instance $V >/dev/null
 expect_eq "down removes uverbs0" "" "$(ls /dev/infiniband/ibemu-$V 2>/dev/null)"

@@ -223,3 +223,31 @@ TEST_CASE("uverbs: the async event file is the uverbs file", "[uverbs]")
 	uint32_t pd;
 	CHECK(c.allocPd(pd) == -EIO);
 }
+
+TEST_CASE("uverbs: port changes in the fabric become async events", "[uverbs]")
+{
+	VerbsFixture fx;
+	Client c(fx, fx.dev1(), 100);
+	auto next = [&]() -> std::pair<uint32_t, uint64_t> {
+		uint8_t ev[16];
+		if (c.file->read(ev, sizeof ev) != 16)
+			return { ~0u, 0 };
+		ib_uverbs_async_event_desc d;
+		memcpy(&d, ev, sizeof d);
+		return { d.event_type, d.element };
+	};
+	fx.subnet.setDisabled(*fx.p1->peer, true); /* the switch side goes away */
+	CHECK(next() == std::make_pair(uint32_t(IB_EVENT_PORT_ERR), uint64_t(1)));
+	CHECK(next().first == ~0u); /* once */
+	fx.subnet.setDisabled(*fx.p1->peer, false); /* trains to Init: not active yet */
+	CHECK(next().first == ~0u);
+	fx.subnet.setLogicalState(*fx.p1, PortState::Active);
+	CHECK(next() == std::make_pair(uint32_t(IB_EVENT_PORT_ACTIVE), uint64_t(1)));
+	fx.p1->lid = 77;
+	fx.p1->pkeys.push_back(0x8001);
+	fx.subnet.portChanged(*fx.p1, true);
+	CHECK(next().first == IB_EVENT_LID_CHANGE);
+	CHECK(next().first == IB_EVENT_PKEY_CHANGE);
+	CHECK(next().first == IB_EVENT_CLIENT_REREGISTER);
+	CHECK(next().first == ~0u);
+}
