@@ -74,14 +74,10 @@ UverbsFile::~UverbsFile()
 	dev_.detach(this);
 }
 
-template <typename T>
-T *UverbsFile::get(uint32_t handle) const
-{
-	UObject *o = idr_.get(handle);
-	return o && o->type == T::kType ? static_cast<T *>(o) : nullptr;
-}
-
-int UverbsFile::getForDestroy(uint32_t handle, UType type, UObject *&out) const
+/* rdma_lookup_get_uobject(): a handle not in this file's table is ENOENT,
+ * one of another type EINVAL; 6.1 returns both as they are (measured
+ * against rdma_rxe, tests/e2e/verbs_tools.sh) */
+int UverbsFile::lookup(uint32_t handle, UType type, UObject *&out) const
 {
 	UObject *o = idr_.get(handle);
 	if (!o)
@@ -89,6 +85,16 @@ int UverbsFile::getForDestroy(uint32_t handle, UType type, UObject *&out) const
 	if (o->type != type)
 		return -EINVAL;
 	out = o;
+	return 0;
+}
+
+template <typename T>
+int UverbsFile::get(uint32_t handle, T *&out) const
+{
+	UObject *o;
+	if (int ret = lookup(handle, T::kType, o))
+		return ret;
+	out = static_cast<T *>(o);
 	return 0;
 }
 
@@ -409,7 +415,7 @@ int UverbsFile::allocPd(Request &r)
 int UverbsFile::deallocPd(Request &r)
 {
 	UObject *o;
-	if (int ret = getForDestroy(r.cmd<ib_uverbs_dealloc_pd>().pd_handle, UType::Pd, o))
+	if (int ret = lookup(r.cmd<ib_uverbs_dealloc_pd>().pd_handle, UType::Pd, o))
 		return ret;
 	return destroy(*o, false);
 }
@@ -418,10 +424,13 @@ int UverbsFile::createAh(Request &r)
 {
 	auto cmd = r.cmd<ib_uverbs_create_ah>();
 	uint32_t h = idr_.reserve();
-	Pd *pd = get<Pd>(cmd.pd_handle);
-	int ret = -EINVAL;
-	if (!pd || !portValid(dev_, cmd.attr.port_num) || cmd.attr.sl > 15 ||
-	    (cmd.attr.dlid >= 0xc000 && cmd.attr.dlid != 0xffff && !cmd.attr.is_global)) {
+	Pd *pd = nullptr;
+	int ret = portValid(dev_, cmd.attr.port_num) ? get(cmd.pd_handle, pd) : -EINVAL;
+	/* qib_check_ah(): an SL, a unicast DLID, or a multicast one with a GRH */
+	if (!ret && (cmd.attr.sl > 15 || cmd.attr.dlid == 0 ||
+		     (cmd.attr.dlid >= 0xc000 && cmd.attr.dlid != 0xffff && !cmd.attr.is_global)))
+		ret = -EINVAL;
+	if (ret) {
 		idr_.abandon(h);
 		return ret;
 	}
@@ -442,7 +451,7 @@ int UverbsFile::createAh(Request &r)
 int UverbsFile::destroyAh(Request &r)
 {
 	UObject *o;
-	if (int ret = getForDestroy(r.cmd<ib_uverbs_destroy_ah>().ah_handle, UType::Ah, o))
+	if (int ret = lookup(r.cmd<ib_uverbs_destroy_ah>().ah_handle, UType::Ah, o))
 		return ret;
 	return destroy(*o, false);
 }
@@ -462,10 +471,10 @@ int UverbsFile::regMr(Request &r)
 		return -EINVAL;
 
 	uint32_t h = idr_.reserve();
-	Pd *pd = get<Pd>(cmd.pd_handle);
-	if (!pd) {
+	Pd *pd;
+	if (int ret = get(cmd.pd_handle, pd)) {
 		idr_.abandon(h);
-		return -EINVAL;
+		return ret;
 	}
 	if (cmd.length == 0 || cmd.length > dev_.limits().maxMsgSize * uint64_t(0x100)) {
 		idr_.abandon(h);
@@ -499,7 +508,7 @@ int UverbsFile::regMr(Request &r)
 int UverbsFile::deregMr(Request &r)
 {
 	UObject *o;
-	if (int ret = getForDestroy(r.cmd<ib_uverbs_dereg_mr>().mr_handle, UType::Mr, o))
+	if (int ret = lookup(r.cmd<ib_uverbs_dereg_mr>().mr_handle, UType::Mr, o))
 		return ret;
 	return destroy(*o, false);
 }
@@ -539,9 +548,9 @@ int UverbsFile::createCq(Request &r)
 int UverbsFile::resizeCq(Request &r)
 {
 	auto cmd = r.cmd<ib_uverbs_resize_cq>();
-	Cq *cq = get<Cq>(cmd.cq_handle);
-	if (!cq)
-		return -EINVAL;
+	Cq *cq;
+	if (int ret = get(cmd.cq_handle, cq))
+		return ret;
 	if (cmd.cqe < 1 || cmd.cqe > dev_.limits().maxCqe || cmd.cqe < cq->queue.size())
 		return -EINVAL;
 	cq->cqe = cmd.cqe;
@@ -553,7 +562,7 @@ int UverbsFile::destroyCq(Request &r)
 {
 	auto cmd = r.cmd<ib_uverbs_destroy_cq>();
 	UObject *o;
-	if (int ret = getForDestroy(cmd.cq_handle, UType::Cq, o))
+	if (int ret = lookup(cmd.cq_handle, UType::Cq, o))
 		return ret;
 	auto *cq = static_cast<Cq *>(o);
 	if (cq->usecnt)
@@ -566,9 +575,9 @@ int UverbsFile::destroyCq(Request &r)
 int UverbsFile::pollCq(Request &r)
 {
 	auto cmd = r.cmd<ib_uverbs_poll_cq>();
-	Cq *cq = get<Cq>(cmd.cq_handle);
-	if (!cq)
-		return -EINVAL;
+	Cq *cq;
+	if (int ret = get(cmd.cq_handle, cq))
+		return ret;
 	ib_uverbs_poll_cq_resp hdr{};
 	uint64_t at = r.response + sizeof hdr;
 	while (hdr.count < cmd.ne && !cq->queue.empty()) {
@@ -585,9 +594,9 @@ int UverbsFile::pollCq(Request &r)
 int UverbsFile::reqNotifyCq(Request &r)
 {
 	auto cmd = r.cmd<ib_uverbs_req_notify_cq>();
-	Cq *cq = get<Cq>(cmd.cq_handle);
-	if (!cq)
-		return -EINVAL;
+	Cq *cq;
+	if (int ret = get(cmd.cq_handle, cq))
+		return ret;
 	if (!cq->armed || !cmd.solicited_only)
 		cq->solicitedOnly = cmd.solicited_only;
 	cq->armed = true;
@@ -618,16 +627,19 @@ int UverbsFile::createQp(Request &r)
 		return e;
 	};
 	Srq *srq = nullptr;
-	if (cmd.is_srq && !(srq = get<Srq>(cmd.srq_handle)))
-		return fail(-EINVAL);
-	Cq *rcq = nullptr;
-	if (cmd.recv_cq_handle != cmd.send_cq_handle && !(rcq = get<Cq>(cmd.recv_cq_handle)))
-		return fail(-EINVAL);
-	Cq *scq = get<Cq>(cmd.send_cq_handle);
+	Cq *rcq = nullptr, *scq = nullptr;
+	Pd *pd = nullptr;
+	if (cmd.is_srq)
+		if (int ret = get(cmd.srq_handle, srq))
+			return fail(ret);
+	if (cmd.recv_cq_handle != cmd.send_cq_handle)
+		if (int ret = get(cmd.recv_cq_handle, rcq))
+			return fail(ret);
+	if (int ret = get(cmd.send_cq_handle, scq))
+		return fail(ret);
 	rcq = rcq ? rcq : scq;
-	Pd *pd = get<Pd>(cmd.pd_handle);
-	if (!pd || !scq)
-		return fail(-EINVAL);
+	if (int ret = get(cmd.pd_handle, pd))
+		return fail(ret);
 	const VerbsLimits &lim = dev_.limits();
 	if (cmd.max_send_sge > lim.maxSge || cmd.max_send_wr > lim.maxQpWr || cmd.max_inline_data > lim.maxInline)
 		return fail(-EINVAL);
@@ -668,9 +680,9 @@ int UverbsFile::createQp(Request &r)
 int UverbsFile::queryQp(Request &r)
 {
 	auto cmd = r.cmd<ib_uverbs_query_qp>();
-	Qp *qp = get<Qp>(cmd.qp_handle);
-	if (!qp)
-		return -EINVAL;
+	Qp *qp;
+	if (int ret = get(cmd.qp_handle, qp))
+		return ret;
 	ib_uverbs_query_qp_resp resp{};
 	resp.dest = qp->av;
 	resp.alt_dest = qp->altAv;
@@ -707,9 +719,9 @@ int UverbsFile::queryQp(Request &r)
 int UverbsFile::modifyQp(Request &r)
 {
 	auto cmd = r.cmd<ib_uverbs_modify_qp>();
-	Qp *qp = get<Qp>(cmd.qp_handle);
-	if (!qp)
-		return -EINVAL;
+	Qp *qp;
+	if (int ret = get(cmd.qp_handle, qp))
+		return ret;
 	/* the legacy command knows the attributes up to DEST_QPN */
 	if (cmd.attr_mask & ~((IB_QP_DEST_QPN << 1) - 1))
 		return -EOPNOTSUPP;
@@ -731,7 +743,7 @@ int UverbsFile::destroyQp(Request &r)
 {
 	auto cmd = r.cmd<ib_uverbs_destroy_qp>();
 	UObject *o;
-	if (int ret = getForDestroy(cmd.qp_handle, UType::Qp, o))
+	if (int ret = lookup(cmd.qp_handle, UType::Qp, o))
 		return ret;
 	ib_uverbs_destroy_qp_resp resp{ static_cast<Qp *>(o)->eventsReported };
 	destroy(*o, false);
@@ -775,9 +787,9 @@ int UverbsFile::postSend(Request &r)
 	uint64_t need = sizeof cmd + uint64_t(cmd.wqe_size) * cmd.wr_count + uint64_t(cmd.sge_count) * sizeof(ib_uverbs_sge);
 	if (need > r.inLen)
 		return -EINVAL;
-	Qp *qp = get<Qp>(cmd.qp_handle);
-	if (!qp)
-		return -EINVAL;
+	Qp *qp;
+	if (int ret = get(cmd.qp_handle, qp))
+		return ret;
 	const uint8_t *wqes = r.in + sizeof cmd;
 	const uint8_t *sgls = wqes + size_t(cmd.wqe_size) * cmd.wr_count;
 
@@ -792,9 +804,9 @@ int UverbsFile::postSend(Request &r)
 		if (qp->qpType == IB_QPT_UD) {
 			if (w.wr.opcode != IB_WR_SEND && w.wr.opcode != IB_WR_SEND_WITH_IMM)
 				return -EINVAL;
-			Ah *ah = get<Ah>(w.wr.wr.ud.ah);
-			if (!ah)
-				return -EINVAL;
+			Ah *ah;
+			if (int ret = get(w.wr.wr.ud.ah, ah))
+				return ret;
 			w.ah = ah->attr;
 		} else if (w.wr.opcode > IB_WR_SEND_WITH_INV || w.wr.opcode == IB_WR_LOCAL_INV ||
 			   w.wr.opcode == IB_WR_BIND_MW) {
@@ -863,9 +875,9 @@ int UverbsFile::postRecv(Request &r)
 	std::vector<RecvWqe> list;
 	if (int ret = parseRecv(r, r.in, r.inLen, list))
 		return ret;
-	Qp *qp = get<Qp>(cmd.qp_handle);
-	if (!qp)
-		return -EINVAL;
+	Qp *qp;
+	if (int ret = get(cmd.qp_handle, qp))
+		return ret;
 	ib_uverbs_post_recv_resp resp{};
 	int ret = 0;
 	if (qp->srq || qp->state == IB_QPS_RESET) {
@@ -904,9 +916,13 @@ int UverbsFile::createSrq(Request &r)
 {
 	auto cmd = r.cmd<ib_uverbs_create_srq>();
 	uint32_t h = idr_.reserve();
-	Pd *pd = get<Pd>(cmd.pd_handle);
+	Pd *pd;
+	if (int ret = get(cmd.pd_handle, pd)) {
+		idr_.abandon(h);
+		return ret;
+	}
 	const VerbsLimits &lim = dev_.limits();
-	if (!pd || cmd.max_wr == 0 || cmd.max_wr > lim.maxSrqWr || cmd.max_sge > lim.maxSrqSge ||
+	if (cmd.max_wr == 0 || cmd.max_wr > lim.maxSrqWr || cmd.max_sge > lim.maxSrqSge ||
 	    cmd.srq_limit > cmd.max_wr) {
 		idr_.abandon(h);
 		return -EINVAL;
@@ -932,9 +948,9 @@ int UverbsFile::createSrq(Request &r)
 int UverbsFile::modifySrq(Request &r)
 {
 	auto cmd = r.cmd<ib_uverbs_modify_srq>();
-	Srq *srq = get<Srq>(cmd.srq_handle);
-	if (!srq)
-		return -EINVAL;
+	Srq *srq;
+	if (int ret = get(cmd.srq_handle, srq))
+		return ret;
 	if (cmd.attr_mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT))
 		return -EINVAL;
 	uint32_t maxWr = (cmd.attr_mask & IB_SRQ_MAX_WR) ? cmd.max_wr : srq->maxWr;
@@ -952,9 +968,9 @@ int UverbsFile::modifySrq(Request &r)
 int UverbsFile::querySrq(Request &r)
 {
 	auto cmd = r.cmd<ib_uverbs_query_srq>();
-	Srq *srq = get<Srq>(cmd.srq_handle);
-	if (!srq)
-		return -EINVAL;
+	Srq *srq;
+	if (int ret = get(cmd.srq_handle, srq))
+		return ret;
 	ib_uverbs_query_srq_resp resp{ srq->maxWr, srq->maxSge, srq->limit, 0 };
 	return respond(r, &resp, sizeof resp);
 }
@@ -963,7 +979,7 @@ int UverbsFile::destroySrq(Request &r)
 {
 	auto cmd = r.cmd<ib_uverbs_destroy_srq>();
 	UObject *o;
-	if (int ret = getForDestroy(cmd.srq_handle, UType::Srq, o))
+	if (int ret = lookup(cmd.srq_handle, UType::Srq, o))
 		return ret;
 	if (o->usecnt)
 		return -EBUSY;
@@ -978,9 +994,9 @@ int UverbsFile::postSrqRecv(Request &r)
 	std::vector<RecvWqe> list;
 	if (int ret = parseRecv(r, r.in, r.inLen, list))
 		return ret;
-	Srq *srq = get<Srq>(cmd.qp_handle);
-	if (!srq)
-		return -EINVAL;
+	Srq *srq;
+	if (int ret = get(cmd.qp_handle, srq))
+		return ret;
 	ib_uverbs_post_recv_resp resp{};
 	int ret = 0;
 	for (size_t i = 0; i < list.size(); i++) {

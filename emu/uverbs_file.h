@@ -70,11 +70,11 @@ private:
 	};
 	static const Method *method(uint32_t command, bool &known);
 
-	/* lookups the way uobj_get_obj_read (null) and uobj_get_destroy
-	 * (-ENOENT, -EINVAL) see them */
+	/* handle lookups: 0, -ENOENT (not in this file's table) or -EINVAL
+	 * (another type) */
+	int lookup(uint32_t handle, UType type, UObject *&out) const;
 	template <typename T>
-	T *get(uint32_t handle) const;
-	int getForDestroy(uint32_t handle, UType type, UObject *&out) const;
+	int get(uint32_t handle, T *&out) const;
 	template <typename T>
 	uint32_t commit(uint32_t handle, std::unique_ptr<T> obj);
 	int respond(Request &r, const void *resp, size_t len);

@@ -135,8 +135,8 @@ int applyModifyQp(VerbsDevice &dev, Qp &qp, const ib_uverbs_modify_qp &cmd)
 	QpState next = (mask & IB_QP_STATE) ? static_cast<QpState>(cmd.qp_state) : cur;
 	if (!qpTransitionOk(cur, next, qp.qpType, mask))
 		return -EINVAL;
-	if (mask & IB_QP_AV) {
-		if (cmd.dest.dlid >= 0xc000 || cmd.dest.sl > 15)
+	if (mask & IB_QP_AV) { /* rvt and qib_check_ah() */
+		if (cmd.dest.dlid >= 0xc000 || cmd.dest.dlid == 0 || cmd.dest.sl > 15)
 			return -EINVAL;
 	}
 	if ((mask & IB_QP_PKEY_INDEX)) {

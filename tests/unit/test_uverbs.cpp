@@ -116,17 +116,19 @@ TEST_CASE("uverbs handles: one table for every type, lowest free first", "[uverb
 	CHECK(c.createCq(0, bad) == -EINVAL);
 	ib_uverbs_reg_mr_resp mr{};
 	static char buf[64];
-	CHECK(c.regMr(77, buf, sizeof buf, 0, mr) == -EINVAL); /* no such PD */
+	CHECK(c.regMr(77, buf, sizeof buf, 0, mr) == -ENOENT); /* no such PD */
 	uint32_t next;
 	REQUIRE(c.allocPd(next) == 0);
 	CHECK(next == 3);
 
-	/* wrong type: EINVAL; missing: ENOENT on destroy, EINVAL elsewhere */
+	/* wrong type: EINVAL; missing: ENOENT (6.1 passes the lookup's error on) */
 	CHECK(c.destroy(CMD_DEALLOC_PD, cq) == -EINVAL);
 	CHECK(c.destroy(CMD_DEALLOC_PD, 99) == -ENOENT);
 	CHECK(c.destroy(CMD_DESTROY_CQ, pd0) == -EINVAL);
 	ib_uverbs_req_notify_cq rn{ pd0, 0 };
 	CHECK(c.cmd(CMD_REQ_NOTIFY_CQ, rn) == -EINVAL);
+	rn.cq_handle = 99;
+	CHECK(c.cmd(CMD_REQ_NOTIFY_CQ, rn) == -ENOENT);
 	ib_uverbs_create_qp_resp qr{};
 	CHECK(c.createQp(cq, cq, cq, IB_QPT_RC, qr) == -EINVAL); /* a CQ as the PD */
 }
@@ -144,13 +146,13 @@ TEST_CASE("uverbs handles: another process's handles mean nothing here", "[uverb
 	/* b uses a's CQ handle: not in b's table */
 	CHECK(b.destroy(CMD_DESTROY_CQ, cqA) == -ENOENT);
 	ib_uverbs_create_qp_resp qr{};
-	CHECK(b.createQp(pdB, cqA, cqA, IB_QPT_RC, qr) == -EINVAL);
+	CHECK(b.createQp(pdB, cqA, cqA, IB_QPT_RC, qr) == -ENOENT);
 	auto wcs = [&] {
 		ib_uverbs_poll_cq req{ 0, cqA, 1 };
 		uint8_t out[64];
 		return b.cmd(CMD_POLL_CQ, &req, sizeof req, out, sizeof out);
 	}();
-	CHECK(wcs == -EINVAL);
+	CHECK(wcs == -ENOENT);
 	/* and a's objects are untouched */
 	CHECK(a.destroy(CMD_DESTROY_CQ, cqA) == 0);
 	CHECK(a.destroy(CMD_DEALLOC_PD, pdA) == 0);
