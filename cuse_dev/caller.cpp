@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <algorithm>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 
 namespace ibemu::cuse_dev {
@@ -56,6 +58,34 @@ size_t wholeCount(pid_t tid, long syscallNr, size_t chunk, uint64_t &addr)
 		return chunk;
 	addr = args[1];
 	return args[2];
+}
+
+int takeWrite(pid_t tid, const char *buf, size_t size, size_t maxLen, Continuation &rest,
+	      std::vector<uint8_t> &storage, const uint8_t *&data, size_t &len)
+{
+	if (rest.left && rest.tid == tid) {
+		/* still the same write()? (a signal may have cut the last one short) */
+		long nr;
+		uint64_t args[6];
+		if (callerSyscall(tid, nr, args) == 0 && nr == SYS_write && args[1] == rest.addr && args[2] == rest.whole) {
+			rest.left -= std::min(size, rest.left);
+			return 1;
+		}
+		rest.left = 0;
+	}
+	uint64_t addr = 0;
+	len = wholeCount(tid, SYS_write, size, addr);
+	rest.addr = addr;
+	data = reinterpret_cast<const uint8_t *>(buf);
+	if (len == size)
+		return 0;
+	if (len > maxLen)
+		return -ENOMEM;
+	storage.resize(len);
+	if (readCaller(tid, addr, storage.data(), len) != 0)
+		return -EFAULT;
+	data = storage.data();
+	return 0;
 }
 
 } /* namespace ibemu::cuse_dev */

@@ -35,10 +35,30 @@ struct Continuation {
 	pid_t tid = 0;
 	size_t left = 0;           /* bytes of the system call still to come */
 	std::vector<uint8_t> data; /* read: what is left to hand out */
+	uint64_t addr = 0;         /* write: the system call's buffer and size, */
+	size_t whole = 0;          /* to tell its tail from the thread's next write */
+
+	/* a write of `whole` bytes was handled from its first `first` */
+	void expect(pid_t t, size_t all, size_t first)
+	{
+		if (all > first) {
+			tid = t;
+			left = all - first;
+			whole = all;
+		}
+	}
 };
 
 /* The size of the caller's read() or write() (syscallNr) that a request of
  * `chunk` bytes from thread tid is the start of; its buffer in addr. */
 size_t wholeCount(pid_t tid, long syscallNr, size_t chunk, uint64_t &addr);
+
+/* A write request from thread tid: returns 1 when it is the tail of a
+ * write() handled already (acknowledge it), or 0 with the caller's whole
+ * write() in data/len (read from the caller into storage when the kernel
+ * split it), or -ENOMEM when that is longer than maxLen, -EFAULT. After
+ * handling the data, call rest.expect(). */
+int takeWrite(pid_t tid, const char *buf, size_t size, size_t maxLen, Continuation &rest,
+	      std::vector<uint8_t> &storage, const uint8_t *&data, size_t &len);
 
 } /* namespace ibemu::cuse_dev */

@@ -58,17 +58,8 @@ struct CuseDevices::Impl {
 	bool stopped = false;
 	unsigned spinUs;
 
-	Impl(boost::asio::io_context &i, emu::Host &h, std::string p, unsigned spin, CuseDevices &owner)
-		: io(i), host(h), prefix(std::move(p)), files(i),
-		  access([&owner, &h](const emu::VerbsDevice &d) {
-			  for (const auto &hca : h.hcas())
-				  if (hca->verbs.get() == &d) {
-					  auto [maj, min] = owner.numbers(NodeKind::Uverbs, hca->verbsNum);
-					  return makedev(maj, min);
-				  }
-			  return dev_t(0);
-		  }),
-		  verbsFiles(i, h, access), spinUs(spin)
+	Impl(boost::asio::io_context &i, emu::Host &h, std::string p, unsigned spin)
+		: io(i), host(h), prefix(std::move(p)), files(i), verbsFiles(i, h), spinUs(spin)
 	{
 	}
 };
@@ -140,7 +131,7 @@ bool cuseAvailable()
 }
 
 CuseDevices::CuseDevices(boost::asio::io_context &io, emu::Host &host, std::string prefix, unsigned spinUs)
-	: impl_(std::make_unique<Impl>(io, host, std::move(prefix), spinUs, *this))
+	: impl_(std::make_unique<Impl>(io, host, std::move(prefix), spinUs))
 {
 }
 

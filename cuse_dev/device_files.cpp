@@ -142,26 +142,19 @@ void DeviceFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_
 	if (o->issm)
 		return (void)fuse_reply_err(req, EINVAL); /* issm has no write */
 	pid_t tid = fuse_req_ctx(req)->pid;
-	Continuation &rest = o->writeRest;
-	if (rest.left && rest.tid == tid) { /* the rest of a big write, handled already */
-		rest.left -= std::min(size, rest.left);
+	std::vector<uint8_t> storage;
+	const uint8_t *data;
+	size_t whole;
+	/* an RMPP message as big as the kernel would take: 64 MiB is plenty */
+	int t = takeWrite(tid, buf, size, size_t(64) << 20, o->writeRest, storage, data, whole);
+	if (t < 0)
+		return (void)fuse_reply_err(req, -t);
+	if (t > 0) /* the rest of a big write, handled already */
 		return (void)fuse_reply_write(req, size);
-	}
-	uint64_t addr = 0;
-	size_t whole = wholeCount(fuse_req_ctx(req)->pid, SYS_write, size, addr);
-	std::vector<uint8_t> all;
-	const uint8_t *data = reinterpret_cast<const uint8_t *>(buf);
-	if (whole > size) {
-		all.resize(whole);
-		if (readCaller(tid, addr, all.data(), whole) != 0)
-			return (void)fuse_reply_err(req, EFAULT);
-		data = all.data();
-	}
 	ssize_t rc = o->umad->write(data, whole);
 	if (rc < 0)
 		return (void)fuse_reply_err(req, static_cast<int>(-rc));
-	if (whole > size)
-		rest = { tid, whole - size, {} };
+	o->writeRest.expect(tid, whole, size);
 	fuse_reply_write(req, size);
 }
 

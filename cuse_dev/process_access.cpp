@@ -10,9 +10,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <string>
-#include <sys/stat.h>
 
 namespace ibemu::cuse_dev {
 
@@ -104,41 +105,59 @@ int ProcessAccess::credentials(pid_t tid, emu::ProcessCreds &out)
 	return 0;
 }
 
-/* The caller opened the device just before GET_CONTEXT: of its descriptors
- * for this device node, the newest one no other open file has claimed. */
-int ProcessAccess::descriptorOf(pid_t tid, const emu::UverbsFile &file)
+/* GET_CONTEXT comes in a write() on the uverbs descriptor, and the caller
+ * waits in it: /proc/TID/syscall names the descriptor. */
+int ProcessAccess::descriptorOf(pid_t tid, const emu::UverbsFile &)
 {
-	pid_t tgid = tgidOf(tid);
-	if (tgid <= 0)
-		return -ESRCH;
-	dev_t want = devOf_(file.device());
-	std::string dir = "/proc/" + std::to_string(tgid) + "/fd";
-	DIR *d = opendir(dir.c_str());
-	if (!d)
-		return -ESRCH;
-	int best = -1;
-	while (dirent *e = readdir(d)) {
-		if (e->d_name[0] == '.')
-			continue;
-		int fd = atoi(e->d_name);
-		struct stat st;
-		if (stat((dir + "/" + e->d_name).c_str(), &st) != 0 || !S_ISCHR(st.st_mode) || st.st_rdev != want)
-			continue;
-		auto c = claimed_.find({ tgid, fd });
-		if (c != claimed_.end() && c->second != &file)
-			continue;
-		best = std::max(best, fd);
-	}
-	closedir(d);
-	if (best < 0)
+	long nr;
+	uint64_t args[6];
+	if (int rc = callerSyscall(tid, nr, args))
+		return rc;
+	if (nr != SYS_write || args[0] > INT32_MAX)
 		return -EBADF;
-	claimed_[{ tgid, best }] = &file;
-	return best;
+	return static_cast<int>(args[0]);
 }
 
-void ProcessAccess::forget(const emu::UverbsFile &file)
+int ProcessAccess::openMemory(pid_t tid)
 {
-	std::erase_if(claimed_, [&](const auto &kv) { return kv.second == &file; });
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/mem", static_cast<int>(tid));
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+void ProcessAccess::closeMemory(int mem)
+{
+	if (mem >= 0)
+		close(mem);
+}
+
+int ProcessAccess::readMemory(int mem, uint64_t addr, void *buf, size_t len)
+{
+	auto *p = static_cast<uint8_t *>(buf);
+	while (len) {
+		ssize_t n = pread(mem, p, len, static_cast<off_t>(addr));
+		if (n <= 0)
+			return n < 0 ? -errno : -EFAULT;
+		p += n;
+		addr += uint64_t(n);
+		len -= size_t(n);
+	}
+	return 0;
+}
+
+int ProcessAccess::writeMemory(int mem, uint64_t addr, const void *buf, size_t len)
+{
+	auto *p = static_cast<const uint8_t *>(buf);
+	while (len) {
+		ssize_t n = pwrite(mem, p, len, static_cast<off_t>(addr));
+		if (n <= 0)
+			return n < 0 ? -errno : -EFAULT;
+		p += n;
+		addr += uint64_t(n);
+		len -= size_t(n);
+	}
+	return 0;
 }
 
 } /* namespace ibemu::cuse_dev */

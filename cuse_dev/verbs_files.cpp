@@ -6,7 +6,6 @@
 #include "cuse_dev/verbs_files.h"
 
 #include "cuse_dev/caller.h"
-#include "cuse_dev/process_access.h"
 #include "cuse_dev/wait_queue.h"
 #include "emu/host.h"
 #include "emu/uverbs_file.h"
@@ -21,14 +20,20 @@
 
 namespace ibemu::cuse_dev {
 
+namespace {
+
+/* the longest write() command: 24 header bytes and 2 x 0xffff 8-byte words */
+constexpr size_t kMaxCommand = 24 + size_t(2) * 0xffff * 8;
+
+} /* namespace */
+
 struct VerbsFiles::Open {
 	std::unique_ptr<emu::UverbsFile> file;
 	WaitQueue wait;
 	Continuation writeRest;
 };
 
-VerbsFiles::VerbsFiles(boost::asio::io_context &io, emu::Host &host, ProcessAccess &access)
-	: io_(io), host_(host), access_(access)
+VerbsFiles::VerbsFiles(boost::asio::io_context &io, emu::Host &host) : io_(io), host_(host)
 {
 }
 
@@ -66,26 +71,21 @@ void VerbsFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_i
 	if (!o)
 		return (void)fuse_reply_err(req, EBADF);
 	pid_t tid = fuse_req_ctx(req)->pid;
-	Continuation &rest = o->writeRest;
-	if (rest.left && rest.tid == tid) { /* the rest of a big command, handled already */
-		rest.left -= std::min(size, rest.left);
+	std::vector<uint8_t> storage;
+	const uint8_t *data;
+	size_t whole;
+	/* a command's size is 16-bit word counts: longer writes are EINVAL */
+	int t = takeWrite(tid, buf, size, kMaxCommand, o->writeRest, storage, data, whole);
+	if (t == -ENOMEM)
+		return (void)fuse_reply_err(req, EINVAL);
+	if (t < 0)
+		return (void)fuse_reply_err(req, -t);
+	if (t > 0) /* the rest of a big command, handled already */
 		return (void)fuse_reply_write(req, size);
-	}
-	uint64_t addr = 0;
-	size_t whole = wholeCount(tid, SYS_write, size, addr);
-	std::vector<uint8_t> all;
-	const uint8_t *data = reinterpret_cast<const uint8_t *>(buf);
-	if (whole > size) {
-		all.resize(whole);
-		if (readCaller(tid, addr, all.data(), whole) != 0)
-			return (void)fuse_reply_err(req, EFAULT);
-		data = all.data();
-	}
 	ssize_t rc = o->file->write(tid, data, whole);
 	if (rc < 0)
 		return (void)fuse_reply_err(req, static_cast<int>(-rc));
-	if (whole > size)
-		rest = { tid, whole - size, {} };
+	o->writeRest.expect(tid, whole, size);
 	fuse_reply_write(req, size);
 }
 
@@ -156,7 +156,6 @@ void VerbsFiles::release(fuse_req_t req, fuse_file_info *fi)
 	if (it != opens_.end()) {
 		Open &o = *it->second;
 		o.wait.failAll(EBADF);
-		access_.forget(*o.file);
 		opens_.erase(it);
 		host_.reapRetired();
 	}
@@ -172,7 +171,6 @@ void VerbsFiles::shutdown()
 	for (auto &[fh, o] : opens_) {
 		o->wait.failAll(EIO);
 		o->wait.dropPollHandle();
-		access_.forget(*o->file);
 	}
 	opens_.clear();
 }

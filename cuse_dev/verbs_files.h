@@ -29,11 +29,9 @@ class VerbsDevice;
 
 namespace ibemu::cuse_dev {
 
-class ProcessAccess;
-
 class VerbsFiles {
 public:
-	VerbsFiles(boost::asio::io_context &io, emu::Host &host, ProcessAccess &access);
+	VerbsFiles(boost::asio::io_context &io, emu::Host &host);
 	~VerbsFiles();
 	VerbsFiles(const VerbsFiles &) = delete;
 	VerbsFiles &operator=(const VerbsFiles &) = delete;
@@ -57,7 +55,6 @@ private:
 
 	boost::asio::io_context &io_;
 	emu::Host &host_;
-	ProcessAccess &access_;
 	std::unordered_map<uint64_t, std::unique_ptr<Open>> opens_;
 	uint64_t nextFh_ = 1;
 	bool stopping_ = false;

@@ -34,6 +34,15 @@ public:
 	 * negative errno. */
 	virtual int descriptorOf(pid_t tid, const UverbsFile &file) = 0;
 
+	/* The address space tid's process has now, as a handle (>= 0) that
+	 * stays bound to it: after the process exits or execs, reads and
+	 * writes through it fail instead of reaching whoever has the PID
+	 * then. Memory regions keep one for the data path. */
+	virtual int openMemory(pid_t tid) = 0;
+	virtual void closeMemory(int mem) = 0;
+	virtual int readMemory(int mem, uint64_t addr, void *buf, size_t len) = 0;
+	virtual int writeMemory(int mem, uint64_t addr, const void *buf, size_t len) = 0;
+
 protected:
 	~UserAccess() = default;
 };

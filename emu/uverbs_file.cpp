@@ -37,6 +37,20 @@ struct UverbsFile::Request {
 namespace {
 
 constexpr uint32_t kNumCompVectors = 1;
+constexpr size_t kMaxEvents = 4096;
+
+/* uverbs_request_next_ptr(): the WRs, then the SGEs, must lie within the
+ * request (-ENOSPC). Division first: the counts come from the caller. */
+int checkSlices(size_t inLen, uint32_t wqeSize, uint32_t wrCount, uint32_t sgeCount)
+{
+	size_t left = inLen - sizeof(ib_uverbs_post_send);
+	if (wrCount && (wqeSize == 0 || wrCount > left / wqeSize))
+		return wqeSize == 0 ? 0 : -ENOSPC;
+	left -= size_t(wqeSize) * wrCount;
+	if (sgeCount > left / sizeof(ib_uverbs_sge))
+		return -ENOSPC;
+	return 0;
+}
 
 bool portValid(const VerbsDevice &dev, unsigned num)
 {
@@ -66,9 +80,12 @@ UverbsFile::~UverbsFile()
 		for (UObject *o : objs)
 			if (destroy(*o, false) == 0)
 				progress = true;
-		if (!progress) { /* cannot happen with the usecnt rules; never leak */
-			for (UObject *o : objs)
-				destroy(*o, true);
+		if (!progress) { /* cannot happen with the usecnt rules; never leak, and
+				  * never touch a freed object: dependants first */
+			for (UType t : { UType::Qp, UType::Ah, UType::Mr, UType::Srq, UType::Cq, UType::Pd })
+				for (UObject *o : objs)
+					if (o->type == t)
+						destroy(*o, true);
 		}
 	}
 	dev_.detach(this);
@@ -103,6 +120,7 @@ uint32_t UverbsFile::commit(uint32_t handle, std::unique_ptr<T> obj)
 {
 	obj->handle = handle;
 	obj->created = nextSeq_++;
+	dev_.counted(T::kType, +1);
 	idr_.commit(handle, std::move(obj));
 	return handle;
 }
@@ -111,7 +129,7 @@ uint32_t UverbsFile::commit(uint32_t handle, std::unique_ptr<T> obj)
 int UverbsFile::respond(Request &r, const void *resp, size_t len)
 {
 	if (!r.response)
-		return 0;
+		return r.outLen ? -EFAULT : 0;
 	size_t n = std::min(len, r.outLen);
 	std::vector<uint8_t> out(r.outLen, 0);
 	memcpy(out.data(), resp, n);
@@ -140,6 +158,7 @@ int UverbsFile::destroy(UObject &obj, bool force)
 		auto &mr = static_cast<Mr &>(obj);
 		dev_.removeMr(&mr);
 		pinned_.release(mr.pid, mr.npages);
+		ua_.closeMemory(mr.mem);
 		mr.pd->usecnt--;
 		break;
 	}
@@ -154,6 +173,7 @@ int UverbsFile::destroy(UObject &obj, bool force)
 	case UType::Qp: {
 		auto &qp = static_cast<Qp &>(obj);
 		dev_.forget(qp);
+		dev_.responderGone(qp);
 		dev_.removeQp(&qp);
 		qp.pd->usecnt--;
 		qp.sendCq->usecnt--;
@@ -163,6 +183,7 @@ int UverbsFile::destroy(UObject &obj, bool force)
 		break;
 	}
 	}
+	dev_.counted(obj.type, -1);
 	/* ib_uverbs_release_uevent(): its unread events go with it */
 	std::erase_if(events_, [&](const Event &e) { return e.obj == &obj; });
 	idr_.remove(obj.handle);
@@ -214,6 +235,8 @@ unsigned UverbsFile::poll() const
 void UverbsFile::asyncEvent(uint64_t element, AsyncEvent type, UObject *obj)
 {
 	if (!hasContext_)
+		return;
+	if (events_.size() >= kMaxEvents) /* nobody reads them: keep the daemon bounded */
 		return;
 	events_.push_back({ { element, type, 0 }, obj });
 	if (wakeup_)
@@ -340,6 +363,8 @@ ssize_t UverbsFile::write(pid_t tid, const uint8_t *buf, size_t count)
 		r.response = ex.response;
 		r.outLen = size_t(hdr.out_words) * 8;
 	}
+	if (m->fn == &UverbsFile::notSupported) /* ib_uverbs_notsupp: no context needed */
+		return -EOPNOTSUPP;
 	if (dead_)
 		return -EIO;
 	if (!hasContext_ && m->fn != &UverbsFile::getContext)
@@ -402,6 +427,8 @@ int UverbsFile::queryPort(Request &r)
 
 int UverbsFile::allocPd(Request &r)
 {
+	if (dev_.full(UType::Pd))
+		return -ENOMEM;
 	uint32_t h = idr_.reserve();
 	ib_uverbs_alloc_pd_resp resp{ h };
 	if (int ret = respond(r, &resp, sizeof resp)) {
@@ -430,6 +457,8 @@ int UverbsFile::createAh(Request &r)
 	if (!ret && (cmd.attr.sl > 15 || cmd.attr.dlid == 0 ||
 		     (cmd.attr.dlid >= 0xc000 && cmd.attr.dlid != 0xffff && !cmd.attr.is_global)))
 		ret = -EINVAL;
+	if (!ret && dev_.full(UType::Ah))
+		ret = -ENOMEM;
 	if (ret) {
 		idr_.abandon(h);
 		return ret;
@@ -480,12 +509,22 @@ int UverbsFile::regMr(Request &r)
 		idr_.abandon(h);
 		return -EINVAL;
 	}
+	if (dev_.full(UType::Mr)) {
+		idr_.abandon(h);
+		return -ENOMEM;
+	}
 	bool writable = cmd.access_flags & (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
 					    IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_MW_BIND);
 	auto mr = std::make_unique<Mr>();
 	if (int ret = pinned_.pin(ua_, r.tid, cmd.start, cmd.length, writable, mr->pid, mr->npages)) {
 		idr_.abandon(h);
 		return ret;
+	}
+	mr->mem = ua_.openMemory(r.tid);
+	if (mr->mem < 0) {
+		pinned_.release(mr->pid, mr->npages);
+		idr_.abandon(h);
+		return mr->mem;
 	}
 	mr->pd = pd;
 	mr->start = cmd.start;
@@ -497,6 +536,7 @@ int UverbsFile::regMr(Request &r)
 	if (int ret = respond(r, &resp, sizeof resp)) {
 		dev_.removeMr(mr.get());
 		pinned_.release(mr->pid, mr->npages);
+		ua_.closeMemory(mr->mem);
 		idr_.abandon(h);
 		return ret;
 	}
@@ -531,6 +571,10 @@ int UverbsFile::createCq(Request &r)
 	if (cmd.comp_channel >= 0 || cmd.cqe < 1 || cmd.cqe > dev_.limits().maxCqe) {
 		idr_.abandon(h);
 		return -EINVAL;
+	}
+	if (dev_.full(UType::Cq)) {
+		idr_.abandon(h);
+		return -ENOMEM;
 	}
 	ib_uverbs_create_cq_resp resp{ h, cmd.cqe };
 	if (int ret = respond(r, &resp, sizeof resp)) {
@@ -645,6 +689,8 @@ int UverbsFile::createQp(Request &r)
 		return fail(-EINVAL);
 	if (!srq && (cmd.max_recv_sge > lim.maxSge || cmd.max_recv_wr > lim.maxQpWr))
 		return fail(-EINVAL);
+	if (dev_.full(UType::Qp))
+		return fail(-ENOMEM);
 
 	auto qp = std::make_unique<Qp>(dev_.io());
 	qp->file = this;
@@ -727,7 +773,7 @@ int UverbsFile::modifyQp(Request &r)
 		return -EOPNOTSUPP;
 	if ((cmd.attr_mask & IB_QP_PORT) && !portValid(dev_, cmd.port_num))
 		return -EINVAL;
-	if ((cmd.attr_mask & IB_QP_AV) && !portValid(dev_, cmd.dest.port_num ? cmd.dest.port_num : qp->portNum))
+	if ((cmd.attr_mask & IB_QP_AV) && !portValid(dev_, cmd.dest.port_num))
 		return -EINVAL;
 	if ((cmd.attr_mask & IB_QP_ALT_PATH) &&
 	    (!portValid(dev_, cmd.alt_port_num) || !portValid(dev_, cmd.alt_dest.port_num) ||
@@ -782,10 +828,9 @@ bool opcodeOk(QpType t, uint32_t op)
 int UverbsFile::postSend(Request &r)
 {
 	auto cmd = r.cmd<ib_uverbs_post_send>();
+	if (int ret = checkSlices(r.inLen, cmd.wqe_size, cmd.wr_count, cmd.sge_count))
+		return ret;
 	if (cmd.wqe_size < sizeof(ib_uverbs_send_wr))
-		return -EINVAL;
-	uint64_t need = sizeof cmd + uint64_t(cmd.wqe_size) * cmd.wr_count + uint64_t(cmd.sge_count) * sizeof(ib_uverbs_sge);
-	if (need > r.inLen)
 		return -EINVAL;
 	Qp *qp;
 	if (int ret = get(cmd.qp_handle, qp))
@@ -831,8 +876,15 @@ int UverbsFile::postSend(Request &r)
 		uint64_t total = 0;
 		for (const Sge &s : w.sges)
 			total += s.length;
+		bool atomic = w.wr.opcode == IB_WR_ATOMIC_CMP_AND_SWP || w.wr.opcode == IB_WR_ATOMIC_FETCH_AND_ADD;
 		if (w.wr.num_sge > qp->maxSendSge || !opcodeOk(qp->qpType, w.wr.opcode) ||
 		    ((w.wr.send_flags & IB_SEND_INLINE) && total > qp->maxInline))
+			ret = -EINVAL;
+		/* rvt_post_one_wr(): READ and atomics need responder resources;
+		 * an atomic an 8-byte aligned target and an 8-byte result buffer */
+		else if ((atomic || w.wr.opcode == IB_WR_RDMA_READ) && qp->maxRdAtomic == 0)
+			ret = -EINVAL;
+		else if (atomic && (w.sges.empty() || w.sges[0].length < 8 || (w.wr.wr.atomic.remote_addr & 7)))
 			ret = -EINVAL;
 		else if (qp->sq.size() >= qp->maxSendWr)
 			ret = -ENOMEM;
@@ -904,7 +956,7 @@ int UverbsFile::postRecv(Request &r)
 		}
 		qp->rq.push_back(std::move(list[i]));
 	}
-	dev_.recvPosted();
+	dev_.recvPosted(qp, nullptr);
 	if (int r2 = respond(r, &resp, sizeof resp))
 		ret = r2;
 	return ret;
@@ -922,10 +974,14 @@ int UverbsFile::createSrq(Request &r)
 		return ret;
 	}
 	const VerbsLimits &lim = dev_.limits();
-	if (cmd.max_wr == 0 || cmd.max_wr > lim.maxSrqWr || cmd.max_sge > lim.maxSrqSge ||
+	if (cmd.max_wr == 0 || cmd.max_wr > lim.maxSrqWr || cmd.max_sge == 0 || cmd.max_sge > lim.maxSrqSge ||
 	    cmd.srq_limit > cmd.max_wr) {
 		idr_.abandon(h);
 		return -EINVAL;
+	}
+	if (dev_.full(UType::Srq)) {
+		idr_.abandon(h);
+		return -ENOMEM;
 	}
 	auto srq = std::make_unique<Srq>();
 	srq->file = this;
@@ -1010,7 +1066,7 @@ int UverbsFile::postSrqRecv(Request &r)
 		}
 		srq->queue.push_back(std::move(list[i]));
 	}
-	dev_.recvPosted();
+	dev_.recvPosted(nullptr, srq);
 	if (int r2 = respond(r, &resp, sizeof resp))
 		ret = r2;
 	return ret;
@@ -1023,10 +1079,9 @@ int parseRecv(const UverbsFile::Request &, const uint8_t *in, size_t inLen, std:
 {
 	ib_uverbs_post_recv cmd;
 	memcpy(&cmd, in, sizeof cmd);
+	if (int ret = checkSlices(inLen, cmd.wqe_size, cmd.wr_count, cmd.sge_count))
+		return ret;
 	if (cmd.wqe_size < sizeof(ib_uverbs_recv_wr))
-		return -EINVAL;
-	uint64_t need = sizeof cmd + uint64_t(cmd.wqe_size) * cmd.wr_count + uint64_t(cmd.sge_count) * sizeof(ib_uverbs_sge);
-	if (need > inLen)
 		return -EINVAL;
 	const uint8_t *wqes = in + sizeof cmd;
 	const uint8_t *sgls = wqes + size_t(cmd.wqe_size) * cmd.wr_count;

@@ -126,9 +126,26 @@ int VerbsDevice::queryPort(unsigned num, ib_uverbs_query_port_resp &r) const
 	return 0;
 }
 
+bool VerbsDevice::full(UType t) const
+{
+	uint32_t limit = 0;
+	switch (t) {
+	case UType::Pd: limit = limits_.maxPd; break;
+	case UType::Mr: limit = limits_.maxMr; break;
+	case UType::Cq: limit = limits_.maxCq; break;
+	case UType::Qp: limit = limits_.maxQp; break;
+	case UType::Srq: limit = limits_.maxSrq; break;
+	case UType::Ah: limit = limits_.maxAh; break;
+	}
+	return objects_[static_cast<size_t>(t)] >= long(limit);
+}
+
+/* A removed device's QPs stop: no timers, no more work. */
 void VerbsDevice::kill()
 {
 	dead_ = true;
+	for (auto &[qpn, qp] : qps_)
+		forget(*qp);
 	for (UverbsFile *f : files_)
 		f->deviceDied();
 }

@@ -88,6 +88,10 @@ public:
 	void removeMr(Mr *mr);
 	Mr *mrByKey(uint32_t key) const;
 	uint32_t nextSrqn() { return nextSrqn_++; }
+	/* Objects of a type on this device against its limit (max_qp, ...):
+	 * a create on a full device is ENOMEM, as the drivers answer. */
+	bool full(UType t) const;
+	void counted(UType t, int delta) { objects_[static_cast<size_t>(t)] += delta; }
 
 	/* --- data path (verbs_wire.cpp) --- */
 
@@ -98,9 +102,11 @@ public:
 	void enterError(Qp &qp);
 	/* Completes every queued work request of the QP as flushed. */
 	void flush(Qp &qp);
-	/* Work arrived on a receive queue (or SRQ) of this device: senders that
-	 * got an RNR NAK from it retry now. */
-	void recvPosted();
+	/* A receive was posted to qp (or to srq): requesters that got an RNR
+	 * NAK from it retry now. */
+	void recvPosted(const Qp *qp, const Srq *srq);
+	/* qp is being destroyed: requesters waiting on it stop looking at it. */
+	void responderGone(const Qp &qp);
 	/* The QP is going away: forget it in every wait list. */
 	void forget(Qp &qp);
 	/* Appends a completion; raises the CQ's completion event when armed. */
@@ -127,6 +133,7 @@ private:
 	std::map<uint32_t, Qp *> qps_;
 	std::map<uint32_t, Mr *> keys_;
 	std::set<Qp *> rnrWaiting_; /* QPs of this device waiting after an RNR NAK */
+	Qp *responderError_ = nullptr; /* set by execute(): to Error once the WQE is done */
 	struct PortSeen {
 		bool active = false;
 		uint16_t lid = 0;
@@ -137,6 +144,7 @@ private:
 	};
 	std::vector<PortSeen> seen_; /* index = port number - 1 */
 	uint32_t nextQpn_ = 0x11;
+	long objects_[6] = {};
 	uint32_t nextKey_ = 0x1000;
 	uint32_t nextSrqn_ = 1;
 };

@@ -55,7 +55,8 @@ struct Mr final : UObject {
 	uint32_t access = 0;
 	uint32_t lkey = 0;
 	uint32_t rkey = 0;
-	pid_t pid = 0;       /* the process whose memory this is (and who is charged) */
+	pid_t pid = 0;       /* the process charged for the pages */
+	int mem = -1;        /* its address space (UserAccess::openMemory) */
 	uint64_t npages = 0; /* charged at registration */
 };
 
@@ -150,6 +151,7 @@ struct Qp final : UObject {
 	MadTimer timer;           /* ACK timeout / RNR retry of the head WQE */
 	bool waiting = false;     /* the head WQE waits for the timer */
 	uint64_t waitSeq = 0;     /* which wait a timer handler belongs to */
+	const Qp *rnrTarget = nullptr; /* the responder that sent the RNR NAK */
 	std::shared_ptr<int> alive = std::make_shared<int>(0); /* for timer handlers */
 	uint32_t eventsReported = 0;
 };

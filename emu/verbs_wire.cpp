@@ -22,6 +22,8 @@
 #include "fabric/node.h"
 #include "fabric/subnet.h"
 
+#include <boost/asio/post.hpp>
+
 #include <algorithm>
 #include <cstring>
 
@@ -31,7 +33,7 @@ namespace {
 
 /* A piece of process memory (or of our own buffer when local is set). */
 struct Seg {
-	pid_t pid = 0;
+	int mem = -1; /* UserAccess::openMemory handle */
 	uint64_t addr = 0;
 	uint64_t len = 0;
 	const uint8_t *local = nullptr;
@@ -60,9 +62,9 @@ int copySegs(UserAccess &ua, const std::vector<Seg> &src, const std::vector<Seg>
 		const Seg &s = src[si];
 		if (s.local)
 			memcpy(buf.data(), s.local + s.addr + so, n);
-		else if (ua.read(s.pid, s.addr + so, buf.data(), n) != 0)
+		else if (ua.readMemory(s.mem, s.addr + so, buf.data(), n) != 0)
 			return -1;
-		if (ua.write(dst[di].pid, dst[di].addr + dOff, buf.data(), n) != 0)
+		if (ua.writeMemory(dst[di].mem, dst[di].addr + dOff, buf.data(), n) != 0)
 			return -2;
 		so += n;
 		dOff += n;
@@ -85,7 +87,7 @@ bool resolveLocal(const VerbsDevice &dev, const Pd *pd, const std::vector<Sge> &
 			return false;
 		if (write && !(mr->access & IB_ACCESS_LOCAL_WRITE))
 			return false;
-		out.push_back({ mr->pid, mr->start + (s.addr - mr->iova), s.length, nullptr });
+		out.push_back({ mr->mem, mr->start + (s.addr - mr->iova), s.length, nullptr });
 		total += s.length;
 	}
 	return true;
@@ -100,7 +102,7 @@ bool resolveRemote(const VerbsDevice &dev, const Pd *pd, uint32_t rkey, uint64_t
 		return false;
 	if (va < mr->iova || va + len > mr->iova + mr->length || va + len < va)
 		return false;
-	out = { mr->pid, mr->start + (va - mr->iova), len, nullptr };
+	out = { mr->mem, mr->start + (va - mr->iova), len, nullptr };
 	return true;
 }
 
@@ -219,21 +221,35 @@ void VerbsDevice::forget(Qp &qp)
 	qp.waitSeq++;
 	qp.timer.cancel();
 	qp.waiting = false;
+	qp.rnrTarget = nullptr;
 	rnrWaiting_.erase(&qp);
 }
 
-void VerbsDevice::recvPosted()
+void VerbsDevice::recvPosted(const Qp *qp, const Srq *srq)
 {
 	for (const auto &hca : host_.hcas()) {
 		VerbsDevice &d = *hca->verbs;
-		std::vector<Qp *> waiting(d.rnrWaiting_.begin(), d.rnrWaiting_.end());
-		for (Qp *qp : waiting) {
-			if (!d.rnrWaiting_.count(qp))
+		std::vector<Qp *> waiting;
+		for (Qp *w : d.rnrWaiting_) /* those whose responder just got a receive */
+			if (w->rnrTarget && (w->rnrTarget == qp || (srq && w->rnrTarget->srq == srq)))
+				waiting.push_back(w);
+		for (Qp *w : waiting) {
+			if (!d.rnrWaiting_.count(w))
 				continue;
-			d.forget(*qp);
-			d.progress(*qp);
+			d.forget(*w);
+			if (!w->sq.empty() && w->sq.front().rnrRetriesLeft != 7)
+				w->sq.front().rnrRetriesLeft++; /* woken early: that was no retry */
+			d.progress(*w);
 		}
 	}
+}
+
+void VerbsDevice::responderGone(const Qp &qp)
+{
+	for (const auto &hca : host_.hcas())
+		for (Qp *w : hca->verbs->rnrWaiting_)
+			if (w->rnrTarget == &qp)
+				w->rnrTarget = nullptr;
 }
 
 void VerbsDevice::flush(Qp &qp)
@@ -296,19 +312,38 @@ void VerbsDevice::finishHead(Qp &qp, WcStatus status, uint32_t byteLen)
 
 void VerbsDevice::progress(Qp &qp)
 {
-	while (!qp.sq.empty() && !qp.waiting) {
+	/* A long send queue must not hold up everything else the io_context
+	 * serves (MADs, other clients): after this many bytes, the rest goes
+	 * on in a later turn. */
+	constexpr uint64_t kBudget = 4 << 20;
+	uint64_t spent = 0;
+	while (!qp.sq.empty() && !qp.waiting && !dead_) {
 		if (qp.state == IB_QPS_ERR) {
 			flush(qp);
 			return;
 		}
 		if (qp.state != IB_QPS_RTS)
 			return; /* SQD, SQE: hold */
+		if (spent >= kBudget) {
+			std::weak_ptr<int> alive = qp.alive;
+			boost::asio::post(io_, [this, &qp, alive] {
+				if (!alive.expired())
+					progress(qp);
+			});
+			return;
+		}
 		WcStatus status = IB_WC_SUCCESS;
 		uint32_t byteLen = 0;
+		responderError_ = nullptr;
 		Outcome o = execute(qp, qp.sq.front(), status, byteLen);
 		if (o == Outcome::Wait)
 			return;
+		spent += byteLen + 64;
 		finishHead(qp, status, byteLen);
+		if (Qp *r = responderError_) { /* the responder broke down too (IBA 9.9.3.1.3) */
+			responderError_ = nullptr;
+			toError(*r->dev, *r);
+		}
 	}
 }
 
@@ -438,7 +473,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			back(0, 4);
 			if (rqp->file)
 				rqp->file->asyncEvent(rqp->userHandle, responderEvent, rqp);
-			toError(*rdev, *rqp);
+			responderError_ = rqp;
 			status = requesterStatus;
 			return Outcome::Error;
 		}
@@ -459,8 +494,14 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		}
 		if (w.rnrRetriesLeft != 7)
 			w.rnrRetriesLeft--;
+		/* wait for the RNR timer, or until the responder gets a receive;
+		 * retrying for ever needs no fast timer, the receive wakes us */
+		auto delay = std::chrono::duration_cast<std::chrono::nanoseconds>(rnrDelay(rqp->minRnrTimer));
+		if (w.rnrRetriesLeft == 7)
+			delay = std::max<std::chrono::nanoseconds>(delay, std::chrono::milliseconds(100));
+		qp.rnrTarget = rqp;
 		rnrWaiting_.insert(&qp);
-		waitForRetry(qp, rnrDelay(rqp->minRnrTimer));
+		waitForRetry(qp, delay);
 		return Outcome::Wait;
 	}
 
@@ -498,12 +539,12 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			return Outcome::Done;
 		} else { /* atomics on the responder's 8 bytes; the original goes back */
 			uint64_t orig;
-			if (ua.read(remote.pid, remote.addr, &orig, 8) != 0)
+			if (ua.readMemory(remote.mem, remote.addr, &orig, 8) != 0)
 				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
 			uint64_t v = op == IB_WR_ATOMIC_CMP_AND_SWP
 					     ? (orig == w.wr.wr.atomic.compare_add ? w.wr.wr.atomic.swap : orig)
 					     : orig + w.wr.wr.atomic.compare_add;
-			if (ua.write(remote.pid, remote.addr, &v, 8) != 0)
+			if (ua.writeMemory(remote.mem, remote.addr, &v, 8) != 0)
 				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
 			w.delivered = true;
 			w.atomicOrig = orig;
@@ -540,13 +581,12 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		auto recvError = [&](WcStatus rs, WcStatus requesterStatus) -> Outcome {
 			rwc.status = rs;
 			complete(*rqp->recvCq, rwc, false);
+			responderError_ = rqp; /* after the requester's WQE is done: it may be the same QP */
 			if (rc) {
 				back(0, 4);
-				toError(*rdev, *rqp);
 				status = requesterStatus;
 				return Outcome::Error;
 			}
-			toError(*rdev, *rqp);
 			return Outcome::Done;
 		};
 		if (op != IB_WR_RDMA_WRITE_WITH_IMM) {
@@ -580,7 +620,8 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			if (room < len)
 				return recvError(IB_WC_LOC_LEN_ERR, IB_WC_REM_INV_REQ_ERR);
 			int c = len ? copySegs(ua, local, dstSegs, len) : 0;
-			if (c == -1) {
+			if (c == -1) { /* our own data could not be read: the receive stays */
+				rq->push_front(std::move(recv));
 				status = IB_WC_LOC_PROT_ERR;
 				return Outcome::Error;
 			}

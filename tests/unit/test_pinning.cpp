@@ -139,4 +139,5 @@ TEST_CASE("pinning: closing the file uncharges every MR", "[pinning]")
 	}
 	CHECK(fx.host->pinned().pinnedPages(100) == 0);
 	CHECK(fx.host->pinned().all().empty());
+	CHECK(fx.ua.openMems == 0); /* and every address-space handle is closed */
 }

@@ -426,3 +426,73 @@ TEST_CASE("verbs: P_Key mismatch drops RC traffic", "[verbs]")
 	CHECK(p.p2->pkeyViolations == before + 8);
 	CHECK(p.b.poll(p.cqB).empty());
 }
+
+TEST_CASE("verbs: a QP connected to itself survives its own NAKs", "[verbs]")
+{
+	Pair p;
+	ib_uverbs_create_qp_resp self{};
+	REQUIRE(p.a.createQp(p.pdA, p.cqA, p.cqA, IB_QPT_RC, self) == 0);
+	p.a.connect(self.qp_handle, IB_QPT_RC, p.lid1(), self.qpn);
+	/* a write to itself with a bad rkey: the requester and the responder
+	 * are one QP, which goes to Error once */
+	auto w = p.wr(IB_WR_RDMA_WRITE, 1);
+	w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(p.bufA);
+	w.wr.rdma.rkey = p.mrA.rkey ^ 0x100;
+	REQUIRE(p.a.postSend(self.qp_handle, w, { sge(p.bufA, 8, p.mrA.lkey) }) == 0);
+	REQUIRE(p.a.postSend(self.qp_handle, p.wr(IB_WR_SEND, 2), { sge(p.bufA, 8, p.mrA.lkey) }) == 0);
+	auto c = p.a.poll(p.cqA);
+	REQUIRE(c.size() == 2);
+	CHECK(c[0].status == IB_WC_REM_ACCESS_ERR);
+	CHECK(c[1].status == IB_WC_WR_FLUSH_ERR);
+
+	/* UD to its own QPN with a receive too small for the GRH area */
+	Pair ud(IB_QPT_UD);
+	uint32_t ah;
+	REQUIRE(ud.a.createAh(ud.pdA, ud.lid1(), ah) == 0);
+	ib_uverbs_create_qp_resp uself{};
+	REQUIRE(ud.a.createQp(ud.pdA, ud.cqA, ud.cqA, IB_QPT_UD, uself) == 0);
+	ud.a.connect(uself.qp_handle, IB_QPT_UD, 0, 0);
+	REQUIRE(ud.a.postRecv(uself.qp_handle, 7, { sge(ud.bufA, 16, ud.mrA.lkey) }) == 0);
+	auto u = ud.wr(IB_WR_SEND, 8);
+	u.wr.ud.ah = ah;
+	u.wr.ud.remote_qpn = uself.qpn;
+	u.wr.ud.remote_qkey = 0x11111111;
+	REQUIRE(ud.a.postSend(uself.qp_handle, u, { sge(ud.bufA + 100, 8, ud.mrA.lkey) }) == 0);
+	auto d = ud.a.poll(ud.cqA);
+	REQUIRE(d.size() == 2);
+	CHECK(d[0].status == IB_WC_LOC_LEN_ERR); /* the receive */
+	CHECK(d[1].status == IB_WC_SUCCESS);     /* the send: UD never hears */
+}
+
+TEST_CASE("verbs: post counts that overflow the request are ENOSPC, not a crash", "[verbs]")
+{
+	Pair p;
+	ib_uverbs_post_send req{};
+	req.qp_handle = p.qpA.qp_handle;
+	req.wr_count = 0xffffffff;
+	req.wqe_size = 0xffffffff;
+	req.sge_count = 0x1fffffff;
+	ib_uverbs_post_send_resp resp{};
+	CHECK(p.a.cmd(CMD_POST_SEND, req, resp) == -ENOSPC);
+	ib_uverbs_post_recv rreq{};
+	rreq.qp_handle = p.qpB.qp_handle;
+	rreq.wr_count = 0xffffffff;
+	rreq.wqe_size = 0xffffffff;
+	rreq.sge_count = 0x1fffffff;
+	ib_uverbs_post_recv_resp rresp{};
+	CHECK(p.b.cmd(CMD_POST_RECV, rreq, rresp) == -ENOSPC);
+	req.wr_count = 1;
+	req.wqe_size = 56;
+	req.sge_count = 1; /* claims a WR and an SGE the request does not have */
+	CHECK(p.a.cmd(CMD_POST_SEND, req, resp) == -ENOSPC);
+	/* atomics need an 8-byte aligned target and an 8-byte result buffer */
+	auto w = p.wr(IB_WR_ATOMIC_FETCH_AND_ADD, 1);
+	w.wr.atomic.remote_addr = reinterpret_cast<uint64_t>(p.bufB) + 4;
+	w.wr.atomic.rkey = p.mrB.rkey;
+	uint32_t bad = 0;
+	CHECK(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA, 8, p.mrA.lkey) }, &bad) == -EINVAL);
+	CHECK(bad == 1);
+	w.wr.atomic.remote_addr -= 4;
+	CHECK(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA, 4, p.mrA.lkey) }, &bad) == -EINVAL);
+	CHECK(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA, 8, p.mrA.lkey) }, &bad) == 0);
+}

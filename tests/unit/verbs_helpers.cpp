@@ -67,6 +67,17 @@ int FakeAccess::descriptorOf(pid_t, const UverbsFile &file)
 	return it->second;
 }
 
+int FakeAccess::openMemory(pid_t tid)
+{
+	openMems++;
+	return tid;
+}
+
+void FakeAccess::closeMemory(int)
+{
+	openMems--;
+}
+
 Client::Client(VerbsFixture &fx, VerbsDevice &dev, pid_t t, bool withContext)
 	: file(std::make_unique<UverbsFile>(dev, fx.ua, fx.host->pinned())), tid(t)
 {
@@ -272,7 +283,8 @@ std::vector<ib_uverbs_wc> Client::poll(uint32_t cq, uint32_t ne)
 	ib_uverbs_poll_cq_resp hdr;
 	memcpy(&hdr, out.data(), sizeof hdr);
 	std::vector<ib_uverbs_wc> wcs(hdr.count);
-	memcpy(wcs.data(), out.data() + sizeof hdr, hdr.count * sizeof(ib_uverbs_wc));
+	if (hdr.count)
+		memcpy(wcs.data(), out.data() + sizeof hdr, hdr.count * sizeof(ib_uverbs_wc));
 	return wcs;
 }
 

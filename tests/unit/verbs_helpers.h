@@ -39,6 +39,12 @@ public:
 	int pinnable(pid_t tid, uint64_t addr, uint64_t len, bool write) override;
 	int credentials(pid_t tid, ProcessCreds &out) override;
 	int descriptorOf(pid_t tid, const UverbsFile &file) override;
+	/* the handle of a process's memory is its tid; openMems counts them */
+	int openMemory(pid_t tid) override;
+	void closeMemory(int mem) override;
+	int readMemory(int mem, uint64_t addr, void *buf, size_t len) override { return read(mem, addr, buf, len); }
+	int writeMemory(int mem, uint64_t addr, const void *buf, size_t len) override { return write(mem, addr, buf, len); }
+	int openMems = 0;
 
 private:
 	static bool overlaps(const std::vector<std::pair<uint64_t, uint64_t>> &r, uint64_t a, uint64_t len);
