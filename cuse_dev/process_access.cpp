@@ -132,11 +132,14 @@ void ProcessAccess::closeMemory(int mem)
 		close(mem);
 }
 
-int ProcessAccess::readMemory(int mem, uint64_t addr, void *buf, size_t len)
+namespace {
+
+/* pread/pwrite until done: 0, or -errno (-EFAULT for a hole) */
+template <typename Io, typename Ptr>
+int wholeIo(Io io, int fd, Ptr p, size_t len, uint64_t addr)
 {
-	auto *p = static_cast<uint8_t *>(buf);
 	while (len) {
-		ssize_t n = pread(mem, p, len, static_cast<off_t>(addr));
+		ssize_t n = io(fd, p, len, static_cast<off_t>(addr));
 		if (n <= 0)
 			return n < 0 ? -errno : -EFAULT;
 		p += n;
@@ -146,18 +149,16 @@ int ProcessAccess::readMemory(int mem, uint64_t addr, void *buf, size_t len)
 	return 0;
 }
 
+} /* namespace */
+
+int ProcessAccess::readMemory(int mem, uint64_t addr, void *buf, size_t len)
+{
+	return wholeIo(pread, mem, static_cast<uint8_t *>(buf), len, addr);
+}
+
 int ProcessAccess::writeMemory(int mem, uint64_t addr, const void *buf, size_t len)
 {
-	auto *p = static_cast<const uint8_t *>(buf);
-	while (len) {
-		ssize_t n = pwrite(mem, p, len, static_cast<off_t>(addr));
-		if (n <= 0)
-			return n < 0 ? -errno : -EFAULT;
-		p += n;
-		addr += uint64_t(n);
-		len -= size_t(n);
-	}
-	return 0;
+	return wholeIo(pwrite, mem, static_cast<const uint8_t *>(buf), len, addr);
 }
 
 } /* namespace ibemu::cuse_dev */
