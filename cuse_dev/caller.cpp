@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <algorithm>
 #include <sys/syscall.h>
+#include <sched.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 namespace ibemu::cuse_dev {
 
@@ -15,17 +17,26 @@ int callerSyscall(pid_t tid, long &nr, uint64_t args[6])
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/syscall", static_cast<int>(tid));
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	unsigned long long a[6];
-	int n = fscanf(f, "%ld %llx %llx %llx %llx %llx %llx", &nr, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5]);
-	fclose(f);
-	if (n != 7)
-		return -ESRCH; /* "running", or not in a system call */
-	for (int i = 0; i < 6; i++)
-		args[i] = a[i];
-	return 0;
+	/* The caller queued its request and is about to sleep in it; until it
+	 * does, the file says "running". Give it a moment (bounded). */
+	for (int attempt = 0; attempt < 400; attempt++) {
+		FILE *f = fopen(path, "re");
+		if (!f)
+			return -errno;
+		unsigned long long a[6];
+		int n = fscanf(f, "%ld %llx %llx %llx %llx %llx %llx", &nr, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5]);
+		fclose(f);
+		if (n == 7) {
+			for (int i = 0; i < 6; i++)
+				args[i] = a[i];
+			return 0;
+		}
+		if (attempt < 100)
+			sched_yield();
+		else
+			usleep(50);
+	}
+	return -ESRCH; /* not in a system call */
 }
 
 int readCaller(pid_t tid, uint64_t addr, void *data, size_t len)

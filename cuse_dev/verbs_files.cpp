@@ -110,6 +110,8 @@ void VerbsFiles::read(fuse_req_t req, size_t size, fuse_file_info *fi)
 	Open *o = openOf(fi);
 	if (!o)
 		return (void)fuse_reply_err(req, EBADF);
+	if ((fi->flags & O_NONBLOCK) && !o->file->poll()) /* not behind parked readers */
+		return (void)fuse_reply_err(req, EAGAIN);
 	o->wait.park(req, size, fi->flags & O_NONBLOCK);
 	if (o->wait.size() == 1)
 		serveReads(fi->fh);

@@ -765,12 +765,12 @@ int UverbsFile::queryQp(Request &r)
 int UverbsFile::modifyQp(Request &r)
 {
 	auto cmd = r.cmd<ib_uverbs_modify_qp>();
-	Qp *qp;
-	if (int ret = get(cmd.qp_handle, qp))
-		return ret;
 	/* the legacy command knows the attributes up to DEST_QPN */
 	if (cmd.attr_mask & ~((IB_QP_DEST_QPN << 1) - 1))
 		return -EOPNOTSUPP;
+	Qp *qp;
+	if (int ret = get(cmd.qp_handle, qp))
+		return ret;
 	if ((cmd.attr_mask & IB_QP_PORT) && !portValid(dev_, cmd.port_num))
 		return -EINVAL;
 	if ((cmd.attr_mask & IB_QP_AV) && !portValid(dev_, cmd.dest.port_num))
@@ -853,6 +853,7 @@ int UverbsFile::postSend(Request &r)
 			if (int ret = get(w.wr.wr.ud.ah, ah))
 				return ret;
 			w.ah = ah->attr;
+			w.ahPd = ah->pd;
 		} else if (w.wr.opcode > IB_WR_SEND_WITH_INV || w.wr.opcode == IB_WR_LOCAL_INV ||
 			   w.wr.opcode == IB_WR_BIND_MW) {
 			return -EINVAL;
@@ -885,6 +886,8 @@ int UverbsFile::postSend(Request &r)
 		else if ((atomic || w.wr.opcode == IB_WR_RDMA_READ) && qp->maxRdAtomic == 0)
 			ret = -EINVAL;
 		else if (atomic && (w.sges.empty() || w.sges[0].length < 8 || (w.wr.wr.atomic.remote_addr & 7)))
+			ret = -EINVAL;
+		else if (qp->qpType == IB_QPT_UD && w.ahPd != qp->pd) /* an AH of another PD */
 			ret = -EINVAL;
 		else if (qp->sq.size() >= qp->maxSendWr)
 			ret = -ENOMEM;

@@ -112,6 +112,7 @@ struct SendWqe {
 	bool isInline = false;
 	/* UD: the address vector resolved from the AH at post time */
 	ib_uverbs_ah_attr ah{};
+	const Pd *ahPd = nullptr; /* checked at post time only */
 	unsigned retriesLeft = 0;
 	unsigned rnrRetriesLeft = 0;
 	/* the responder has executed it and only the ACK (or response) was lost:
