@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <algorithm>
 #include <sys/syscall.h>
 #include <sched.h>
@@ -18,25 +19,31 @@ int callerSyscall(pid_t tid, long &nr, uint64_t args[6])
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/syscall", static_cast<int>(tid));
 	/* The caller queued its request and is about to sleep in it; until it
-	 * does, the file says "running". Give it a moment (bounded). */
-	for (int attempt = 0; attempt < 400; attempt++) {
+	 * does, the file says "running". Give it a moment: a few hundred
+	 * yields, a millisecond or two at most for the io thread. */
+	for (int attempt = 0; attempt < 200; attempt++) {
 		FILE *f = fopen(path, "re");
 		if (!f)
 			return -errno;
+		char word[16] = "";
 		unsigned long long a[6];
 		int n = fscanf(f, "%ld %llx %llx %llx %llx %llx %llx", &nr, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5]);
+		if (n != 7) {
+			rewind(f);
+			if (fscanf(f, "%15s", word) != 1)
+				word[0] = 0;
+		}
 		fclose(f);
 		if (n == 7) {
 			for (int i = 0; i < 6; i++)
 				args[i] = a[i];
 			return 0;
 		}
-		if (attempt < 100)
-			sched_yield();
-		else
-			usleep(50);
+		if (strcmp(word, "running") != 0)
+			return -ESRCH; /* not in a system call */
+		sched_yield();
 	}
-	return -ESRCH; /* not in a system call */
+	return -EAGAIN;
 }
 
 int readCaller(pid_t tid, uint64_t addr, void *data, size_t len)
@@ -78,7 +85,9 @@ int takeWrite(pid_t tid, const char *buf, size_t size, size_t maxLen, Continuati
 		/* still the same write()? (a signal may have cut the last one short) */
 		long nr;
 		uint64_t args[6];
-		if (callerSyscall(tid, nr, args) == 0 && nr == SYS_write && args[1] == rest.addr && args[2] == rest.whole) {
+		int rc = callerSyscall(tid, nr, args);
+		/* when in doubt it is the tail: running a command twice is worse */
+		if (rc == -EAGAIN || (rc == 0 && nr == SYS_write && args[1] == rest.addr && args[2] == rest.whole)) {
 			rest.left -= std::min(size, rest.left);
 			return 1;
 		}

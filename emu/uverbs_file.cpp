@@ -83,9 +83,11 @@ UverbsFile::~UverbsFile()
 		if (!progress) { /* cannot happen with the usecnt rules; never leak, and
 				  * never touch a freed object: dependants first */
 			for (UType t : { UType::Qp, UType::Ah, UType::Mr, UType::Srq, UType::Cq, UType::Pd })
-				for (UObject *o : objs)
-					if (o->type == t)
+				for (UObject *&o : objs)
+					if (o && o->type == t) {
 						destroy(*o, true);
+						o = nullptr;
+					}
 		}
 	}
 	dev_.detach(this);
@@ -136,6 +138,35 @@ int UverbsFile::respond(Request &r, const void *resp, size_t len)
 	return ua_.write(r.tid, r.response, out.data(), out.size());
 }
 
+/* One descriptor per process and file, not per MR (the daemon's
+ * descriptors are finite). A cached one is reused only while its address
+ * space still answers: after an exec it reads as empty, and a new one is
+ * opened. */
+int UverbsFile::memoryOf(pid_t tid, pid_t pid, uint64_t addr, std::shared_ptr<const int> &out)
+{
+	auto it = mems_.find(pid);
+	if (it != mems_.end()) {
+		if (auto m = it->second.lock()) {
+			uint8_t b;
+			if (ua_.readMemory(*m, addr, &b, 1) == 0) {
+				out = m;
+				return 0;
+			}
+		}
+	}
+	int fd = ua_.openMemory(tid);
+	if (fd < 0)
+		return fd;
+	UserAccess *ua = &ua_;
+	out = std::shared_ptr<const int>(new int(fd), [ua](const int *p) {
+		ua->closeMemory(*p);
+		delete p;
+	});
+	mems_[pid] = out;
+	std::erase_if(mems_, [](const auto &kv) { return kv.second.expired(); });
+	return 0;
+}
+
 size_t UverbsFile::objectCount() const
 {
 	size_t n = 0;
@@ -158,7 +189,6 @@ int UverbsFile::destroy(UObject &obj, bool force)
 		auto &mr = static_cast<Mr &>(obj);
 		dev_.removeMr(&mr);
 		pinned_.release(mr.pid, mr.npages);
-		ua_.closeMemory(mr.mem);
 		mr.pd->usecnt--;
 		break;
 	}
@@ -505,7 +535,7 @@ int UverbsFile::regMr(Request &r)
 		idr_.abandon(h);
 		return ret;
 	}
-	if (cmd.length == 0 || cmd.length > dev_.limits().maxMsgSize * uint64_t(0x100)) {
+	if (cmd.length == 0 || cmd.length > (uint64_t(1) << 40)) {
 		idr_.abandon(h);
 		return -EINVAL;
 	}
@@ -520,11 +550,10 @@ int UverbsFile::regMr(Request &r)
 		idr_.abandon(h);
 		return ret;
 	}
-	mr->mem = ua_.openMemory(r.tid);
-	if (mr->mem < 0) {
+	if (int ret = memoryOf(r.tid, mr->pid, cmd.start, mr->mem)) {
 		pinned_.release(mr->pid, mr->npages);
 		idr_.abandon(h);
-		return mr->mem;
+		return ret;
 	}
 	mr->pd = pd;
 	mr->start = cmd.start;
@@ -536,7 +565,6 @@ int UverbsFile::regMr(Request &r)
 	if (int ret = respond(r, &resp, sizeof resp)) {
 		dev_.removeMr(mr.get());
 		pinned_.release(mr->pid, mr->npages);
-		ua_.closeMemory(mr->mem);
 		idr_.abandon(h);
 		return ret;
 	}
@@ -889,6 +917,8 @@ int UverbsFile::postSend(Request &r)
 			ret = -EINVAL;
 		else if (qp->qpType == IB_QPT_UD && w.ahPd != qp->pd) /* an AH of another PD */
 			ret = -EINVAL;
+		else if ((w.wr.send_flags & IB_SEND_INLINE) && (atomic || w.wr.opcode == IB_WR_RDMA_READ))
+			ret = -EINVAL; /* inline data is only ever sent */
 		else if (qp->sq.size() >= qp->maxSendWr)
 			ret = -ENOMEM;
 		else if (w.wr.send_flags & IB_SEND_INLINE) {

@@ -23,6 +23,8 @@
 
 #include <deque>
 #include <functional>
+#include <map>
+#include <memory>
 #include <sys/types.h>
 
 namespace ibemu::emu {
@@ -78,6 +80,8 @@ private:
 	template <typename T>
 	uint32_t commit(uint32_t handle, std::unique_ptr<T> obj);
 	int respond(Request &r, const void *resp, size_t len);
+	/* the address space of tid's process, shared by its MRs on this file */
+	int memoryOf(pid_t tid, pid_t pid, uint64_t addr, std::shared_ptr<const int> &out);
 	int destroy(UObject &obj, bool force);
 
 	int getContext(Request &r);
@@ -121,6 +125,7 @@ private:
 		UObject *obj; /* null for port events; dropped when obj is destroyed */
 	};
 	std::deque<Event> events_;
+	std::map<pid_t, std::weak_ptr<const int>> mems_; /* by process */
 	std::function<void()> wakeup_;
 	std::function<void(const UObject &)> destroyHook_;
 };

@@ -37,23 +37,25 @@ namespace ibemu::emu {
 
 class Host;
 
-/* Device limits reported by QUERY_DEVICE and enforced by the commands. */
+/* Device limits reported by QUERY_DEVICE and QUERY_PORT and enforced by the
+ * commands. Smaller than a hardware HCA's: everything queued lives in the
+ * daemon, and one message is copied in one turn of its io_context. */
 struct VerbsLimits {
-	uint32_t maxQp = 16384;
-	uint32_t maxQpWr = 16383;
-	uint32_t maxSge = 96;
-	uint32_t maxCq = 131071;
-	uint32_t maxCqe = 196607;
-	uint32_t maxMr = 65536;
-	uint32_t maxPd = 65535;
+	uint32_t maxQp = 1024;
+	uint32_t maxQpWr = 4096;
+	uint32_t maxSge = 32;
+	uint32_t maxCq = 1024;
+	uint32_t maxCqe = 65536;
+	uint32_t maxMr = 4096;
+	uint32_t maxPd = 1024;
 	uint32_t maxQpRdAtom = 16;
 	uint32_t maxQpInitRdAtom = 255;
-	uint32_t maxAh = 65535;
-	uint32_t maxSrq = 1024;
-	uint32_t maxSrqWr = 131071;
-	uint32_t maxSrqSge = 128;
+	uint32_t maxAh = 4096;
+	uint32_t maxSrq = 256;
+	uint32_t maxSrqWr = 16384;
+	uint32_t maxSrqSge = 32;
 	uint32_t maxInline = 512;
-	uint32_t maxMsgSize = 0x80000000u;
+	uint32_t maxMsgSize = 16u << 20;
 };
 
 class VerbsDevice {

@@ -56,7 +56,7 @@ struct Mr final : UObject {
 	uint32_t lkey = 0;
 	uint32_t rkey = 0;
 	pid_t pid = 0;       /* the process charged for the pages */
-	int mem = -1;        /* its address space (UserAccess::openMemory) */
+	std::shared_ptr<const int> mem; /* its address space (UserAccess::openMemory), shared by the process's MRs */
 	uint64_t npages = 0; /* charged at registration */
 };
 

@@ -87,7 +87,7 @@ bool resolveLocal(const VerbsDevice &dev, const Pd *pd, const std::vector<Sge> &
 			return false;
 		if (write && !(mr->access & IB_ACCESS_LOCAL_WRITE))
 			return false;
-		out.push_back({ mr->mem, mr->start + (s.addr - mr->iova), s.length, nullptr });
+		out.push_back({ *mr->mem, mr->start + (s.addr - mr->iova), s.length, nullptr });
 		total += s.length;
 	}
 	return true;
@@ -102,7 +102,7 @@ bool resolveRemote(const VerbsDevice &dev, const Pd *pd, uint32_t rkey, uint64_t
 		return false;
 	if (va < mr->iova || va + len > mr->iova + mr->length || va + len < va)
 		return false;
-	out = { mr->mem, mr->start + (va - mr->iova), len, nullptr };
+	out = { *mr->mem, mr->start + (va - mr->iova), len, nullptr };
 	return true;
 }
 
@@ -239,7 +239,13 @@ void VerbsDevice::recvPosted(const Qp *qp, const Srq *srq)
 			d.forget(*w);
 			if (!w->sq.empty() && w->sq.front().rnrRetriesLeft != 7)
 				w->sq.front().rnrRetriesLeft++; /* woken early: that was no retry */
-			d.progress(*w);
+			/* in a turn of its own, with its own budget, not inside this post */
+			std::weak_ptr<int> alive = w->alive;
+			VerbsDevice *dp = &d;
+			boost::asio::post(io_, [dp, w, alive] {
+				if (!alive.expired())
+					dp->progress(*w);
+			});
 		}
 	}
 }
@@ -370,7 +376,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	if (w.isInline) {
 		len = w.inlineData.size();
 		if (len)
-			local.push_back({ 0, 0, len, w.inlineData.data() });
+			local.push_back({ -1, 0, len, w.inlineData.data() });
 	} else if (!resolveLocal(*this, qp.pd, w.sges, isRead || isAtomic, local, len)) {
 		status = IB_WC_LOC_PROT_ERR;
 		return Outcome::Error;
@@ -456,7 +462,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		if (isRead || isAtomic) {
 			w.delivered = false; /* re-read below; atomics answer from w.atomicOrig */
 			if (isAtomic) {
-				Seg orig8{ 0, 0, 8, reinterpret_cast<const uint8_t *>(&w.atomicOrig) };
+				Seg orig8{ -1, 0, 8, reinterpret_cast<const uint8_t *>(&w.atomicOrig) };
 				if (copySegs(ua, { orig8 }, local, 8) != 0) {
 					status = IB_WC_LOC_PROT_ERR;
 					return Outcome::Error;
@@ -550,7 +556,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			w.atomicOrig = orig;
 			if (!back(8, 4 + 8))
 				return lost();
-			Seg orig8{ 0, 0, 8, reinterpret_cast<const uint8_t *>(&orig) };
+			Seg orig8{ -1, 0, 8, reinterpret_cast<const uint8_t *>(&orig) };
 			if (copySegs(ua, { orig8 }, local, 8) != 0) {
 				status = IB_WC_LOC_PROT_ERR;
 				return Outcome::Error;
@@ -600,7 +606,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 				if (w.ah.is_global) {
 					uint8_t grh[40];
 					putGrh(grh, *src, w.ah, len);
-					Seg g{ 0, 0, 40, grh };
+					Seg g{ -1, 0, 40, grh };
 					copySegs(ua, { g }, dstSegs, 40);
 					rwc.wc_flags |= IB_WC_GRH;
 				}

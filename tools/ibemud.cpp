@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -253,6 +254,13 @@ void Daemon::stop(int code)
 
 int Daemon::run()
 {
+	/* registered memory holds a descriptor per process and file: use
+	 * every descriptor the hard limit allows */
+	rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
 	if (!setupFabric() || !chooseLocal())
 		return 1;
 

@@ -136,6 +136,7 @@ TEST_CASE("pinning: closing the file uncharges every MR", "[pinning]")
 		REQUIRE(c.regMr(pd, arena, 4096, 0, r) == 0);
 		CHECK(fx.host->pinned().pinnedPages(100) == 6);
 		CHECK(fx.host->pinned().all().size() == 1);
+		CHECK(fx.ua.openMems == 1); /* one address-space handle for the process's MRs */
 	}
 	CHECK(fx.host->pinned().pinnedPages(100) == 0);
 	CHECK(fx.host->pinned().all().empty());

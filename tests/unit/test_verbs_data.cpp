@@ -257,6 +257,7 @@ TEST_CASE("verbs RC: RNR NAKs wait for a receive, or give up after rnr_retry", "
 	p.advance(1000);
 	CHECK(p.a.poll(p.cqA).empty()); /* still waiting */
 	REQUIRE(p.b.postRecv(p.qpB.qp_handle, 2, { sge(p.bufB, 64, p.mrB.lkey) }) == 0);
+	p.poll(); /* the waiting requester retries in a turn of its own */
 	auto c = p.a.poll(p.cqA);
 	REQUIRE(c.size() == 1);
 	CHECK(c[0].status == IB_WC_SUCCESS);
@@ -494,5 +495,8 @@ TEST_CASE("verbs: post counts that overflow the request are ENOSPC, not a crash"
 	CHECK(bad == 1);
 	w.wr.atomic.remote_addr -= 4;
 	CHECK(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA, 4, p.mrA.lkey) }, &bad) == -EINVAL);
+	w.send_flags |= IB_SEND_INLINE; /* inline data is only ever sent */
+	CHECK(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA, 8, p.mrA.lkey) }, &bad) == -EINVAL);
+	w.send_flags &= ~IB_SEND_INLINE;
 	CHECK(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA, 8, p.mrA.lkey) }, &bad) == 0);
 }
