@@ -3,7 +3,6 @@
 #include "cuse_dev/process_access.h"
 
 #include "cuse_dev/caller.h"
-#include "emu/uverbs_file.h"
 
 #include <cerrno>
 #include <cinttypes>
@@ -13,7 +12,6 @@
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <string>
 
 namespace ibemu::cuse_dev {
 

@@ -23,7 +23,6 @@ struct UverbsFile::Request {
 	size_t inLen;
 	uint64_t response;  /* user pointer; 0 for commands without one */
 	size_t outLen;
-	size_t reqSize;     /* the core request's size */
 
 	template <typename T>
 	T cmd() const
@@ -165,13 +164,6 @@ int UverbsFile::memoryOf(pid_t tid, pid_t pid, uint64_t addr, std::shared_ptr<co
 	mems_[pid] = out;
 	std::erase_if(mems_, [](const auto &kv) { return kv.second.expired(); });
 	return 0;
-}
-
-size_t UverbsFile::objectCount() const
-{
-	size_t n = 0;
-	idr_.forEach([&](const UObject &) { n++; });
-	return n;
 }
 
 /* Destroys one object unless others still use it (-EBUSY). force: at the
@@ -353,7 +345,6 @@ ssize_t UverbsFile::write(pid_t tid, const uint8_t *buf, size_t count)
 
 	Request r{};
 	r.tid = tid;
-	r.reqSize = m->reqSize;
 	if (!extended) {
 		/* legacy: in_words counts the header too, in 4-byte words */
 		if (size_t(hdr.in_words) * 4 != count)
@@ -669,9 +660,7 @@ int UverbsFile::reqNotifyCq(Request &r)
 	Cq *cq;
 	if (int ret = get(cmd.cq_handle, cq))
 		return ret;
-	if (!cq->armed || !cmd.solicited_only)
-		cq->solicitedOnly = cmd.solicited_only;
-	cq->armed = true;
+	/* arming matters only to a completion channel, which cannot exist here */
 	return 0;
 }
 
@@ -950,7 +939,7 @@ int UverbsFile::postSend(Request &r)
 
 namespace {
 
-int parseRecv(const UverbsFile::Request &, const uint8_t *in, size_t inLen, std::vector<RecvWqe> &list);
+int parseRecv(const uint8_t *in, size_t inLen, std::vector<RecvWqe> &list);
 
 } /* namespace */
 
@@ -958,7 +947,7 @@ int UverbsFile::postRecv(Request &r)
 {
 	auto cmd = r.cmd<ib_uverbs_post_recv>();
 	std::vector<RecvWqe> list;
-	if (int ret = parseRecv(r, r.in, r.inLen, list))
+	if (int ret = parseRecv(r.in, r.inLen, list))
 		return ret;
 	Qp *qp;
 	if (int ret = get(cmd.qp_handle, qp))
@@ -984,7 +973,7 @@ int UverbsFile::postRecv(Request &r)
 			wc.status = IB_WC_WR_FLUSH_ERR;
 			wc.opcode = IB_WC_RECV;
 			wc.qp_num = qp->qpn;
-			dev_.complete(*qp->recvCq, wc, false);
+			dev_.complete(*qp->recvCq, wc);
 			continue;
 		}
 		qp->rq.push_back(std::move(list[i]));
@@ -1081,7 +1070,7 @@ int UverbsFile::postSrqRecv(Request &r)
 {
 	auto cmd = r.cmd<ib_uverbs_post_recv>();
 	std::vector<RecvWqe> list;
-	if (int ret = parseRecv(r, r.in, r.inLen, list))
+	if (int ret = parseRecv(r.in, r.inLen, list))
 		return ret;
 	Srq *srq;
 	if (int ret = get(cmd.qp_handle, srq))
@@ -1108,7 +1097,7 @@ int UverbsFile::postSrqRecv(Request &r)
 namespace {
 
 /* The recv WRs and SGEs that follow ib_uverbs_post_recv (ib_uverbs_unmarshall_recv). */
-int parseRecv(const UverbsFile::Request &, const uint8_t *in, size_t inLen, std::vector<RecvWqe> &list)
+int parseRecv(const uint8_t *in, size_t inLen, std::vector<RecvWqe> &list)
 {
 	ib_uverbs_post_recv cmd;
 	memcpy(&cmd, in, sizeof cmd);

@@ -52,8 +52,6 @@ public:
 
 	VerbsDevice &device() const { return dev_; }
 	bool hasContext() const { return hasContext_; }
-	/* objects alive, by type, for status */
-	size_t objectCount() const;
 
 	/* --- called by the device and the data path --- */
 	/* Queues an async event; obj: the QP, CQ or SRQ it is about (its

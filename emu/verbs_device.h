@@ -111,8 +111,8 @@ public:
 	void responderGone(const Qp &qp);
 	/* The QP is going away: forget it in every wait list. */
 	void forget(Qp &qp);
-	/* Appends a completion; raises the CQ's completion event when armed. */
-	void complete(Cq &cq, const ib_uverbs_wc &wc, bool solicited);
+	/* Appends a completion (an overrun raises CQ_ERR instead). */
+	void complete(Cq &cq, const ib_uverbs_wc &wc);
 	/* Raises an async event about a port on every open file. */
 	void portEvent(unsigned portNum, AsyncEvent ev);
 	/* The fabric says a port may have changed: compares it with what was

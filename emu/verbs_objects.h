@@ -77,10 +77,8 @@ struct Cq final : UObject {
 	UverbsFile *file = nullptr;
 	uint32_t cqe = 0; /* capacity */
 	std::deque<ib_uverbs_wc> queue;
-	bool armed = false;
-	bool solicitedOnly = false;
 	bool overflowed = false;
-	uint32_t compEventsReported = 0;
+	uint32_t compEventsReported = 0; /* always 0: no completion channels */
 	uint32_t asyncEventsReported = 0;
 };
 

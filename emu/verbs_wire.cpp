@@ -188,7 +188,7 @@ void putGrh(uint8_t grh[40], const fabric::Port &src, const ib_uverbs_ah_attr &a
 
 } /* namespace */
 
-void VerbsDevice::complete(Cq &cq, const ib_uverbs_wc &wc, bool)
+void VerbsDevice::complete(Cq &cq, const ib_uverbs_wc &wc)
 {
 	if (cq.queue.size() >= cq.cqe) { /* overrun: IBA 11.4.2.1 */
 		if (!cq.overflowed && cq.file)
@@ -271,11 +271,11 @@ void VerbsDevice::flush(Qp &qp)
 		return wc;
 	};
 	while (!qp.sq.empty()) {
-		complete(*qp.sendCq, flushWc(qp.sq.front().wr.wr_id, wcOpcode(qp.sq.front().wr.opcode)), false);
+		complete(*qp.sendCq, flushWc(qp.sq.front().wr.wr_id, wcOpcode(qp.sq.front().wr.opcode)));
 		qp.sq.pop_front();
 	}
 	while (!qp.rq.empty()) {
-		complete(*qp.recvCq, flushWc(qp.rq.front().wrId, IB_WC_RECV), false);
+		complete(*qp.recvCq, flushWc(qp.rq.front().wrId, IB_WC_RECV));
 		qp.rq.pop_front();
 	}
 }
@@ -310,7 +310,7 @@ void VerbsDevice::finishHead(Qp &qp, WcStatus status, uint32_t byteLen)
 		wc.byte_len = byteLen;
 		wc.qp_num = qp.qpn;
 		wc.port_num = qp.portNum;
-		complete(*qp.sendCq, wc, false);
+		complete(*qp.sendCq, wc);
 	}
 	if (status != IB_WC_SUCCESS)
 		toError(*this, qp);
@@ -586,7 +586,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		Pd *rpd = rqp->srq ? rqp->srq->pd : rqp->pd;
 		auto recvError = [&](WcStatus rs, WcStatus requesterStatus) -> Outcome {
 			rwc.status = rs;
-			complete(*rqp->recvCq, rwc, false);
+			complete(*rqp->recvCq, rwc);
 			responderError_ = rqp; /* after the requester's WQE is done: it may be the same QP */
 			if (rc) {
 				back(0, 4);
@@ -635,7 +635,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 				return recvError(IB_WC_LOC_PROT_ERR, IB_WC_REM_OP_ERR);
 		}
 		rwc.status = IB_WC_SUCCESS;
-		complete(*rqp->recvCq, rwc, w.wr.send_flags & IB_SEND_SOLICITED);
+		complete(*rqp->recvCq, rwc);
 		if (rqp->srq && rqp->srq->limit && rqp->srq->queue.size() < rqp->srq->limit) {
 			if (rqp->srq->file)
 				rqp->srq->file->asyncEvent(rqp->srq->userHandle, IB_EVENT_SRQ_LIMIT_REACHED, rqp->srq);

@@ -34,34 +34,30 @@ void addSaturating(T &counter, uint64_t n)
 	counter = static_cast<T>(v > max ? max : v);
 }
 
+/* PortCounters and PortCountersExtended for `packets` packets of `words`
+ * 4-octet words in all, leaving (xmit) or entering a port */
+void countTraffic(PortCounters &c, bool xmit, uint64_t packets, uint64_t words, bool multicast)
+{
+	addSaturating(xmit ? c.xmitPkts : c.rcvPkts, packets);
+	addSaturating(xmit ? c.xmitData : c.rcvData, words);
+	(xmit ? c.extXmitPkts : c.extRcvPkts) += packets;
+	(xmit ? c.extXmitData : c.extRcvData) += words;
+	if (multicast)
+		(xmit ? c.extMulticastXmitPkts : c.extMulticastRcvPkts) += packets;
+	else
+		(xmit ? c.extUnicastXmitPkts : c.extUnicastRcvPkts) += packets;
+}
+
 } /* namespace */
 
 void Subnet::countXmit(Port &p, const Packet &pkt)
 {
-	PortCounters &c = p.counters;
-	uint32_t words = pkt.wireBytes() / 4;
-	addSaturating(c.xmitPkts, 1);
-	addSaturating(c.xmitData, words);
-	c.extXmitPkts++;
-	c.extXmitData += words;
-	if (pkt.isMulticast())
-		c.extMulticastXmitPkts++;
-	else
-		c.extUnicastXmitPkts++;
+	countTraffic(p.counters, true, 1, pkt.wireBytes() / 4, pkt.isMulticast());
 }
 
 void Subnet::countRcv(Port &p, const Packet &pkt)
 {
-	PortCounters &c = p.counters;
-	uint32_t words = pkt.wireBytes() / 4;
-	addSaturating(c.rcvPkts, 1);
-	addSaturating(c.rcvData, words);
-	c.extRcvPkts++;
-	c.extRcvData += words;
-	if (pkt.isMulticast())
-		c.extMulticastRcvPkts++;
-	else
-		c.extUnicastRcvPkts++;
+	countTraffic(p.counters, false, 1, pkt.wireBytes() / 4, pkt.isMulticast());
 }
 
 void Subnet::drop(Port *, const char *)
@@ -303,21 +299,6 @@ Port *Subnet::routeData(Port &src, uint16_t dlid, uint32_t packets, uint64_t wir
 	if (dlid >= IB_MULTICAST_LID_BASE || dlid == 0)
 		return nullptr;
 	uint64_t words = wireBytes / 4;
-	auto count = [&](PortCounters &c, bool xmit) {
-		if (xmit) {
-			addSaturating(c.xmitPkts, packets);
-			addSaturating(c.xmitData, words);
-			c.extXmitPkts += packets;
-			c.extXmitData += words;
-			c.extUnicastXmitPkts += packets;
-		} else {
-			addSaturating(c.rcvPkts, packets);
-			addSaturating(c.rcvData, words);
-			c.extRcvPkts += packets;
-			c.extRcvData += words;
-			c.extUnicastRcvPkts += packets;
-		}
-	};
 	Port *out = &src;
 	for (unsigned hop = 0; hop < kMaxHops; hop++) {
 		Port *in = out->peer;
@@ -326,8 +307,8 @@ Port *Subnet::routeData(Port &src, uint16_t dlid, uint32_t packets, uint64_t wir
 			dropped_ += packets;
 			return nullptr;
 		}
-		count(out->counters, true);
-		count(in->counters, false);
+		countTraffic(out->counters, true, packets, words, false);
+		countTraffic(in->counters, false, packets, words, false);
 		if (in->state != PortState::Armed && in->state != PortState::Active) {
 			addSaturating(in->counters.rcvErrors, packets);
 			dropped_ += packets;
