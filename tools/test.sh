@@ -1,29 +1,52 @@
 #!/usr/bin/env bash
 # Runs every test: unit and end-to-end suites in a normal build with
 # warnings as errors, then again in an AddressSanitizer + UBSan build.
-# Exits non-zero if any test fails; the last line is "tests: N passed, M failed".
+#
+# A suite that does not run (meson's SKIP: no root, no /dev/fuse, no QEMU,
+# no CUSE in the guest) counts as a failure unless IBEMU_ALLOW_SKIP=1 is set
+# (CI never sets it). The last lines list every suite with its result and
+# its own count of checks, then "tests: N passed, M failed, K skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh || exit 1
 
-passed=0 failed=0
+rows=()
+passed=0 failed=0 skipped=0
 run_suite() { # build-dir label meson-options...
 	local dir=$1 label=$2
 	shift 2
 	echo "== $label: building $dir"
 	if ! tools/build.sh "$dir" "$@"; then
 		echo "== $label: build FAILED"
+		rows+=("$label	(build)	FAIL	the build failed")
 		failed=$((failed + 1))
 		return
 	fi
 	echo "== $label: testing"
-	meson test -C "$dir" --print-errorlogs --no-rebuild
 	local log=$dir/meson-logs/testlog.json
-	local ok bad
-	ok=$(grep -c '"result": "OK"' "$log" || true)
-	bad=$(grep -c '"result": "\(FAIL\|TIMEOUT\|ERROR\|UNEXPECTEDPASS\)"' "$log" || true)
-	passed=$((passed + ok))
-	failed=$((failed + bad))
+	rm -f "$log" # never count an earlier run's results
+	meson test -C "$dir" --print-errorlogs --no-rebuild
+	local rc=$?
+	local table
+	if ! table=$(python3 tools/test_summary.py "$label" "$log"); then
+		rows+=("$label	(all)	FAIL	meson wrote no test log (exit $rc)")
+		failed=$((failed + 1))
+		return
+	fi
+	local line ok=0 bad=0 skip=0
+	while IFS= read -r line; do
+		rows+=("$line")
+		case $(cut -f3 <<<"$line") in
+		OK) ok=$((ok + 1)) ;;
+		SKIP) skip=$((skip + 1)) ;;
+		*) bad=$((bad + 1)) ;;
+		esac
+	done <<<"$table"
+	if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
+		rows+=("$label	(meson)	FAIL	meson test exited $rc")
+		bad=1
+	fi
+	passed=$((passed + ok)) failed=$((failed + bad)) skipped=$((skipped + skip))
 }
 
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
@@ -31,5 +54,12 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 run_suite build "release (-Werror)" -Dwerror=true
 run_suite build-asan "ASan+UBSan" -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
 
-echo "tests: $passed passed, $failed failed"
+echo
+echo "== summary"
+printf '%s\n' "${rows[@]}" | column -t -s $'\t'
+echo "tests: $passed passed, $failed failed, $skipped skipped"
+if [ "$skipped" -gt 0 ] && [ "${IBEMU_ALLOW_SKIP:-0}" != 1 ]; then
+	echo "tests: $skipped suite(s) did not run (see SKIP above); that is a failure unless IBEMU_ALLOW_SKIP=1"
+	exit 1
+fi
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -33,14 +33,15 @@ out=$(inst $A saquery)
 expect_eq "saquery (RMPP)" 8 "$(grep -c 'NodeRecord dump' <<<"$out")"
 out=$(inst $A perfquery -x)
 expect_match "perfquery -x" '^PortXmitPkts:\.+[1-9]' "$out"
-inst $A ibping -S -C ibemu1 >/dev/null &
+"$ibemu" exec --instance $A -- ibping -S -C ibemu1 >/dev/null 2>&1 &
 server=$!
-sleep 1
+wait_for $A 120 ibping -C ibemu0 -c 1 3 # until the server has its agent
 out=$(inst $A ibping -C ibemu0 -c 2 3)
 expect_match "ibping" '2 packets transmitted, 2 received, 0% packet loss' "$out"
 kill $server 2>/dev/null
+wait $server 2>/dev/null
 
-"$ibemu" down --instance $A >/dev/null
+down_inst $A
 expect_eq "down removes the nodes" "" "$(ls /dev/infiniband/ibemu-$A 2>/dev/null)"
 
 # --- --global: plain tools see the devices, no ibemu exec
@@ -54,7 +55,7 @@ out=$(smpquery -D nodeinfo 0 2>&1)
 expect_match "plain smpquery" '^Guid:\.+0x0002c90300000100' "$out"
 out=$("$ibemu" up --instance g2-$$ --global 2>&1)
 expect_match "one global instance at a time" 'already has InfiniBand devices' "$out"
-"$ibemu" down --instance $G >/dev/null
+down_inst $G
 expect_eq "down --global removes sysfs" "" "$(ls /sys/class/infiniband 2>/dev/null)"
 expect_eq "down --global removes the nodes" "" "$(ls /dev/infiniband/umad0 2>/dev/null)"
 e2e_done

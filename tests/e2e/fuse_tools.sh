@@ -96,8 +96,7 @@ expect_eq "OpenSM's SA answers on 1,270 nodes" 0 $?
 out=$(inst $C saquery)
 expect_eq "saquery: 1,270 NodeRecords (~140 KiB)" 1270 "$(grep -c 'NodeRecord dump' <<<"$out")"
 expect_eq "OpenSM logged no MAD errors" 0 "$(grep -c 'ERR 3111' "$work/$C.osm/opensm.log")"
-kill "$(cat "$work/$C.opensm.pid")" 2>/dev/null
-"$ibemu" down --instance $C >/dev/null
+down_inst $C
 
 # --- performance counters
 out=$(inst $A perfquery)
@@ -111,12 +110,13 @@ out=$(inst $A ibqueryerrors)
 expect_match "ibqueryerrors walks the fabric" 'ibemu-sw1' "$out"
 
 # --- ibping between the two local CAs, across the switches
-inst $A ibping -S -C ibemu1 >/dev/null &
+"$ibemu" exec --instance $A -- ibping -S -C ibemu1 >/dev/null 2>&1 &
 server=$!
-sleep 0.5
+wait_for $A 60 ibping -C ibemu0 -c 1 3 # until the server has its agent
 out=$(inst $A ibping -C ibemu0 -c 3 3)
 expect_match "ibping" '3 packets transmitted, 3 received, 0% packet loss' "$out"
 kill $server 2>/dev/null
+wait $server 2>/dev/null
 
 # --- a disabled link: OpenSM routes around it
 inst $A ibportstate 2 7 disable >/dev/null
@@ -175,14 +175,94 @@ expect_match "up with a bad instance name" 'instance names use letters' "$out"
 out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$ibemu" up --instance bad-$$ 2>&1)
 expect_match "up as a non-root user" 'must run as root' "$out"
 
-# --- down
-out=$("$ibemu" down --instance $A)
-expect_eq "down" 0 $?
+# --- up --gen and --transport
+G=e2e-gen-$$
+out=$("$ibemu" up --instance $G --gen fat-tree:levels=2,hosts=16,radix=8 --transport fuse 2>&1)
+expect_eq "up --gen --transport fuse" 0 $?
+expect_match "the generated fabric, on FUSE" 'fuse transport, fabric gen fat-tree:levels=2,hosts=16,radix=8: 8 switches, 16 CAs, 32 links' "$out"
+out=$(inst $G smpquery -D nodedesc 0,1)
+expect_match "the generated fabric answers" 'Node Description:\.+' "$out"
+down_inst $G
+if [ ! -e /dev/cuse ]; then
+	out=$("$ibemu" up --instance cuse-$$ --transport cuse 2>&1)
+	expect_eq "up --transport cuse without CUSE fails" 1 $?
+	expect_match "and says why" '/dev/cuse is missing' "$out"
+fi
+
+# --- down while clients are blocked in a read, a write and an issm open:
+# each gets an error, none hangs, and the daemon stops without a kill
+D=e2e-down-$$
+"$ibemu" up --instance $D >/dev/null
+cat >"$work/blockers.py" <<'PY'
+import errno, fcntl, glob, os, struct, threading, time
+fd = os.open("/dev/infiniband/umad1", os.O_RDWR)                    # blocking
+req = bytearray(struct.pack("<I16sBBB3sBx", 0, b"\0" * 16, 1, 0, 0, b"\0\0\0", 0))
+fcntl.ioctl(fd, 0xc01c1b01, req)                                      # REGISTER_AGENT, GSI
+agent = struct.unpack_from("<I", req, 0)[0]
+held = os.open("/dev/infiniband/issm1", os.O_RDONLY)
+results = {}
+def attempt(name, fn):
+    try:
+        fn()
+        results[name] = "returned"
+    except OSError as e:
+        results[name] = errno.errorcode[e.errno]
+# a PerfMgt Get to LID 0xffff (nobody), never answered in time
+mad = struct.pack("<I4xHBBIBBH8xHBB8x8x", agent, 0xffff, 0, 0, 0x100000, 0, 0, 0, 0, 0, 0)
+mad = mad.ljust(64, b"\0") + bytes([1, 4, 1, 1]) + b"\0" * 252
+threads = [threading.Thread(target=attempt, args=a) for a in (
+    ("read", lambda: os.read(fd, 64 + 256)),
+    ("write", lambda: os.write(fd, mad)),          # waits for the read's f_pos lock
+    ("issm", lambda: os.open("/dev/infiniband/issm1", os.O_RDONLY)))]
+for t in threads:
+    t.start()
+    time.sleep(0)
+# blocked means: every thread sits in its system call (read, write, openat)
+want = {"0", "1", "257"}
+while True:
+    calls = set()
+    for f in glob.glob("/proc/self/task/*/syscall"):
+        try:
+            calls.add(open(f).read().split()[0])
+        except OSError:
+            pass
+    if want <= calls:
+        break
+    time.sleep(0.01)
+print("blocked", flush=True)
+for t in threads:
+    t.join()
+for k in sorted(results):
+    print(k, results[k])
+PY
+"$ibemu" exec --instance $D -- python3 "$work/blockers.py" >"$work/blockers.out" 2>&1 &
+blockers=$!
+end=$((SECONDS + tool_timeout))
+until grep -qs '^blocked$' "$work/blockers.out" || ! kill -0 $blockers 2>/dev/null || [ $SECONDS -ge $end ]; do sleep 0.1; done
+expect_eq "three clients blocked" blocked "$(head -1 "$work/blockers.out")"
+down_inst $D
+end=$((SECONDS + tool_timeout))
+while kill -0 $blockers 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.1; done
+kill -9 $blockers 2>/dev/null
+wait $blockers
+expect_eq "the blocked clients return by themselves" 0 $?
+out=$(cat "$work/blockers.out")
+expect_match "the blocked read fails with EIO" '^read EIO$' "$out"
+expect_match "the write behind it fails" '^write (EIO|ENOTCONN|ECONNABORTED)$' "$out"
+expect_match "the blocked issm open fails with ENXIO" '^issm ENXIO$' "$out"
+
+# --- down: the daemon goes, and with it its mount namespace and mounts
+daemon=$(cat "$IBEMU_RUN_DIR/$A/pid")
+ns=$(readlink "/proc/$daemon/ns/mnt")
+expect_match "the instance's mounts live in the daemon's namespace" " $IBEMU_RUN_DIR/$A/fs fuse" "$(cat "/proc/$daemon/mounts")"
+expect_eq "and not in ours" 0 "$(grep -c "$IBEMU_RUN_DIR/$A" /proc/mounts)"
+down_inst $A
 out=$("$ibemu" status --instance $A)
 expect_eq "status after down" 3 $?
-expect_eq "no mount left" 0 "$(grep -c "$IBEMU_RUN_DIR/$A" /proc/mounts)"
+expect_eq "no process is left in the instance's namespace" "" \
+	"$(for p in /proc/[0-9]*; do [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$ns" ] && echo "${p#/proc/}"; done)"
 out=$("$ibemu" status --instance $B --json)
 expect_match "the other instance is untouched" '"running":true' "$out"
-"$ibemu" down --instance $B >/dev/null
+down_inst $B
 
 e2e_done

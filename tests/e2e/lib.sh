@@ -1,9 +1,18 @@
 # shellcheck shell=bash
 # Helpers for the end-to-end suites: instances with private run directories,
 # tools run inside them, and assertions that print what they compared.
+#
+# A suite passes only if it made at least one check, none failed, every
+# instance went down cleanly (no forced kill) and no daemon printed a
+# sanitizer report.
 
 pass=0
 fail=0
+finished=0
+
+# Every tool gets this long before it is called hung: a guard against a
+# hang, not a measure of speed (ASan builds in the TCG guest are slow).
+tool_timeout=${IBEMU_TOOL_TIMEOUT:-300}
 
 e2e_setup() { # suite name
 	suite=$1
@@ -16,14 +25,6 @@ e2e_setup() { # suite name
 	trap e2e_cleanup EXIT
 }
 
-e2e_cleanup() {
-	for pid in $(cat "$work"/*.opensm.pid 2>/dev/null); do kill "$pid" 2>/dev/null; done
-	for d in "$IBEMU_RUN_DIR"/*/; do
-		[ -d "$d" ] && "$ibemu" down --instance "$(basename "$d")" >/dev/null 2>&1
-	done
-	rm -rf "$work"
-}
-
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*"; }
 
@@ -34,8 +35,8 @@ expect_match() { # what regex text
 	if grep -Eq -- "$2" <<<"$3"; then ok; else bad "$1"; printf '  no line matches: %s\n  in:\n%s\n' "$2" "$(sed 's/^/    /' <<<"$3" | head -40)"; fi
 }
 
-# inst INSTANCE CMD...: run a tool inside an instance (20 s limit)
-inst() { local i=$1; shift; timeout 20 "$ibemu" exec --instance "$i" -- "$@" 2>&1; }
+# inst INSTANCE CMD...: run a tool inside an instance
+inst() { local i=$1; shift; timeout "$tool_timeout" "$ibemu" exec --instance "$i" -- "$@" 2>&1; }
 
 # wait_for INSTANCE SECONDS CMD...: until CMD succeeds inside the instance
 wait_for() {
@@ -56,7 +57,62 @@ start_opensm() {
 	echo $! >"$work/$1.opensm.pid"
 }
 
+# stop_opensm INSTANCE: stop it and wait for it, before its devices go
+# (an OpenSM whose umad device disappears hangs in its shutdown)
+stop_opensm() {
+	local f=$work/$1.opensm.pid pid
+	[ -f "$f" ] || return 0
+	pid=$(cat "$f")
+	rm -f "$f"
+	kill "$pid" 2>/dev/null || return 0
+	local end=$((SECONDS + 60))
+	while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.1; done
+	if kill -0 "$pid" 2>/dev/null; then
+		bad "OpenSM of $1 did not stop on SIGTERM"
+		kill -9 "$pid" 2>/dev/null
+	fi
+	wait "$pid" 2>/dev/null
+}
+
+# sanitizer_check INSTANCE: the daemon's stderr holds no sanitizer report
+sanitizer_check() {
+	local out=$IBEMU_RUN_DIR/$1/ibemud.out
+	[ -f "$out" ] || return 0
+	if grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error:|UndefinedBehaviorSanitizer' "$out"; then
+		bad "ibemud of $1 printed a sanitizer report"
+		sed 's/^/    /' "$out" | head -60
+	fi
+	rm -f "$out"
+}
+
+# down_inst INSTANCE: its SM first, then the instance; down must stop the
+# daemon without a forced kill, and the daemon must be clean
+down_inst() {
+	stop_opensm "$1"
+	local out
+	out=$("$ibemu" down --instance "$1" 2>&1)
+	expect_eq "down $1 exits 0" 0 $?
+	[ -n "$out" ] && ! grep -q 'is down' <<<"$out" && printf '  down said: %s\n' "$out"
+	sanitizer_check "$1"
+}
+
+# every instance still up, then the leftovers
+e2e_teardown() {
+	local d
+	for d in "$IBEMU_RUN_DIR"/*/; do
+		[ -d "$d" ] || continue
+		if [ -f "$d/pid" ]; then down_inst "$(basename "$d")"; else sanitizer_check "$(basename "$d")"; fi
+	done
+}
+
+e2e_cleanup() {
+	[ "$finished" = 1 ] || e2e_teardown
+	rm -rf "$work"
+}
+
 e2e_done() {
+	e2e_teardown
+	finished=1
 	echo "$suite: $pass passed, $fail failed"
-	[ "$fail" -eq 0 ]
+	[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
 }

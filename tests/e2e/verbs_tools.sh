@@ -47,22 +47,30 @@ expect_match "devinfo: SM LID" 'sm_lid:\s+[1-9]' "$out"
 expect_match "devinfo: GID from the port GUID" 'GID\[  0\]:\s+fe80(:0000){3}:0002:c903:0000:0101' "$out"
 expect_match "devinfo: link layer" 'link_layer:\s+InfiniBand' "$out"
 
-pingpong() { # name args...: server on ibemu1, client on ibemu0
+# listening PORT: a TCP listener on PORT (the pingpong servers meet there)
+listening() { ss -ltnH "sport = :$1" | grep -q .; }
+
+# pingpong name args...: server on ibemu1, client on ibemu0; prints both
+# exit statuses, or "hung" for a server still waiting once the client ended
+pingpong() {
 	local name=$1; shift
 	local port=$((18515 + RANDOM % 1000))
-	timeout "${PP_SERVER_TIMEOUT:-60}" "$ibemu" exec --instance $V -- "$name" -d ibemu1 -p $port "$@" \
-		>"$work/$name.server" 2>&1 &
-	local server=$! rc tries=0
-	while :; do # until the server listens (slow in the VM)
-		sleep 1
-		timeout 60 "$ibemu" exec --instance $V -- "$name" -d ibemu0 -p $port "$@" 127.0.0.1 \
-			>"$work/$name.client" 2>&1
-		rc=$?
-		grep -q "Couldn't connect" "$work/$name.client" && [ $((tries += 1)) -lt 20 ] || break
-	done
+	while listening $port; do port=$((port + 1)); done
+	"$ibemu" exec --instance $V -- "$name" -d ibemu1 -p $port "$@" >"$work/$name.server" 2>&1 &
+	local server=$! rc src end=$((SECONDS + tool_timeout))
+	while ! listening $port && kill -0 $server 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.1; done
+	timeout "$tool_timeout" "$ibemu" exec --instance $V -- "$name" -d ibemu0 -p $port "$@" 127.0.0.1 \
+		>"$work/$name.client" 2>&1
+	rc=$?
+	if [ "$rc" -ne 0 ] && kill -0 $server 2>/dev/null; then
+		src=hung # it waits for completions that never come
+		kill $server
+	fi
+	end=$((SECONDS + tool_timeout))
+	while kill -0 $server 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.1; done
+	kill -9 $server 2>/dev/null
 	wait $server
-	local src=$?
-	echo "$rc $src"
+	echo "$rc ${src:-$?}"
 }
 for pp in ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong; do
 	rcs=$(pingpong $pp -n 50)
@@ -84,39 +92,51 @@ inst $V "${nobody[@]}" "$probe" abi /dev/infiniband/uverbs0 >"$work/probe.abi"
 expect_eq "ABI errnos (ENOSPC, EINVAL, EOPNOTSUPP)" 0 $?
 inst $V "$probe" ioctl /dev/infiniband/uverbs0 >/dev/null
 expect_eq "every ioctl is ENOTTY" 0 $?
-# pinning as an unprivileged user (root has CAP_IPC_LOCK)
-"$ibemu" exec --instance $V -- "${nobody[@]}" env PROBE_PAUSE=3 "$probe" pin /dev/infiniband/uverbs0 \
-	>"$work/pin.out" 2>&1 &
+# pinning as an unprivileged user (root has CAP_IPC_LOCK); the probe holds
+# its pages until it reads a line, while we look at `ibemu status`
+mkfifo "$work/go"
+exec 7<>"$work/go"
+"$ibemu" exec --instance $V -- "${nobody[@]}" env PROBE_HOLD=1 "$probe" pin /dev/infiniband/uverbs0 \
+	<"$work/go" >"$work/pin.out" 2>&1 &
 pinner=$!
-sleep 2
+end=$((SECONDS + tool_timeout))
+until grep -q '^holding 8 pages' "$work/pin.out" || ! kill -0 $pinner 2>/dev/null || [ $SECONDS -ge $end ]; do sleep 0.1; done
 st=$("$ibemu" status --instance $V)
+echo go >&7
 wait $pinner
 expect_eq "pinning: RLIMIT_MEMLOCK, EFAULT, EPERM" 0 $?
+exec 7>&-
 expect_match "pinning: the 9th page is ENOMEM" '^reg 1 more \(9 > 8\): Cannot allocate memory$' "$(cat "$work/pin.out")"
 expect_match "ibemu status shows the pinned pages" 'pid [0-9]+: 8 pages \(32 KiB\)' "$st"
-st=$("$ibemu" status --instance $V)
+# the file's release reaches the daemon after the process is gone
+end=$((SECONDS + tool_timeout))
+while st=$("$ibemu" status --instance $V) && grep -q 'pages (' <<<"$st" && [ $SECONDS -lt $end ]; do sleep 0.1; done
 expect_eq "and forgets them when the process exits" "" "$(grep 'pages (' <<<"$st")"
 
 # --- a link on the path goes down: the RC pingpong fails cleanly
 sw_port=$(inst $V ibnetdiscover -p | awk "/^SW/ && /'ibemu-host2 HCA-1'/ {print \$2, \$3; exit}")
 read -r sw_lid sw_pnum <<<"$sw_port"
-timeout 60 "$ibemu" exec --instance $V -- ibv_asyncwatch -d ibemu1 >"$work/asyncwatch" 2>&1 &
+verbs_open() { "$ibemu" status --instance $V --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["devices"][1]["verbs_open_files"])'; }
+opened=$(verbs_open)
+"$ibemu" exec --instance $V -- ibv_asyncwatch -d ibemu1 >"$work/asyncwatch" 2>&1 &
 watcher=$!
-sleep 2
+end=$((SECONDS + tool_timeout)) # until it has ibemu1 open
+while [ "$(verbs_open)" -le "$opened" ] && kill -0 $watcher 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.1; done
 inst $V ibportstate "$sw_lid" "$sw_pnum" disable >/dev/null
-rcs=$(PP_SERVER_TIMEOUT=15 pingpong ibv_rc_pingpong -n 5)
-expect_eq "rc_pingpong with the link down: client fails, server times out" "1 124" "$rcs"
+rcs=$(pingpong ibv_rc_pingpong -n 5)
+expect_eq "rc_pingpong with the link down: client fails, server waits forever" "1 hung" "$rcs"
 expect_match "retry exceeded" 'Failed status transport retry counter exceeded \(12\)' "$(cat "$work/ibv_rc_pingpong.client")"
 inst $V ibportstate "$sw_lid" "$sw_pnum" enable >/dev/null
-wait_for $V 60 sh -c 'ibstat ibemu1 | grep -q "State: Active"'
-sleep 1
+wait_for $V 120 sh -c 'ibstat ibemu1 | grep -q "State: Active"'
+end=$((SECONDS + tool_timeout)) # until the watcher has printed the event
+until grep -q 'IBV_EVENT_PORT_ACTIVE' "$work/asyncwatch" || [ $SECONDS -ge $end ]; do sleep 0.1; done
 kill $watcher 2>/dev/null
 wait $watcher 2>/dev/null
 out=$(cat "$work/asyncwatch")
 expect_match "ibv_asyncwatch: the port went down" 'event_type IBV_EVENT_PORT_ERR \(10\), port 1' "$out"
 expect_match "ibv_asyncwatch: and came back" 'event_type IBV_EVENT_PORT_ACTIVE \(9\), port 1' "$out"
 
-"$ibemu" down --instance $V >/dev/null
+down_inst $V
 expect_eq "down removes uverbs0" "" "$(ls /dev/infiniband/ibemu-$V 2>/dev/null)"
 
 # --- the same probes against the real kernel: rdma_rxe on a dummy netdev

@@ -140,8 +140,11 @@ int pin(const char *dev)
 	check("reg 1 more (9 > 8)", regMr(fd, pd.pd_handle, mem, 4096), ENOMEM);
 	printf("holding 8 pages; status now\n");
 	fflush(stdout);
-	if (getenv("PROBE_PAUSE")) /* lets a test read `ibemu status` meanwhile */
-		sleep(atoi(getenv("PROBE_PAUSE")));
+	if (getenv("PROBE_HOLD")) { /* a test reads `ibemu status`, then sends a line */
+		char line[16];
+		if (!fgets(line, sizeof line, stdin))
+			fprintf(stderr, "probe: stdin closed while holding\n");
+	}
 	rl.rlim_cur = 64 * 4096;
 	setrlimit(RLIMIT_MEMLOCK, &rl);
 	munmap(static_cast<char *>(mem) + 40 * 4096, 4096);
