@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <map>
+#include <optional>
 #include <set>
 
 using namespace ibemu;
@@ -151,22 +152,50 @@ TEST_CASE_METHOD(SaPair, "a lost segment is sent again after the ACK timeout", "
 
 TEST_CASE_METHOD(SaPair, "a transfer that cannot finish fails on both sides", "[rmpp]")
 {
-	/* every segment after the first is lost */
+	/* every segment after the first is lost; RMPP ABORTs leaving host1 are kept */
+	std::vector<std::vector<uint8_t>> aborts;
 	subnet.setDropFilter([&](const Port &o, const Packet &p) {
+		if (&o == p1 && p.mad[1] == IB_MGMT_CLASS_SUBN_ADM && p.mad[25] == emu::IB_MGMT_RMPP_TYPE_ABORT)
+			aborts.emplace_back(p.mad.begin(), p.mad.end());
 		return &o == p2 && p.mad[25] == emu::IB_MGMT_RMPP_TYPE_DATA &&
 		       overlay<be32>(p.mad.data() + 28)->get() > 1;
 	});
 	ask(IB_SA_METHOD_GET_TABLE, 100000);
 	answer(10 * 1024);
 	drain();
-	for (int i = 0; i < 4; i++) /* the first window and three retries */
+	/* the sender: the first window and three retries, 2 s each, then a
+	 * timeout report (mad_rmpp.c sends no ABORT for it) */
+	for (int i = 0; i < 3; i++)
 		advance(2000);
+	advance(1999);
 	std::vector<uint8_t> buf;
+	CHECK(readMad(sa, buf) == -EAGAIN);
+	advance(1);
 	REQUIRE(readMad(sa, buf) == ssize_t(hs + 24));
 	CHECK(hdrOf(buf).status == ETIMEDOUT);
 	CHECK(hdrOf(buf).id == s);
-	advance(40000); /* the receiver's whole-message limit: ABORT T2L, nothing delivered */
-	CHECK(readMad(client, buf, 1 << 20) == -EAGAIN);
+	CHECK(buf[hs + 3] == 0x92); /* the MAD header as sent */
+	CHECK(sa.outstanding() == 0);
+	CHECK(aborts.empty());
+
+	/* the receiver: 40 s after segment 1, ABORT with status T2L to the SA */
+	advance(40000 - 8000 - 1);
+	CHECK(aborts.empty());
+	advance(1);
+	REQUIRE(aborts.size() == 1);
+	const std::vector<uint8_t> &a = aborts[0];
+	CHECK(a[3] == IB_SA_METHOD_GET_TABLE); /* the response bit flipped */
+	CHECK(overlay<ib_mad_hdr>(a.data())->tid.get() == overlay<ib_mad_hdr>(request.data() + hs)->tid.get());
+	CHECK(a[24] == emu::IB_MGMT_RMPP_VERSION);
+	CHECK((a[26] & emu::IB_MGMT_RMPP_FLAG_ACTIVE) != 0);
+	CHECK(a[27] == emu::IB_MGMT_RMPP_STATUS_T2L);
+	drain();
+	CHECK(readMad(client, buf, 1 << 20) == -EAGAIN); /* nothing delivered */
+	CHECK(readMad(sa, buf) == -EAGAIN);              /* its send was over already */
+	advance(100000); /* the client's request was never answered */
+	REQUIRE(readMad(client, buf) == ssize_t(hs + 24));
+	CHECK(hdrOf(buf).status == ETIMEDOUT);
+	CHECK(aborts.size() == 1);
 	subnet.setDropFilter(nullptr);
 }
 
@@ -266,4 +295,168 @@ TEST_CASE_METHOD(EmuFixture, "user-RMPP agents see raw segments and do their own
 	CHECK(sa.outstanding() == 1);
 	ack(3, 3);
 	CHECK(sa.outstanding() == 0);
+}
+
+namespace {
+
+/* The SA side sends raw segments (user RMPP), so the test decides which
+ * segments the client's kernel reassembly sees and when, and the SA reads
+ * the ACKs and ABORTs that reassembly sends back. */
+struct RawSa : EmuFixture {
+	UmadFile client{ umad1() };
+	UmadFile sa{ umad2() };
+	uint32_t c = 0, s = 0;
+	std::vector<uint8_t> request;
+
+	struct Control {
+		uint8_t type, status;
+		uint32_t seg, newwin;
+	};
+
+	RawSa()
+	{
+		REQUIRE(client.ioctl(IB_USER_MAD_ENABLE_PKEY, nullptr, 0) == 0);
+		REQUIRE(sa.ioctl(IB_USER_MAD_ENABLE_PKEY, nullptr, 0) == 0);
+		REQUIRE(regAgent(client, 1, IB_MGMT_CLASS_SUBN_ADM, 2, {}, 1, &c) == 0);
+		REQUIRE(regAgent2(sa, 1, IB_MGMT_CLASS_SUBN_ADM, 2, { IB_SA_METHOD_GET_TABLE }, IB_USER_MAD_USER_RMPP, 1,
+				  &s) == 0);
+		UmadMsg q(c, IB_MGMT_CLASS_SUBN_ADM, IB_SA_METHOD_GET_TABLE, 0x11, 0x40);
+		q.to(lid2(), 1).timeout(1000000, 0); /* outlives every timer here */
+		REQUIRE(q.writeTo(client) == ssize_t(hs + 256));
+		drain();
+		REQUIRE(readMad(sa, request) == ssize_t(hs + 256));
+	}
+
+	/* DATA segment n of a GetTableResp of `count` full segments */
+	void segment(uint32_t n, uint32_t count = 3)
+	{
+		std::vector<uint8_t> b(hs + 256, 0);
+		memcpy(b.data(), request.data(), hs + kSaHdr);
+		ib_user_mad_hdr &h = *reinterpret_cast<ib_user_mad_hdr *>(b.data());
+		h.id = s;
+		h.timeout_ms = 0;
+		b[hs + 3] = 0x92;
+		b[hs + 24] = emu::IB_MGMT_RMPP_VERSION;
+		b[hs + 25] = emu::IB_MGMT_RMPP_TYPE_DATA;
+		b[hs + 26] = static_cast<uint8_t>(emu::IB_MGMT_RMPP_FLAG_ACTIVE |
+						  (n == 1 ? emu::IB_MGMT_RMPP_FLAG_FIRST : 0) |
+						  (n == count ? emu::IB_MGMT_RMPP_FLAG_LAST : 0));
+		overlay<be32>(b.data() + hs + 28)->set(n);
+		overlay<be32>(b.data() + hs + 32)->set(n == 1 ? count * 220 : n == count ? 220 : 0);
+		for (size_t i = 0; i < 200; i++)
+			b[hs + kSaHdr + i] = pattern((n - 1) * 200 + i);
+		REQUIRE(sa.write(b.data(), b.size()) == ssize_t(b.size()));
+		drain();
+	}
+
+	/* the next RMPP control MAD the client sent the SA, if any */
+	std::optional<Control> control()
+	{
+		std::vector<uint8_t> b;
+		if (readMad(sa, b) != ssize_t(hs + 256))
+			return std::nullopt;
+		CHECK(b[hs + 3] == IB_SA_METHOD_GET_TABLE); /* GetTableResp with the response bit flipped */
+		CHECK(overlay<ib_mad_hdr>(b.data() + hs)->tid.get() == overlay<ib_mad_hdr>(request.data() + hs)->tid.get());
+		return Control{ b[hs + 25], b[hs + 27], overlay<be32>(b.data() + hs + 28)->get(),
+				overlay<be32>(b.data() + hs + 32)->get() };
+	}
+	bool acked(uint32_t seg, uint32_t newwin)
+	{
+		auto ctl = control();
+		return ctl && ctl->type == emu::IB_MGMT_RMPP_TYPE_ACK && ctl->status == 0 && ctl->seg == seg &&
+		       ctl->newwin == newwin;
+	}
+};
+
+} /* namespace */
+
+TEST_CASE_METHOD(RawSa, "RMPP receiver: ABORT T2L after 40 s, and the record is gone", "[rmpp]")
+{
+	segment(1);
+	CHECK(acked(1, 1 + 64));
+	advance(39999);
+	CHECK_FALSE(control());
+	advance(1);
+	auto abort = control();
+	REQUIRE(abort);
+	CHECK(abort->type == emu::IB_MGMT_RMPP_TYPE_ABORT);
+	CHECK(abort->status == emu::IB_MGMT_RMPP_STATUS_T2L);
+	CHECK_FALSE(control());
+	/* nothing left of the transfer: segment 2 finds no record and is
+	 * dropped; segment 1 starts a new one (a record kept in the timed-out
+	 * state would swallow it) */
+	segment(2);
+	CHECK_FALSE(control());
+	segment(1);
+	CHECK(acked(1, 1 + 64));
+	std::vector<uint8_t> buf;
+	CHECK(readMad(client, buf, 1 << 20) == -EAGAIN);
+}
+
+TEST_CASE_METHOD(RawSa, "RMPP receiver: a finished transfer re-ACKs its last segment for 10 s", "[rmpp]")
+{
+	segment(1);
+	CHECK(acked(1, 1 + 64));
+	segment(2);
+	CHECK_FALSE(control()); /* neither a window end nor the last */
+	segment(3);
+	CHECK(acked(3, 1 + 64));
+	std::vector<uint8_t> buf;
+	REQUIRE(readMad(client, buf, 1 << 20) == ssize_t(hs + kSaHdr + 600));
+	size_t bad = 0;
+	for (size_t i = 0; i < 600; i++)
+		bad += buf[hs + kSaHdr + i] != pattern(i);
+	CHECK(bad == 0);
+	CHECK(client.outstanding() == 0);
+
+	advance(9999);
+	segment(3); /* the sender missed our ACK: tell it again, deliver nothing */
+	CHECK(acked(3, 1 + 64));
+	CHECK(readMad(client, buf, 1 << 20) == -EAGAIN);
+	advance(1);
+	segment(3); /* the record is gone: ignored */
+	CHECK_FALSE(control());
+	CHECK(readMad(client, buf, 1 << 20) == -EAGAIN);
+}
+
+TEST_CASE_METHOD(SaPair, "RMPP sender: a timeout under 2 s is the ACK timeout", "[rmpp]")
+{
+	/* count the client's DATA segments; lose the SA's first ACK */
+	SegmentWatch watch;
+	int acks = 0;
+	subnet.setDropFilter([&](const Port &o, const Packet &p) {
+		if (&o == p2 && p.mad[1] == IB_MGMT_CLASS_SUBN_ADM && p.mad[25] == emu::IB_MGMT_RMPP_TYPE_ACK)
+			return ++acks == 1;
+		return watch(o, p, *p1);
+	});
+	const size_t len = 10 * 1024;
+	std::vector<uint8_t> buf(hs + kSaHdr + len, 0);
+	ib_user_mad_hdr &h = *reinterpret_cast<ib_user_mad_hdr *>(buf.data());
+	h.id = c;
+	h.lid = lid2();
+	h.qpn = 1;
+	h.timeout_ms = 500;
+	h.retries = 2;
+	buf[hs] = 1;
+	buf[hs + 1] = IB_MGMT_CLASS_SUBN_ADM;
+	buf[hs + 2] = 2;
+	buf[hs + 3] = 0x14; /* GetMulti */
+	buf[hs + 26] = emu::IB_MGMT_RMPP_FLAG_ACTIVE;
+	for (size_t i = 0; i < len; i++)
+		buf[hs + kSaHdr + i] = pattern(i);
+	REQUIRE(client.write(buf.data(), buf.size()) == ssize_t(buf.size()));
+	drain();
+	CHECK(acks == 1);
+	CHECK(watch.sent.size() == 1); /* segment 1 alone, its ACK lost */
+	advance(499);
+	CHECK(watch.sent[1] == 1);
+	advance(1); /* 500 ms, not 2 s: segment 1 again */
+	drain();
+	CHECK(watch.sent[1] == 2);
+	CHECK(acks >= 2);
+	CHECK(watch.sent.size() == (len + 199) / 200); /* the rest followed its ACK */
+	std::vector<uint8_t> got;
+	REQUIRE(readMad(sa, got, 1 << 20) == ssize_t(hs + kSaHdr + len));
+	CHECK(client.outstanding() == 1); /* all ACKed, waiting for the answer */
+	subnet.setDropFilter(nullptr);
 }

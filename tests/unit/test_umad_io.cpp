@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include <cerrno>
+#include <map>
 #include <poll.h>
 
 using namespace ibemu;
@@ -45,6 +46,17 @@ uint64_t tidIn(const std::vector<uint8_t> &buf, size_t hs)
 {
 	return overlay<ib_mad_hdr>(buf.data() + hs)->tid.get();
 }
+
+/* Where MadClients' cycle is, a private member. Running the cycle to its
+ * end by alloc/free takes 16M steps, 16 s in a debug ASan build; access
+ * checks do not apply to the arguments of an explicit instantiation
+ * ([temp.spec.general]), which lets the test move it instead. */
+template <uint32_t emu::MadClients::*Next>
+struct CycleOf {
+	friend uint32_t &cycleOf(emu::MadClients &c) { return c.*Next; }
+};
+template struct CycleOf<&emu::MadClients::next_>;
+uint32_t &cycleOf(emu::MadClients &c);
 
 } /* namespace */
 
@@ -130,6 +142,61 @@ TEST_CASE_METHOD(EmuFixture, "the TID's upper half becomes the agent's hi_tid; r
 	CHECK(wireTids[1] == 0xaaaaaaaa12345679ULL);
 	subnet.setDropFilter(nullptr);
 	poll();
+}
+
+TEST_CASE_METHOD(EmuFixture, "hi_tid wrap-around: 2^24-1, then round to the free ones", "[umad][write]")
+{
+	std::vector<uint64_t> wireTids;
+	subnet.setDropFilter([&](const Port &out, const Packet &pkt) {
+		if (&out == p1 && pkt.mad[1] == IB_MGMT_CLASS_PERF_MGMT && pkt.mad[3] == IB_MGMT_METHOD_GET)
+			wireTids.push_back(madHdr(pkt.mad)->tid.get());
+		return false;
+	});
+	constexpr uint32_t kMaxHiTid = (1u << 24) - 1;
+	emu::MadClients &clients = host->clients();
+	UmadFile f(umad1());
+	uint32_t early = gsiAgent(f);
+	REQUIRE(clients.find(5) != nullptr); /* 1-4: the kernel agents of the two ports */
+	REQUIRE(clients.find(5)->client() == &f);
+
+	/* near the end of the cycle; the last ids before it as alloc gives them */
+	cycleOf(clients) = kMaxHiTid - 2;
+	for (uint32_t want : { kMaxHiTid - 2, kMaxHiTid - 1 }) {
+		uint32_t id = clients.alloc(nullptr);
+		CHECK(id == want);
+		clients.free(id);
+	}
+	uint32_t last = gsiAgent(f);    /* the last hi_tid */
+	uint32_t wrapped = gsiAgent(f); /* 1-5 are taken: 6 */
+	REQUIRE(clients.find(kMaxHiTid) != nullptr);
+	CHECK(clients.find(kMaxHiTid)->client() == &f);
+	REQUIRE(clients.find(6) != nullptr);
+	CHECK(clients.find(6)->client() == &f);
+	CHECK(clients.find(7) == nullptr);
+
+	/* one low TID for all three: only the hi_tid tells the answers apart */
+	for (uint32_t agent : { early, last, wrapped }) {
+		UmadMsg m(agent, IB_MGMT_CLASS_PERF_MGMT, IB_MGMT_METHOD_GET, IB_PMA_CLASS_PORT_INFO, 0x77);
+		m.to(lid2(), 1).timeout(1000, 0);
+		REQUIRE(m.writeTo(f) > 0);
+	}
+	REQUIRE(wireTids.size() == 3);
+	CHECK(wireTids[0] == (uint64_t(5) << 32 | 0x77));
+	CHECK(wireTids[1] == (uint64_t(kMaxHiTid) << 32 | 0x77));
+	CHECK(wireTids[2] == (uint64_t(6) << 32 | 0x77));
+	poll();
+	std::map<uint32_t, uint64_t> answered; /* agent id -> TID of its answer */
+	std::vector<uint8_t> buf;
+	while (readMad(f, buf) == 64 + 256) {
+		CHECK(buf[64 + 3] == IB_MGMT_METHOD_GET_RESP);
+		answered[hdrOf(buf).id] = tidIn(buf, 64);
+	}
+	CHECK(answered.size() == 3);
+	CHECK(answered[early] == wireTids[0]);
+	CHECK(answered[last] == wireTids[1]);
+	CHECK(answered[wrapped] == wireTids[2]);
+	CHECK(f.outstanding() == 0);
+	subnet.setDropFilter(nullptr);
 }
 
 TEST_CASE_METHOD(EmuFixture, "read: sizes, EAGAIN, no partial reads, poll", "[umad][read]")
@@ -399,20 +466,23 @@ TEST_CASE_METHOD(EmuFixture, "SA requests reach the agent where the SM runs", "[
 
 TEST_CASE_METHOD(EmuFixture, "close and unregister: queues, late answers", "[umad][close]")
 {
-	UmadFile f(umad1());
-	uint32_t id = gsiAgent(f);
-	UmadMsg m(id, IB_MGMT_CLASS_PERF_MGMT, IB_MGMT_METHOD_GET, IB_PMA_CLASS_PORT_INFO, 1);
-	m.to(lid2(), 1).timeout(1000, 0);
-	REQUIRE(m.writeTo(f) > 0);
-	poll();
-	REQUIRE(f.queued() == 1);
-	/* unregistering keeps what is already queued, with the old id */
-	REQUIRE(f.ioctl(IB_USER_MAD_UNREGISTER_AGENT, reinterpret_cast<uint8_t *>(&id), 4) == 0);
-	std::vector<uint8_t> buf;
-	REQUIRE(readMad(f, buf) == 64 + 256);
-	CHECK(hdrOf(buf).id == id);
+	/* the PerfMgt Gets host1 sends, and the answers that come back to it */
+	std::vector<uint64_t> gets, answers;
+	subnet.setDropFilter([&](const Port &out, const Packet &pkt) {
+		if (pkt.mad[1] != IB_MGMT_CLASS_PERF_MGMT)
+			return false;
+		uint64_t tid = madHdr(pkt.mad)->tid.get();
+		if (&out == p1->peer && pkt.mad[3] == IB_MGMT_METHOD_GET_RESP)
+			answers.push_back(tid);
+		if (&out != p1 || pkt.mad[3] != IB_MGMT_METHOD_GET)
+			return false;
+		gets.push_back(tid);
+		return gets.size() == 2; /* h's request is lost: only g's answer can reach h */
+	});
 
-	/* an answer arriving after close finds nobody and is dropped */
+	/* g asks and closes; h registers before the answer is back and asks the
+	 * same. Were g's hi_tid handed to h, the two TIDs would be equal and g's
+	 * answer would complete h's request. */
 	{
 		UmadFile g(umad1());
 		uint32_t gid = gsiAgent(g);
@@ -420,9 +490,44 @@ TEST_CASE_METHOD(EmuFixture, "close and unregister: queues, late answers", "[uma
 		q.to(lid2(), 1).timeout(1000, 3);
 		REQUIRE(q.writeTo(g) > 0);
 	}
+	UmadFile h(umad1());
+	uint32_t hid = gsiAgent(h, IB_MGMT_CLASS_PERF_MGMT, { IB_MGMT_METHOD_GET }); /* the class's agent, too */
+	UmadMsg same(hid, IB_MGMT_CLASS_PERF_MGMT, IB_MGMT_METHOD_GET, IB_PMA_CLASS_PORT_INFO, 2);
+	same.to(lid2(), 1).timeout(1000, 0);
+	REQUIRE(same.writeTo(h) > 0);
+	REQUIRE(gets.size() == 2);
+	CHECK(gets[0] >> 32 != gets[1] >> 32);
+	uint32_t rcvBefore = p1->counters.rcvPkts;
 	poll();
+	/* the PMA answered g, and the answer reached host1 */
+	REQUIRE(answers.size() == 1);
+	CHECK(answers[0] == gets[0]);
+	CHECK(p1->counters.rcvPkts - rcvBefore == 1);
+	std::vector<uint8_t> buf;
+	CHECK(readMad(h, buf) == -EAGAIN); /* dropped, not given to h */
+	advance(1000);
+	REQUIRE(readMad(h, buf) == 64 + 24); /* h's own request, unanswered */
+	CHECK(hdrOf(buf).status == ETIMEDOUT);
+	CHECK(hdrOf(buf).id == hid);
 	advance(5000);
-	CHECK(f.queued() == 0);
+	CHECK(gets.size() == 2); /* g's retries went with it */
+	CHECK(answers.size() == 1);
+	CHECK(readMad(h, buf) == -EAGAIN);
+	subnet.setDropFilter(nullptr);
+
+	/* unregistering keeps what is already queued, with the old id */
+	UmadFile f(umad1());
+	uint32_t id = gsiAgent(f);
+	UmadMsg m(id, IB_MGMT_CLASS_PERF_MGMT, IB_MGMT_METHOD_GET, IB_PMA_CLASS_PORT_INFO, 1);
+	m.to(lid2(), 1).timeout(1000, 0);
+	REQUIRE(m.writeTo(f) > 0);
+	poll();
+	REQUIRE(f.queued() == 1);
+	REQUIRE(f.ioctl(IB_USER_MAD_UNREGISTER_AGENT, reinterpret_cast<uint8_t *>(&id), 4) == 0);
+	REQUIRE(readMad(f, buf) == 64 + 256);
+	CHECK(hdrOf(buf).id == id);
+	CHECK(buf[64 + 3] == IB_MGMT_METHOD_GET_RESP);
+	CHECK(readMad(f, buf) == -EAGAIN);
 }
 
 TEST_CASE_METHOD(EmuFixture, "GRH: sent with the local GID, received with the source GID", "[umad][read]")

@@ -11,50 +11,6 @@
 
 using namespace ibemu::test;
 
-namespace {
-
-constexpr uint32_t kAll = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ |
-			  IB_ACCESS_REMOTE_ATOMIC;
-
-/* Process A (tid 100) on host1 and process B (tid 200) on host2, across
- * both switches, each with a PD, a CQ, an 8 KiB buffer and one QP. */
-struct Pair : VerbsFixture {
-	Client a{ *this, dev1(), 100 };
-	Client b{ *this, dev2(), 200 };
-	alignas(4096) uint8_t bufA[8192]{};
-	alignas(4096) uint8_t bufB[8192]{};
-	uint32_t pdA = 0, pdB = 0, cqA = 0, cqB = 0;
-	ib_uverbs_reg_mr_resp mrA{}, mrB{};
-	ib_uverbs_create_qp_resp qpA{}, qpB{};
-
-	explicit Pair(uint8_t type = IB_QPT_RC, uint32_t accessB = kAll, int srqB = -2)
-	{
-		REQUIRE(a.allocPd(pdA) == 0);
-		REQUIRE(b.allocPd(pdB) == 0);
-		REQUIRE(a.createCq(64, cqA) == 0);
-		REQUIRE(b.createCq(64, cqB) == 0);
-		REQUIRE(a.regMr(pdA, bufA, sizeof bufA, kAll, mrA) == 0);
-		REQUIRE(b.regMr(pdB, bufB, sizeof bufB, accessB, mrB) == 0);
-		REQUIRE(a.createQp(pdA, cqA, cqA, type, qpA) == 0);
-		if (srqB != -2)
-			return;
-		REQUIRE(b.createQp(pdB, cqB, cqB, type, qpB) == 0);
-		a.connect(qpA.qp_handle, type, lid2(), qpB.qpn);
-		b.connect(qpB.qp_handle, type, lid1(), qpA.qpn);
-	}
-
-	ib_uverbs_send_wr wr(uint32_t opcode, uint64_t id = 1, uint32_t flags = IB_SEND_SIGNALED)
-	{
-		ib_uverbs_send_wr w{};
-		w.wr_id = id;
-		w.opcode = opcode;
-		w.send_flags = flags;
-		return w;
-	}
-};
-
-} /* namespace */
-
 TEST_CASE("verbs RC: SEND with immediate crosses both switches", "[verbs]")
 {
 	Pair p;
@@ -315,6 +271,95 @@ TEST_CASE("verbs RC: a down link or a wrong LFT ends in RETRY_EXC_ERR", "[verbs]
 	REQUIRE(d.size() == 1);
 	CHECK(d[0].status == IB_WC_SUCCESS);
 	CHECK(q.b.poll(q.cqB).size() == 1);
+}
+
+/* The request arrives and executes, its ACK (or atomic response) is lost
+ * on the way back: the requester retries after its ACK timeout and the
+ * responder answers the duplicate without executing it again. */
+TEST_CASE("verbs RC: a retry after a lost ACK is not executed twice", "[verbs]")
+{
+	Pair p;
+	/* host2 -> host1 leaves sw2 by its LFT entry for host1's LID: without
+	 * it requests still arrive, answers are lost */
+	Node *sw2 = p.p2->peer->node;
+	const uint8_t home = sw2->sw->lft[p.lid1()];
+	auto loseAnswers = [&](bool lose) { sw2->sw->lft[p.lid1()] = lose ? 0xff : home; };
+	auto tries = [&] { return p.p2->counters.extRcvPkts; }; /* requests reaching host2 */
+	const uint64_t remote = reinterpret_cast<uint64_t>(p.bufB);
+	uint64_t v = 100, got = 0;
+	memcpy(p.bufB + 8, &v, 8);
+
+	/* fetch-and-add: twice would leave 110 and answer 105 */
+	auto w = p.wr(IB_WR_ATOMIC_FETCH_AND_ADD, 1);
+	w.wr.atomic.remote_addr = remote + 8;
+	w.wr.atomic.rkey = p.mrB.rkey;
+	w.wr.atomic.compare_add = 5;
+	uint64_t before = tries();
+	loseAnswers(true);
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA + 16, 8, p.mrA.lkey) }) == 0);
+	CHECK(p.a.poll(p.cqA).empty());
+	memcpy(&got, p.bufB + 8, 8);
+	CHECK(got == 105); /* it did execute */
+	loseAnswers(false);
+	p.advance(68); /* timeout 14: 67 ms */
+	auto c = p.a.poll(p.cqA);
+	REQUIRE(c.size() == 1);
+	CHECK(c[0].status == IB_WC_SUCCESS);
+	CHECK(c[0].opcode == IB_WC_FETCH_ADD);
+	CHECK(tries() - before == 2);
+	memcpy(&got, p.bufA + 16, 8);
+	CHECK(got == 100); /* the original value, from the first execution */
+	memcpy(&got, p.bufB + 8, 8);
+	CHECK(got == 105);
+
+	/* compare-and-swap: twice would answer 7, the value it swapped in */
+	w = p.wr(IB_WR_ATOMIC_CMP_AND_SWP, 2);
+	w.wr.atomic.remote_addr = remote + 8;
+	w.wr.atomic.rkey = p.mrB.rkey;
+	w.wr.atomic.compare_add = 105;
+	w.wr.atomic.swap = 7;
+	before = tries();
+	loseAnswers(true);
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA + 24, 8, p.mrA.lkey) }) == 0);
+	CHECK(p.a.poll(p.cqA).empty());
+	loseAnswers(false);
+	p.advance(68);
+	c = p.a.poll(p.cqA);
+	REQUIRE(c.size() == 1);
+	CHECK(c[0].status == IB_WC_SUCCESS);
+	CHECK(c[0].opcode == IB_WC_COMP_SWAP);
+	CHECK(tries() - before == 2);
+	memcpy(&got, p.bufA + 24, 8);
+	CHECK(got == 105);
+	memcpy(&got, p.bufB + 8, 8);
+	CHECK(got == 7);
+
+	/* SEND: one receive consumed, one completion at the responder */
+	REQUIRE(p.b.postRecv(p.qpB.qp_handle, 11, { sge(p.bufB + 1024, 64, p.mrB.lkey) }) == 0);
+	REQUIRE(p.b.postRecv(p.qpB.qp_handle, 12, { sge(p.bufB + 2048, 64, p.mrB.lkey) }) == 0);
+	memset(p.bufA, 0x3c, 64);
+	before = tries();
+	loseAnswers(true);
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, p.wr(IB_WR_SEND, 3), { sge(p.bufA, 64, p.mrA.lkey) }) == 0);
+	CHECK(p.a.poll(p.cqA).empty());
+	loseAnswers(false);
+	p.advance(68);
+	c = p.a.poll(p.cqA);
+	REQUIRE(c.size() == 1);
+	CHECK(c[0].status == IB_WC_SUCCESS);
+	CHECK(c[0].wr_id == 3);
+	CHECK(tries() - before == 2);
+	auto r = p.b.poll(p.cqB);
+	REQUIRE(r.size() == 1);
+	CHECK(r[0].wr_id == 11);
+	CHECK(r[0].status == IB_WC_SUCCESS);
+	CHECK(r[0].byte_len == 64);
+	CHECK(p.bufB[1024 + 63] == 0x3c);
+	/* the second receive is still there for the next message */
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, p.wr(IB_WR_SEND, 4), { sge(p.bufA, 8, p.mrA.lkey) }) == 0);
+	r = p.b.poll(p.cqB);
+	REQUIRE(r.size() == 1);
+	CHECK(r[0].wr_id == 12);
 }
 
 TEST_CASE("verbs UC and UD: losses are silent; UD carries the GRH area and Q_Keys", "[verbs]")

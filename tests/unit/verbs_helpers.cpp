@@ -319,4 +319,20 @@ int Client::destroy(uint32_t command, uint32_t handle)
 	return -EINVAL;
 }
 
+Pair::Pair(uint8_t type, uint32_t accessB, int srqB)
+{
+	REQUIRE(a.allocPd(pdA) == 0);
+	REQUIRE(b.allocPd(pdB) == 0);
+	REQUIRE(a.createCq(64, cqA) == 0);
+	REQUIRE(b.createCq(64, cqB) == 0);
+	REQUIRE(a.regMr(pdA, bufA, sizeof bufA, kAll, mrA) == 0);
+	REQUIRE(b.regMr(pdB, bufB, sizeof bufB, accessB, mrB) == 0);
+	REQUIRE(a.createQp(pdA, cqA, cqA, type, qpA) == 0);
+	if (srqB != -2)
+		return;
+	REQUIRE(b.createQp(pdB, cqB, cqB, type, qpB) == 0);
+	a.connect(qpA.qp_handle, type, lid2(), qpB.qpn);
+	b.connect(qpB.qp_handle, type, lid1(), qpA.qpn);
+}
+
 } /* namespace ibemu::test */

@@ -101,4 +101,30 @@ inline ib_uverbs_sge sge(const void *addr, uint32_t len, uint32_t lkey)
 	return { reinterpret_cast<uint64_t>(addr), len, lkey };
 }
 
+constexpr uint32_t kAll = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ |
+			  IB_ACCESS_REMOTE_ATOMIC;
+
+/* Process A (tid 100) on host1 and process B (tid 200) on host2, across
+ * both switches, each with a PD, a CQ, an 8 KiB buffer and one QP. */
+struct Pair : VerbsFixture {
+	Client a{ *this, dev1(), 100 };
+	Client b{ *this, dev2(), 200 };
+	alignas(4096) uint8_t bufA[8192]{};
+	alignas(4096) uint8_t bufB[8192]{};
+	uint32_t pdA = 0, pdB = 0, cqA = 0, cqB = 0;
+	ib_uverbs_reg_mr_resp mrA{}, mrB{};
+	ib_uverbs_create_qp_resp qpA{}, qpB{};
+
+	explicit Pair(uint8_t type = IB_QPT_RC, uint32_t accessB = kAll, int srqB = -2);
+
+	ib_uverbs_send_wr wr(uint32_t opcode, uint64_t id = 1, uint32_t flags = IB_SEND_SIGNALED)
+	{
+		ib_uverbs_send_wr w{};
+		w.wr_id = id;
+		w.opcode = opcode;
+		w.send_flags = flags;
+		return w;
+	}
+};
+
 } /* namespace ibemu::test */
