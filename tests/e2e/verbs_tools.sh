@@ -4,10 +4,11 @@
 # CAs (across both switches of the default fabric), a clean failure when a
 # link on the path is down, and the kernel's answers to a process that
 # uses another's handles or pins past its RLIMIT_MEMLOCK.
-# usage: verbs_tools.sh IBEMU_BINARY UVERBS_PROBE
+# usage: verbs_tools.sh IBEMU_BINARY UVERBS_PROBE VERBS_REUSE
 set -u
 ibemu=$1
 probe=$2
+reuse=$3
 . "$(dirname "$0")/lib.sh"
 e2e_setup cuse-verbs
 [ -w /dev/cuse ] || { echo "cuse-verbs: no /dev/cuse; skipped"; exit 77; }
@@ -80,6 +81,20 @@ for pp in ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong; do
 done
 out=$(inst $V perfquery -x)
 expect_match "perfquery counts the verbs traffic" '^PortXmitData:\.+[0-9]{5,}' "$out"
+
+# --- registered memory is bound to the address space that registered it:
+# after an exec, or an exit and a new process with the same PID, an RDMA
+# WRITE to it fails and the newcomer's memory is untouched
+out=$(inst $V "$reuse" exec ibemu0 ibemu1)
+expect_eq "exec: RDMA WRITE into the old address space fails" 0 $?
+expect_eq "exec: the steps" "$(printf '%s\n' 'control RDMA WRITE: success' 'victim: the control write arrived' \
+	'RDMA WRITE after the exec: remote access error')" "$(grep -v '^sentinel' <<<"$out")"
+expect_match "exec: the new image's memory is untouched" '^sentinel pid [0-9]+: its memory is untouched$' "$out"
+out=$(inst $V "$reuse" reuse ibemu0 ibemu1)
+expect_eq "PID reuse: RDMA WRITE into the old address space fails" 0 $?
+expect_match "PID reuse: a new process really has the PID" '^a new process has the victim.s PID: yes$' "$out"
+expect_match "PID reuse: the write fails" '^RDMA WRITE after the exit and PID reuse: remote access error$' "$out"
+expect_match "PID reuse: the newcomer's memory is untouched" '^sentinel pid [0-9]+: its memory is untouched$' "$out"
 
 # --- another process's handles, pinning, the ioctl fallback
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
