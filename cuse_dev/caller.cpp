@@ -66,46 +66,74 @@ int writeCaller(pid_t tid, uint64_t addr, const void *data, size_t len)
 	return n == static_cast<ssize_t>(len) ? 0 : -EFAULT;
 }
 
-size_t wholeCount(pid_t tid, long syscallNr, size_t chunk, uint64_t &addr)
+CallerIo callerIo(pid_t tid, long nr, size_t chunk)
 {
-	if (chunk < 4096 || chunk % 4096)
-		return chunk; /* the kernel only splits at page multiples */
+	CallerIo io{ nr, 0, chunk };
+	/* The kernel never splits below a page: whatever the buffer's
+	 * alignment, a first request holds at least one page. */
+	if (chunk < 4096)
+		return io;
+	long callNr;
+	uint64_t args[6];
+	if (callerSyscall(tid, callNr, args) != 0 || callNr != nr || args[2] <= chunk)
+		return io;
+	io.addr = args[1];
+	io.count = args[2];
+	return io;
+}
+
+bool Continuation::continues(pid_t t)
+{
+	if (!left || tid != t)
+		return false;
 	long nr;
 	uint64_t args[6];
-	if (callerSyscall(tid, nr, args) != 0 || nr != syscallNr || args[2] <= chunk)
-		return chunk;
-	addr = args[1];
-	return args[2];
+	int rc = callerSyscall(t, nr, args);
+	/* A write that cannot be told apart is taken as the tail: running a
+	 * command twice is worse than acknowledging a write unread. A read
+	 * must match exactly, or it would get another read's bytes. */
+	if ((rc == -EAGAIN && io.nr == SYS_write) ||
+	    (rc == 0 && nr == io.nr && args[1] == io.addr && args[2] == io.count))
+		return true;
+	clear();
+	return false;
 }
 
 int takeWrite(pid_t tid, const char *buf, size_t size, size_t maxLen, Continuation &rest,
-	      std::vector<uint8_t> &storage, const uint8_t *&data, size_t &len)
+	      std::vector<uint8_t> &storage, const uint8_t *&data, CallerIo &io)
 {
-	if (rest.left && rest.tid == tid) {
-		/* still the same write()? (a signal may have cut the last one short) */
-		long nr;
-		uint64_t args[6];
-		int rc = callerSyscall(tid, nr, args);
-		/* when in doubt it is the tail: running a command twice is worse */
-		if (rc == -EAGAIN || (rc == 0 && nr == SYS_write && args[1] == rest.addr && args[2] == rest.whole)) {
-			rest.left -= std::min(size, rest.left);
-			return 1;
-		}
-		rest.left = 0;
+	if (rest.continues(tid)) {
+		rest.left -= std::min(size, rest.left);
+		return 1;
 	}
-	uint64_t addr = 0;
-	len = wholeCount(tid, SYS_write, size, addr);
-	rest.addr = addr;
+	io = callerIo(tid, SYS_write, size);
 	data = reinterpret_cast<const uint8_t *>(buf);
+	size_t len = io.count;
 	if (len == size)
 		return 0;
 	if (len > maxLen)
 		return -ENOMEM;
-	storage.resize(len);
-	if (readCaller(tid, addr, storage.data(), len) != 0)
-		return -EFAULT;
+	/* grow with what the caller really has, not with what it claims */
+	storage.clear();
+	for (size_t at = 0; at < len;) {
+		size_t n = std::min(len - at, size_t(1) << 20);
+		storage.resize(at + n);
+		if (readCaller(tid, io.addr + at, storage.data() + at, n) != 0)
+			return -EFAULT;
+		at += n;
+	}
 	data = storage.data();
 	return 0;
+}
+
+void expectRest(Continuation &rest, pid_t tid, const CallerIo &io, size_t first)
+{
+	rest.clear();
+	if (io.count > first) {
+		rest.tid = tid;
+		rest.io = io;
+		rest.left = io.count - first;
+	}
 }
 
 } /* namespace ibemu::cuse_dev */

@@ -20,45 +20,53 @@ namespace ibemu::cuse_dev {
  * Returns 0 or a negative errno. */
 int callerSyscall(pid_t tid, long &nr, uint64_t args[6]);
 
-/* Reads len bytes at addr in the address space of `tid`'s process. */
+/* Reads len bytes at addr in the address space of `tid`'s process; 0 or a
+ * negative errno (-EFAULT when any of it is not mapped). */
 int readCaller(pid_t tid, uint64_t addr, void *data, size_t len);
 
 /* Writes len bytes at addr in the address space of `tid`'s process. */
 int writeCaller(pid_t tid, uint64_t addr, const void *data, size_t len);
 
-/* The kernel hands a read() or write() bigger than the connection's maximum
- * (128 KiB) over in several requests. A command or message must be taken
- * whole, so the first request handles the caller's entire system call and
- * the rest of it is served (read) or acknowledged (write) from a
- * Continuation. */
-struct Continuation {
-	pid_t tid = 0;
-	size_t left = 0;           /* bytes of the system call still to come */
-	std::vector<uint8_t> data; /* read: what is left to hand out */
-	uint64_t addr = 0;         /* write: the system call's buffer and size, */
-	size_t whole = 0;          /* to tell its tail from the thread's next write */
-
-	/* a write of `whole` bytes was handled from its first `first` */
-	void expect(pid_t t, size_t all, size_t first)
-	{
-		if (all > first) {
-			tid = t;
-			left = all - first;
-			whole = all;
-		}
-	}
+/* The caller's read() or write() system call that a request belongs to. */
+struct CallerIo {
+	long nr = 0;       /* SYS_read or SYS_write */
+	uint64_t addr = 0; /* its buffer */
+	size_t count = 0;  /* its size */
 };
 
-/* The size of the caller's read() or write() (syscallNr) that a request of
- * `chunk` bytes from thread tid is the start of; its buffer in addr. */
-size_t wholeCount(pid_t tid, long syscallNr, size_t chunk, uint64_t &addr);
+/* The kernel hands a read() or write() bigger than one request (max_write,
+ * 1 MiB here; less for a buffer that does not start on a page) over in
+ * several requests. A command or message must be taken whole, so the first
+ * request handles the caller's entire system call and the rest of it is
+ * served (read) or acknowledged (write) from a Continuation, but only while
+ * /proc/TID/syscall still shows that same call: a signal or a fault can end
+ * it early, and what is left then belongs to nobody. */
+struct Continuation {
+	pid_t tid = 0;
+	CallerIo io;
+	size_t left = 0;           /* bytes of the system call still to come */
+	std::vector<uint8_t> data; /* read: what is left to hand out */
+
+	void clear() { *this = Continuation{}; }
+	/* Is a request of thread tid the next part of the call? Drops the
+	 * continuation when the thread has moved on to another call. */
+	bool continues(pid_t tid);
+};
+
+/* The system call that a request of `chunk` bytes from thread tid starts:
+ * the caller's whole read() or write() (nr), or just the chunk itself when
+ * it cannot be part of a bigger one. */
+CallerIo callerIo(pid_t tid, long nr, size_t chunk);
 
 /* A write request from thread tid: returns 1 when it is the tail of a
  * write() handled already (acknowledge it), or 0 with the caller's whole
- * write() in data/len (read from the caller into storage when the kernel
- * split it), or -ENOMEM when that is longer than maxLen, -EFAULT. After
- * handling the data, call rest.expect(). */
+ * write() in data (io.count bytes; read from the caller into storage when
+ * the kernel split it), or -ENOMEM when that is longer than maxLen, or
+ * -EFAULT. After handling the data, call expectRest(). */
 int takeWrite(pid_t tid, const char *buf, size_t size, size_t maxLen, Continuation &rest,
-	      std::vector<uint8_t> &storage, const uint8_t *&data, size_t &len);
+	      std::vector<uint8_t> &storage, const uint8_t *&data, CallerIo &io);
+/* The whole write() of `len` bytes was handled from a first request of
+ * `first`: its other requests are to be acknowledged. */
+void expectRest(Continuation &rest, pid_t tid, const CallerIo &io, size_t first);
 
 } /* namespace ibemu::cuse_dev */

@@ -76,10 +76,10 @@ void cdWrite(fuse_req_t req, const char *buf, size_t size, off_t, fuse_file_info
 {
 	dev(req).owner->files.write(req, buf, size, fi);
 }
-void cdIoctl(fuse_req_t req, int cmd, void *, fuse_file_info *fi, unsigned flags, const void *in, size_t inSize,
+void cdIoctl(fuse_req_t req, int cmd, void *arg, fuse_file_info *fi, unsigned flags, const void *in, size_t inSize,
 	     size_t outSize)
 {
-	dev(req).owner->files.ioctl(req, static_cast<unsigned>(cmd), fi, flags, in, inSize, outSize);
+	dev(req).owner->files.ioctl(req, static_cast<unsigned>(cmd), arg, fi, flags, in, inSize, outSize);
 }
 void cdPoll(fuse_req_t req, fuse_file_info *fi, fuse_pollhandle *ph) { dev(req).owner->files.poll(req, fi, ph); }
 void cdRelease(fuse_req_t req, fuse_file_info *fi) { dev(req).owner->files.release(req, fi); }
@@ -159,6 +159,7 @@ int CuseDevices::start(std::string &err)
 		const char *argv[] = { "ibemud" };
 		fuse_args args = FUSE_ARGS_INIT(1, const_cast<char **>(argv));
 		d->se = cuse_lowlevel_new(&args, &ci, kind == NodeKind::Uverbs ? &kVerbsOps : &kOps, d.get());
+		fuse_opt_free_args(&args); /* parsing copied them into args.argv */
 		if (!d->se) {
 			err = "cannot create a CUSE session for " + d->devName;
 			return -ENOMEM;

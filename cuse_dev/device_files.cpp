@@ -6,7 +6,9 @@
 #include "cuse_dev/device_files.h"
 
 #include "cuse_dev/caller.h"
+#include "cuse_dev/open_limit.h"
 #include "cuse_dev/wait_queue.h"
+#include "emu/mad_rmpp.h"
 #include "emu/umad_abi.h"
 #include "emu/umad_file.h"
 #include "emu/umad_port.h"
@@ -15,6 +17,7 @@
 #include <fuse_lowlevel.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
@@ -24,6 +27,7 @@
 namespace ibemu::cuse_dev {
 
 struct DeviceFiles::Open {
+	OpenLimit::Slot slot;
 	bool issm = false;
 	emu::UmadPort *port = nullptr;
 	std::unique_ptr<emu::UmadFile> umad;
@@ -37,6 +41,7 @@ struct DeviceFiles::PendingIssm {
 	fuse_req_t req;
 	fuse_file_info fi;
 	emu::UmadPort *port;
+	OpenLimit::Slot slot;
 };
 
 DeviceFiles::DeviceFiles(boost::asio::io_context &io) : io_(io) {}
@@ -72,6 +77,9 @@ void DeviceFiles::issmInterrupted(fuse_req_t req, void *data)
 void DeviceFiles::open(fuse_req_t req, emu::UmadPort &port, bool issm, fuse_file_info *fi)
 {
 	auto o = std::make_unique<Open>();
+	o->slot = openLimit_.take(fuse_req_ctx(req)->uid);
+	if (!o->slot)
+		return (void)fuse_reply_err(req, EMFILE);
 	o->issm = issm;
 	o->port = &port;
 	o->nonblock = fi->flags & O_NONBLOCK;
@@ -88,7 +96,7 @@ void DeviceFiles::open(fuse_req_t req, emu::UmadPort &port, bool issm, fuse_file
 		/* ib_umad_sm_open(): one holder per port */
 		int rc = port.issmOpen();
 		if (rc == -EAGAIN && !o->nonblock) {
-			issmWaiters_.push_back({ req, *fi, &port });
+			issmWaiters_.push_back({ req, *fi, &port, std::move(o->slot) });
 			fuse_req_interrupt_func(req, issmInterrupted, this);
 			return;
 		}
@@ -117,7 +125,7 @@ void DeviceFiles::read(fuse_req_t req, size_t size, fuse_file_info *fi)
 	if (o->issm)
 		return (void)fuse_reply_err(req, EINVAL); /* issm has no read */
 	Continuation &rest = o->readRest;
-	if (rest.left && rest.tid == fuse_req_ctx(req)->pid) { /* the rest of a big read */
+	if (rest.continues(fuse_req_ctx(req)->pid)) { /* the rest of a big read */
 		size_t n = std::min(size, rest.data.size());
 		fuse_reply_buf(req, reinterpret_cast<const char *>(rest.data.data()), n);
 		rest.data.erase(rest.data.begin(), rest.data.begin() + long(n));
@@ -144,22 +152,23 @@ void DeviceFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_
 	pid_t tid = fuse_req_ctx(req)->pid;
 	std::vector<uint8_t> storage;
 	const uint8_t *data;
-	size_t whole;
-	/* an RMPP message as big as the kernel would take: 64 MiB is plenty */
-	int t = takeWrite(tid, buf, size, size_t(64) << 20, o->writeRest, storage, data, whole);
+	CallerIo io;
+	/* at most the longest message the MAD layer takes */
+	int t = takeWrite(tid, buf, size, o->umad->hdrSize() + emu::rmpp::kMaxMessageBytes, o->writeRest, storage,
+			  data, io);
 	if (t < 0)
 		return (void)fuse_reply_err(req, -t);
 	if (t > 0) /* the rest of a big write, handled already */
 		return (void)fuse_reply_write(req, size);
-	ssize_t rc = o->umad->write(data, whole);
+	ssize_t rc = o->umad->write(data, io.count);
 	if (rc < 0)
 		return (void)fuse_reply_err(req, static_cast<int>(-rc));
-	o->writeRest.expect(tid, whole, size);
+	expectRest(o->writeRest, tid, io, size);
 	fuse_reply_write(req, size);
 }
 
-void DeviceFiles::ioctl(fuse_req_t req, unsigned cmd, fuse_file_info *fi, unsigned flags, const void *in,
-			size_t inSize, size_t outSize)
+void DeviceFiles::ioctl(fuse_req_t req, unsigned cmd, void *userArg, fuse_file_info *fi, unsigned flags,
+			const void *in, size_t inSize, size_t outSize)
 {
 	Open *o = openOf(fi);
 	if (!o)
@@ -170,6 +179,21 @@ void DeviceFiles::ioctl(fuse_req_t req, unsigned cmd, fuse_file_info *fi, unsign
 	if (inSize)
 		memcpy(arg.data(), in, inSize);
 	int rc = o->umad->ioctl(cmd, arg.data(), iocSize(cmd));
+	bool registered = rc == 0 && (cmd == IB_USER_MAD_REGISTER_AGENT || cmd == IB_USER_MAD_REGISTER_AGENT2);
+	if (registered && outSize) {
+		/* The kernel copies the id back after our reply, too late to undo
+		 * the registration when that copy faults; ib_umad_reg_agent()
+		 * unregisters then. So copy it here first. */
+		size_t idAt = cmd == IB_USER_MAD_REGISTER_AGENT ? offsetof(ib_user_mad_reg_req, id)
+								 : offsetof(ib_user_mad_reg_req2, id);
+		pid_t tid = fuse_req_ctx(req)->pid;
+		if (writeCaller(tid, reinterpret_cast<uintptr_t>(userArg) + idAt, arg.data() + idAt, sizeof(uint32_t))) {
+			uint32_t id;
+			memcpy(&id, arg.data() + idAt, sizeof id);
+			o->umad->ioctl(IB_USER_MAD_UNREGISTER_AGENT, reinterpret_cast<uint8_t *>(&id), sizeof id);
+			return (void)fuse_reply_err(req, EFAULT);
+		}
+	}
 	/* REGISTER_AGENT2 writes the supported flags back even when it fails */
 	if (rc == 0 || (rc == -EINVAL && cmd == IB_USER_MAD_REGISTER_AGENT2))
 		return (void)fuse_reply_ioctl(req, rc, outSize ? arg.data() : nullptr, outSize);
@@ -208,12 +232,15 @@ void DeviceFiles::serveReads(uint64_t fh)
 	if (it == opens_.end())
 		return;
 	Open &o = *it->second;
+	std::vector<uint8_t> mad;
 	while (!o.wait.empty()) {
 		const PendingRead r = o.wait.front();
-		uint64_t addr = 0;
-		size_t whole = wholeCount(fuse_req_ctx(r.req)->pid, SYS_read, r.size, addr);
-		std::vector<uint8_t> buf(whole);
-		ssize_t n = o.umad->read(buf.data(), buf.size());
+		pid_t tid = fuse_req_ctx(r.req)->pid;
+		/* a MAD longer than this request may fit the caller's whole read() */
+		CallerIo io{ SYS_read, 0, r.size };
+		if (o.umad->nextLength() > r.size)
+			io = callerIo(tid, SYS_read, r.size);
+		ssize_t n = o.umad->read(io.count, mad);
 		if (n == -EAGAIN && !r.nonblock && !stopping_)
 			break; /* stays parked until the next MAD */
 		o.wait.pop();
@@ -224,22 +251,30 @@ void DeviceFiles::serveReads(uint64_t fh)
 			 * bytes go straight into the reader's buffer. */
 			long nr;
 			uint64_t args[6];
-			pid_t tid = fuse_req_ctx(r.req)->pid;
-			size_t copied = o.umad->hdrSize() + kMadSize;
-			if (callerSyscall(tid, nr, args) == 0 && nr == SYS_read && args[2] >= copied)
-				writeCaller(tid, args[1], buf.data(), copied);
+			if (callerSyscall(tid, nr, args) == 0 && nr == SYS_read && args[2] >= mad.size())
+				writeCaller(tid, args[1], mad.data(), mad.size());
 			fuse_reply_err(r.req, ENOSPC);
 		} else if (n < 0) {
 			fuse_reply_err(r.req, static_cast<int>(-n));
+		} else if (static_cast<size_t>(n) <= r.size) {
+			o.umad->consume();
+			fuse_reply_buf(r.req, reinterpret_cast<const char *>(mad.data()), mad.size());
 		} else {
-			size_t first = std::min(static_cast<size_t>(n), r.size);
-			pid_t tid = fuse_req_ctx(r.req)->pid; /* the reply frees r.req */
-			fuse_reply_buf(r.req, reinterpret_cast<const char *>(buf.data()), first);
-			if (static_cast<size_t>(n) > first) { /* more requests of this read() follow */
-				buf.erase(buf.begin(), buf.begin() + long(first));
-				buf.resize(static_cast<size_t>(n) - first);
-				o.readRest = { tid, buf.size(), std::move(buf) };
+			/* More requests of this read() follow, one per part of the
+			 * buffer. Copy it all now, so a buffer that faults part way
+			 * fails the read (EFAULT) and the MAD stays queued, as the
+			 * kernel's copy_to_user failure requeues it. */
+			if (writeCaller(tid, io.addr, mad.data(), mad.size()) != 0) {
+				fuse_reply_err(r.req, EFAULT);
+				continue;
 			}
+			o.umad->consume();
+			fuse_reply_buf(r.req, reinterpret_cast<const char *>(mad.data()), r.size);
+			Continuation &rest = o.readRest;
+			rest.tid = tid;
+			rest.io = io;
+			rest.data.assign(mad.begin() + long(r.size), mad.end());
+			rest.left = rest.data.size();
 		}
 	}
 	o.wait.notifyPoll();
@@ -258,6 +293,7 @@ void DeviceFiles::retryIssm()
 			fuse_reply_err(it->req, stopping_ ? EINTR : -rc);
 		} else {
 			auto o = std::make_unique<Open>();
+			o->slot = std::move(it->slot);
 			o->issm = true;
 			o->port = it->port;
 			it->fi.fh = nextFh_++;

@@ -10,6 +10,8 @@
 // handler, so a signal always frees the caller with EINTR.
 #pragma once
 
+#include "cuse_dev/open_limit.h"
+
 #include <boost/asio/io_context.hpp>
 
 #include <cstddef>
@@ -45,8 +47,10 @@ public:
 	void open(fuse_req_t req, emu::UmadPort &port, bool issm, fuse_file_info *fi);
 	void read(fuse_req_t req, size_t size, fuse_file_info *fi);
 	void write(fuse_req_t req, const char *buf, size_t size, fuse_file_info *fi);
-	void ioctl(fuse_req_t req, unsigned cmd, fuse_file_info *fi, unsigned flags, const void *in, size_t inSize,
-		   size_t outSize);
+	/* userArg: the caller's ioctl argument pointer (restricted ioctls: the
+	 * kernel copies `in` from it and the reply's bytes back to it) */
+	void ioctl(fuse_req_t req, unsigned cmd, void *userArg, fuse_file_info *fi, unsigned flags, const void *in,
+		   size_t inSize, size_t outSize);
 	void poll(fuse_req_t req, fuse_file_info *fi, fuse_pollhandle *ph);
 	void release(fuse_req_t req, fuse_file_info *fi);
 
@@ -69,6 +73,7 @@ private:
 	static void issmInterrupted(fuse_req_t req, void *self);
 
 	boost::asio::io_context &io_;
+	OpenLimit openLimit_;
 	std::unordered_map<uint64_t, std::unique_ptr<Open>> opens_;
 	std::list<PendingIssm> issmWaiters_;
 	std::vector<emu::UmadPort *> watched_;

@@ -13,6 +13,7 @@
 #include "emu/umad_abi.h"
 
 #include <fuse_lowlevel.h>
+#include <spdlog/spdlog.h>
 
 #include <cerrno>
 #include <cstring>
@@ -137,9 +138,17 @@ void fsOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info *fi)
 		return s.deviceFiles.open(req, *it->second.first, it->second.second, fi);
 	if ((fi->flags & O_ACCMODE) != O_RDONLY && !n->store)
 		return (void)fuse_reply_err(req, EACCES);
+	SysfsValue v;
+	try { /* nothing may unwind into libfuse's C frames */
+		if (n->render)
+			v = n->render();
+	} catch (const std::exception &e) {
+		spdlog::error("sysfs: rendering {} failed: {}", n->name, e.what());
+		return (void)fuse_reply_err(req, EIO);
+	}
 	fi->direct_io = 1;
 	fi->fh = s.nextFh++;
-	s.sysfsOpens[fi->fh] = { n, n->render ? n->render() : SysfsValue{} };
+	s.sysfsOpens[fi->fh] = { n, std::move(v) };
 	fuse_reply_open(req, fi);
 }
 
@@ -172,13 +181,13 @@ void fsWrite(fuse_req_t req, fuse_ino_t, const char *buf, size_t size, off_t, fu
 	fuse_reply_write(req, size);
 }
 
-void fsIoctl(fuse_req_t req, fuse_ino_t, unsigned int cmd, void *, fuse_file_info *fi, unsigned flags,
+void fsIoctl(fuse_req_t req, fuse_ino_t, unsigned int cmd, void *arg, fuse_file_info *fi, unsigned flags,
 	     const void *in, size_t inSize, size_t outSize)
 {
 	auto &s = self(req);
 	if (!DeviceFiles::owns(fi->fh))
 		return (void)fuse_reply_err(req, ENOTTY);
-	s.deviceFiles.ioctl(req, cmd, fi, flags, in, inSize, outSize);
+	s.deviceFiles.ioctl(req, cmd, arg, fi, flags, in, inSize, outSize);
 }
 
 void fsPoll(fuse_req_t req, fuse_ino_t, fuse_file_info *fi, fuse_pollhandle *ph)
@@ -258,6 +267,7 @@ int FuseFs::mount(const std::string &mountpoint, std::string &err)
 	const char *argv[] = { "ibemud", "-o", "allow_other,default_permissions,fsname=ibemu,subtype=ibemu" };
 	fuse_args args = FUSE_ARGS_INIT(3, const_cast<char **>(argv));
 	s.se = fuse_session_new(&args, &kOps, sizeof(kOps), &s);
+	fuse_opt_free_args(&args); /* parsing copied them into args.argv */
 	if (!s.se) {
 		err = "cannot create a FUSE session";
 		return -ENOMEM;

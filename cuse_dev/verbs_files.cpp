@@ -28,6 +28,7 @@ constexpr size_t kMaxCommand = 24 + size_t(2) * 0xffff * 8;
 } /* namespace */
 
 struct VerbsFiles::Open {
+	OpenLimit::Slot slot;
 	std::unique_ptr<emu::UverbsFile> file;
 	WaitQueue wait;
 	Continuation writeRest;
@@ -54,6 +55,9 @@ void VerbsFiles::open(fuse_req_t req, emu::VerbsDevice &dev, fuse_file_info *fi)
 	if (stopping_ || dev.dead())
 		return (void)fuse_reply_err(req, ENXIO);
 	auto o = std::make_unique<Open>();
+	o->slot = openLimit_.take(fuse_req_ctx(req)->uid);
+	if (!o->slot)
+		return (void)fuse_reply_err(req, EMFILE);
 	o->file = std::make_unique<emu::UverbsFile>(dev, host_.access(), host_.pinned());
 	uint64_t fh = nextFh_++;
 	o->file->setWakeup([this, fh] { boost::asio::post(io_, [this, fh] { serveReads(fh); }); });
@@ -73,19 +77,19 @@ void VerbsFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_i
 	pid_t tid = fuse_req_ctx(req)->pid;
 	std::vector<uint8_t> storage;
 	const uint8_t *data;
-	size_t whole;
+	CallerIo io;
 	/* a command's size is 16-bit word counts: longer writes are EINVAL */
-	int t = takeWrite(tid, buf, size, kMaxCommand, o->writeRest, storage, data, whole);
+	int t = takeWrite(tid, buf, size, kMaxCommand, o->writeRest, storage, data, io);
 	if (t == -ENOMEM)
 		return (void)fuse_reply_err(req, EINVAL);
 	if (t < 0)
 		return (void)fuse_reply_err(req, -t);
 	if (t > 0) /* the rest of a big command, handled already */
 		return (void)fuse_reply_write(req, size);
-	ssize_t rc = o->file->write(tid, data, whole);
+	ssize_t rc = o->file->write(tid, data, io.count);
 	if (rc < 0)
 		return (void)fuse_reply_err(req, static_cast<int>(-rc));
-	o->writeRest.expect(tid, whole, size);
+	expectRest(o->writeRest, tid, io, size);
 	fuse_reply_write(req, size);
 }
 

@@ -9,6 +9,8 @@
 // descriptor doubles as the async event file (docs/verbs.md).
 #pragma once
 
+#include "cuse_dev/open_limit.h"
+
 #include <boost/asio/io_context.hpp>
 
 #include <cstddef>
@@ -55,6 +57,7 @@ private:
 
 	boost::asio::io_context &io_;
 	emu::Host &host_;
+	OpenLimit openLimit_;
 	std::unordered_map<uint64_t, std::unique_ptr<Open>> opens_;
 	uint64_t nextFh_ = 1;
 	bool stopping_ = false;

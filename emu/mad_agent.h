@@ -16,8 +16,10 @@
 #include <array>
 #include <bitset>
 #include <cstdint>
-#include <list>
+#include <map>
 #include <memory>
+#include <tuple>
+#include <unordered_map>
 #include <vector>
 
 namespace ibemu::emu {
@@ -105,6 +107,10 @@ struct MadSend {
 	~MadSend();
 };
 
+/* What identifies a message being reassembled (mad_rmpp.c find_rmpp_recv):
+ * TID, source QP, source LID, class, class version, method. */
+using RmppKey = std::tuple<uint64_t, uint32_t, uint16_t, uint8_t, uint8_t, uint8_t>;
+
 class MadAgent {
 public:
 	MadAgent(MadPort &port, uint8_t qpn, uint32_t hiTid, AgentClient *client);
@@ -136,8 +142,9 @@ private:
 	MadRegistration reg_;
 	uint8_t rmppVersion_ = 0;
 	bool userRmpp_ = false;
-	std::list<std::shared_ptr<MadSend>> sends_;
-	std::list<std::shared_ptr<RmppRecvState>> rmppRecvs_;
+	/* outstanding sends by TID: responses find theirs without a scan */
+	std::unordered_multimap<uint64_t, std::shared_ptr<MadSend>> sends_;
+	std::map<RmppKey, std::shared_ptr<RmppRecvState>> rmppRecvs_;
 };
 
 } /* namespace ibemu::emu */

@@ -104,7 +104,7 @@ MadPort::~MadPort()
 	*alive_ = false;
 	if (port_.host == this)
 		port_.host = nullptr;
-	for (auto &a : agents_)
+	for (auto &[p, a] : agents_)
 		clients_.free(a->hiTid_);
 	clients_.free(kernelAgentTids_[0]);
 	clients_.free(kernelAgentTids_[1]);
@@ -171,26 +171,27 @@ int MadPort::registerAgent(uint8_t qpn, const MadRegistration *reg, uint8_t rmpp
 		agent->reg_ = *reg;
 	}
 	*out = agent.get();
-	agents_.push_back(std::move(agent));
+	agents_.emplace(agent.get(), std::move(agent));
 	return 0;
 }
 
 void MadPort::unregisterAgent(MadAgent *agent)
 {
-	for (auto it = table_.begin(); it != table_.end();) {
-		for (auto &slot : it->second)
-			if (slot == agent)
-				slot = nullptr;
-		bool empty = std::all_of(it->second.begin(), it->second.end(), [](MadAgent *a) { return !a; });
-		it = empty ? table_.erase(it) : std::next(it);
+	if (agent->hasReg_) { /* only the table its registration went into */
+		const MadRegistration &reg = agent->reg_;
+		auto it = table_.find({ reg.classVersion, reg.mgmtClass,
+					isVendorRange2(reg.mgmtClass) ? ouiOf(reg.oui) : 0 });
+		if (it != table_.end()) {
+			for (auto &slot : it->second)
+				if (slot == agent)
+					slot = nullptr;
+			if (std::all_of(it->second.begin(), it->second.end(), [](MadAgent *a) { return !a; }))
+				table_.erase(it);
+		}
 	}
 	clients_.free(agent->hiTid_);
 	/* its sends are flushed: they and their timers die with the agent */
-	for (auto it = agents_.begin(); it != agents_.end(); ++it)
-		if (it->get() == agent) {
-			agents_.erase(it);
-			return;
-		}
+	agents_.erase(agent);
 }
 
 MadAgent *MadPort::findRequestAgent(const uint8_t *mad) const
@@ -316,10 +317,11 @@ void MadPort::completeLater(const std::shared_ptr<MadSend> &send, SendStatus sta
 
 void MadPort::completeSend(MadAgent &agent, MadSend *send, SendStatus status)
 {
-	for (auto it = agent.sends_.begin(); it != agent.sends_.end(); ++it) {
-		if (it->get() != send)
+	auto [from, to] = agent.sends_.equal_range(send->tid);
+	for (auto it = from; it != to; ++it) {
+		if (it->second.get() != send)
 			continue;
-		std::shared_ptr<MadSend> keep = *it;
+		std::shared_ptr<MadSend> keep = it->second;
 		agent.sends_.erase(it);
 		keep->done = true;
 		keep->timer.cancel();
@@ -380,7 +382,7 @@ int MadPort::outgoingDrSmp(MadAgent &agent, const std::shared_ptr<MadSend> &send
 		recv.mad.assign(pkt.mad.begin(), pkt.mad.end());
 
 	handled = true;
-	agent.sends_.push_back(send);
+	agent.sends_.emplace(send->tid, send);
 	std::weak_ptr<MadSend> weak = send;
 	send->done = true;
 	boost::asio::post(io_, [this, weak, toSender, recv = std::move(recv)]() mutable {
@@ -415,7 +417,7 @@ int MadPort::postSend(MadAgent &agent, std::shared_ptr<MadSend> send)
 		if (handled)
 			return 0;
 	}
-	agent.sends_.push_back(send);
+	agent.sends_.emplace(send->tid, send);
 	if (send->rmppActive) {
 		rmpp::startSend(*this, agent, send);
 		return 0;
@@ -499,7 +501,9 @@ MadSend *MadPort::findSend(MadAgent &agent, const uint8_t *mad, const MadAddress
 {
 	uint64_t tid = tidOf(mad);
 	uint8_t cls = mad[1];
-	for (auto &s : agent.sends_) {
+	auto [from, to] = agent.sends_.equal_range(tid);
+	for (auto it = from; it != to; ++it) {
+		const std::shared_ptr<MadSend> &s = it->second;
 		if (s->tid != tid || s->mgmtClass != cls || (s->done && !anyState))
 			continue;
 		if (!anyState && !s->awaitingResponse)

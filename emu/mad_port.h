@@ -114,7 +114,7 @@ private:
 	fabric::Subnet &subnet_;
 	fabric::Port &port_;
 	MadClients &clients_;
-	std::vector<std::unique_ptr<MadAgent>> agents_;
+	std::unordered_map<MadAgent *, std::unique_ptr<MadAgent>> agents_;
 	std::map<TableKey, MethodTable> table_;
 	std::shared_ptr<bool> alive_;
 	uint32_t kernelAgentTids_[2] = { 0, 0 };

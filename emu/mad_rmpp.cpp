@@ -149,9 +149,10 @@ struct RmppEngine {
 		st.newwin = newwin;
 
 		std::shared_ptr<MadSend> keep;
-		for (auto &s : agent.sends_)
-			if (s.get() == send)
-				keep = s;
+		auto [from, to] = agent.sends_.equal_range(send->tid);
+		for (auto it = from; it != to; ++it)
+			if (it->second.get() == send)
+				keep = it->second;
 		if (st.lastAck == st.segCount) {
 			if (send->timeoutMs == 0)
 				return port.completeSend(agent, send, SendStatus::Success);
@@ -178,14 +179,16 @@ struct RmppEngine {
 
 	/* ---------------- receiver ---------------- */
 
-	static std::shared_ptr<RmppRecvState> findRecord(MadAgent &agent, const MadRecv &recv)
+	static RmppKey keyOf(const MadRecv &recv)
 	{
 		const ib_mad_hdr &h = *overlay<ib_mad_hdr>(recv.mad.data());
-		for (auto &r : agent.rmppRecvs_)
-			if (r->tid == h.tid.get() && r->srcQp == recv.src.remoteQpn && r->slid == recv.src.lid &&
-			    r->mgmtClass == h.mgmt_class && r->classVersion == h.class_version && r->method == h.method)
-				return r;
-		return nullptr;
+		return { h.tid.get(), recv.src.remoteQpn, recv.src.lid, h.mgmt_class, h.class_version, h.method };
+	}
+
+	static std::shared_ptr<RmppRecvState> findRecord(MadAgent &agent, const MadRecv &recv)
+	{
+		auto it = agent.rmppRecvs_.find(keyOf(recv));
+		return it == agent.rmppRecvs_.end() ? nullptr : it->second;
 	}
 
 	static void sendAck(MadPort &port, MadAgent &agent, RmppRecvState &r)
@@ -197,31 +200,28 @@ struct RmppEngine {
 		port.transmit(agent, replyAddress(r.src), out);
 	}
 
-	static void dropRecord(MadAgent &agent, RmppRecvState *r)
+	static void dropRecord(MadAgent &agent, const RmppRecvState &r)
 	{
-		agent.rmppRecvs_.remove_if([r](const auto &p) { return p.get() == r; });
+		agent.rmppRecvs_.erase(RmppKey{ r.tid, r.srcQp, r.slid, r.mgmtClass, r.classVersion, r.method });
 	}
 
+	/* The agent owns its records, so a record still alive when its timer
+	 * fires means the agent and its port are alive too. */
 	static void keepThenDrop(MadPort &port, MadAgent &agent, const std::shared_ptr<RmppRecvState> &r, uint32_t ms)
 	{
 		std::weak_ptr<RmppRecvState> weak = r;
-		uint32_t hiTid = agent.hiTid();
 		MadPort *p = &port;
+		MadAgent *a = &agent;
 		r->timer.expires_after(std::chrono::milliseconds(ms));
-		r->timer.async_wait([p, weak, hiTid](const boost::system::error_code &ec) {
+		r->timer.async_wait([p, a, weak](const boost::system::error_code &ec) {
 			auto rec = weak.lock();
 			if (ec || !rec || rec->timer.expiry() > MadClock::now())
 				return;
-			for (auto &a : p->agents_) {
-				if (a->hiTid() != hiTid)
-					continue;
-				if (rec->state == RmppRecvState::State::Active) { /* 40 s ran out */
-					rec->state = RmppRecvState::State::Timeout;
-					sendAbort(*p, *a, rec->segs.begin()->second.data(), rec->src,
-						  IB_MGMT_RMPP_STATUS_T2L);
-				}
-				dropRecord(*a, rec.get());
+			if (rec->state == RmppRecvState::State::Active) { /* 40 s ran out */
+				rec->state = RmppRecvState::State::Timeout;
+				sendAbort(*p, *a, rec->segs.begin()->second.data(), rec->src, IB_MGMT_RMPP_STATUS_T2L);
 			}
+			dropRecord(*a, *rec);
 		});
 	}
 
@@ -269,6 +269,11 @@ struct RmppEngine {
 		if (!r) {
 			if (seg != 1)
 				return RecvResult::Consumed;
+			if (agent.rmppRecvs_.size() >= rmpp::kMaxRecvRecords) {
+				/* out of reassembly resources: the sender stops (IBA 13.6.3) */
+				sendControl(port, agent, mad, recv.src, IB_MGMT_RMPP_TYPE_STOP, IB_MGMT_RMPP_STATUS_RESX, 0, 0);
+				return RecvResult::Consumed;
+			}
 			const ib_mad_hdr &h = *overlay<ib_mad_hdr>(mad);
 			r = std::make_shared<RmppRecvState>(port.io());
 			r->tid = h.tid.get();
@@ -280,7 +285,7 @@ struct RmppEngine {
 			r->src = recv.src;
 			r->hdrLen = madDataOffset(h.mgmt_class);
 			r->segs.emplace(1, recv.mad);
-			agent.rmppRecvs_.push_back(r);
+			agent.rmppRecvs_.emplace(keyOf(recv), r);
 			if (fl & IB_MGMT_RMPP_FLAG_LAST) {
 				complete(port, agent, r, recv);
 				return RecvResult::Completed;
@@ -295,6 +300,12 @@ struct RmppEngine {
 			return RecvResult::Consumed;
 		if (seg <= r->lastAck || r->state == RmppRecvState::State::Complete) {
 			sendAck(port, agent, *r); /* a duplicate: tell the sender where we are */
+			return RecvResult::Consumed;
+		}
+		if (size_t(seg) * kMadSize > rmpp::kMaxMessageBytes) {
+			/* longer than any message we take: stop it and forget it */
+			sendControl(port, agent, mad, recv.src, IB_MGMT_RMPP_TYPE_STOP, IB_MGMT_RMPP_STATUS_RESX, 0, 0);
+			dropRecord(agent, *r);
 			return RecvResult::Consumed;
 		}
 		if (!r->segs.emplace(seg, recv.mad).second)

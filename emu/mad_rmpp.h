@@ -70,6 +70,11 @@ constexpr uint32_t kWindowSize = 64;
 constexpr uint32_t kAckTimeoutMs = 2000;
 constexpr uint32_t kReassemblyTimeoutMs = 40000;
 constexpr uint32_t kKeepCompletedMs = 10000;
+/* Bounds of what a sender can make an agent hold (docs/mad-path.md): the
+ * messages being reassembled at once, and the length of one. Past them
+ * the sender gets a STOP with status RESX. */
+constexpr size_t kMaxRecvRecords = 1024;
+constexpr size_t kMaxMessageBytes = size_t(128) << 20;
 
 inline uint8_t flags(const uint8_t *mad) { return mad[26] & 0x7; }
 inline uint8_t type(const uint8_t *mad) { return mad[25]; }

@@ -20,7 +20,7 @@ namespace ibemu::emu {
 
 UmadFile::UmadFile(UmadPort &port) : port_(port)
 {
-	port_.files_.push_back(this);
+	portLink_ = port_.files_.insert(port_.files_.end(), this);
 }
 
 UmadFile::~UmadFile()
@@ -35,7 +35,8 @@ UmadFile::~UmadFile()
 		a = nullptr;
 	}
 	sends_.clear();
-	port_.files_.remove(this);
+	sendTids_.clear();
+	port_.files_.erase(portLink_);
 }
 
 void UmadFile::killed()
@@ -48,6 +49,8 @@ void UmadFile::killed()
 		a = nullptr;
 	}
 	sends_.clear();
+	sendTids_.clear();
+	sendBytes_ = 0;
 	if (wakeup_)
 		wakeup_();
 }
@@ -62,6 +65,10 @@ int UmadFile::slotOf(const MadAgent *agent) const
 
 void UmadFile::queue(RecvPacket &&p)
 {
+	size_t cost = sizeof(RecvPacket) + p.data.size();
+	if (recv_.size() > MAX_UMAD_RECV_LIST_SIZE || recvBytes_ + cost > kMaxQueuedBytes)
+		return; /* dropped, as the kernel drops on a full receive list */
+	recvBytes_ += cost;
 	recv_.push_back(std::move(p));
 	if (wakeup_)
 		wakeup_();
@@ -69,7 +76,7 @@ void UmadFile::queue(RecvPacket &&p)
 
 /* ---------------- read ---------------- */
 
-ssize_t UmadFile::read(uint8_t *buf, size_t count)
+ssize_t UmadFile::read(size_t count, std::vector<uint8_t> &out) const
 {
 	size_t hs = hdrSize();
 	if (count < hs)
@@ -79,26 +86,58 @@ ssize_t UmadFile::read(uint8_t *buf, size_t count)
 	if (recv_.empty())
 		return -EAGAIN;
 
-	RecvPacket &p = recv_.front();
+	const RecvPacket &p = recv_.front();
 	size_t len = p.data.size();
+	auto copy = [&](size_t dataLen) {
+		out.resize(hs + dataLen);
+		memcpy(out.data(), &p.hdr, hs);
+		memcpy(out.data() + hs, p.data.data(), dataLen);
+	};
 	if (len <= kMadSize) {
 		if (count < hs + len)
 			return -EINVAL; /* stays at the head: no partial reads */
-		memcpy(buf, &p.hdr, hs);
-		memcpy(buf + hs, p.data.data(), len);
+		copy(len);
 	} else {
 		/* a reassembled RMPP message: header and first segment always,
 		 * the rest only if it all fits (copy_recv_mad) */
 		if (count < hs + kMadSize)
 			return -EINVAL;
-		memcpy(buf, &p.hdr, hs);
-		memcpy(buf + hs, p.data.data(), kMadSize);
-		if (count < hs + len)
+		if (count < hs + len) {
+			copy(kMadSize);
 			return -ENOSPC; /* hdr.length says how much is needed */
-		memcpy(buf + hs + kMadSize, p.data.data() + kMadSize, len - kMadSize);
+		}
+		copy(len);
 	}
-	recv_.pop_front();
 	return static_cast<ssize_t>(hs + len);
+}
+
+size_t UmadFile::nextLength() const
+{
+	return recv_.empty() ? 0 : hdrSize() + recv_.front().data.size();
+}
+
+void UmadFile::consume()
+{
+	if (recv_.empty())
+		return;
+	recvBytes_ -= sizeof(RecvPacket) + recv_.front().data.size();
+	recv_.pop_front();
+}
+
+void UmadFile::forgetSend(uint64_t cookie)
+{
+	auto it = sends_.find(cookie);
+	if (it == sends_.end())
+		return;
+	uint64_t tid = overlay<ib_mad_hdr>(it->second.madHdr)->tid.get();
+	auto [from, to] = sendTids_.equal_range(tid);
+	for (auto t = from; t != to; ++t)
+		if (t->second == cookie) {
+			sendTids_.erase(t);
+			break;
+		}
+	sendBytes_ -= it->second.bytes;
+	sends_.erase(it);
 }
 
 /* ---------------- write ---------------- */
@@ -108,9 +147,11 @@ bool UmadFile::isDuplicate(const ib_user_mad_hdr &hdr, const uint8_t *mad) const
 	/* is_duplicate(): deliberately simple, like the kernel's */
 	const ib_mad_hdr &h = *overlay<ib_mad_hdr>(mad);
 	bool response = isResponseMad(h);
-	for (const Outstanding &o : sends_) {
+	auto [from, to] = sendTids_.equal_range(h.tid.get());
+	for (auto t = from; t != to; ++t) {
+		const Outstanding &o = sends_.at(t->second);
 		const ib_mad_hdr &oh = *overlay<ib_mad_hdr>(o.madHdr);
-		if (oh.tid.get() != h.tid.get() || oh.mgmt_class != h.mgmt_class)
+		if (oh.mgmt_class != h.mgmt_class)
 			continue;
 		bool oldResponse = isResponseMad(oh);
 		if (!response && !oldResponse)
@@ -178,6 +219,8 @@ ssize_t UmadFile::write(const uint8_t *buf, size_t count)
 	size_t msgSize = hdrLen + dataLen + pad;
 	if (!rmppActive && msgSize > kMadSize)
 		return -EINVAL;
+	if (sends_.size() >= kMaxOutstandingSends || sendBytes_ + msgSize > kMaxOutstandingBytes)
+		return -ENOMEM;
 
 	auto send = std::make_shared<MadSend>(mp.io());
 	send->msg.assign(msgSize, 0);
@@ -199,12 +242,15 @@ ssize_t UmadFile::write(const uint8_t *buf, size_t count)
 	if (!userRmppActive && isDuplicate(hdr, send->msg.data()))
 		return -EINVAL;
 
-	Outstanding o{ nextCookie_++, agent, hdr, {} };
+	Outstanding o{ agent, hdr, {}, msgSize };
 	memcpy(o.madHdr, send->msg.data(), 24);
-	send->cookie = o.cookie;
-	sends_.push_back(o);
+	uint64_t cookie = nextCookie_++;
+	send->cookie = cookie;
+	sends_.emplace(cookie, o);
+	sendTids_.emplace(mh.tid.get(), cookie);
+	sendBytes_ += msgSize;
 	if (int rc = mp.postSend(*agent, send)) {
-		sends_.pop_back();
+		forgetSend(cookie);
 		return rc;
 	}
 	return static_cast<ssize_t>(count);
@@ -214,33 +260,27 @@ ssize_t UmadFile::write(const uint8_t *buf, size_t count)
 
 void UmadFile::madSendDone(MadAgent &agent, uint64_t cookie, SendStatus status)
 {
-	for (auto it = sends_.begin(); it != sends_.end(); ++it) {
-		if (it->cookie != cookie)
-			continue;
-		if (status == SendStatus::ResponseTimeout) {
-			/* send_handler(): the header as written, status ETIMEDOUT,
-			 * and the MAD header as sent */
-			RecvPacket p;
-			p.hdr = it->hdr;
-			if (!usePkeyIndex_)
-				p.hdr.pkey_index = 0;
-			p.hdr.status = ETIMEDOUT;
-			p.hdr.id = static_cast<uint32_t>(slotOf(&agent));
-			p.data.assign(it->madHdr, it->madHdr + 24);
-			p.timeoutReport = true;
-			sends_.erase(it);
-			queue(std::move(p));
-			return;
-		}
-		sends_.erase(it);
+	auto it = sends_.find(cookie);
+	if (it == sends_.end())
 		return;
-	}
+	if (status != SendStatus::ResponseTimeout)
+		return forgetSend(cookie);
+	/* send_handler(): the header as written, status ETIMEDOUT, and the
+	 * MAD header as sent */
+	RecvPacket p;
+	p.hdr = it->second.hdr;
+	if (!usePkeyIndex_)
+		p.hdr.pkey_index = 0;
+	p.hdr.status = ETIMEDOUT;
+	p.hdr.id = static_cast<uint32_t>(slotOf(&agent));
+	p.data.assign(it->second.madHdr, it->second.madHdr + 24);
+	p.timeoutReport = true;
+	forgetSend(cookie);
+	queue(std::move(p));
 }
 
 void UmadFile::madReceived(MadAgent &agent, MadRecv &&recv)
 {
-	if (recv_.size() > MAX_UMAD_RECV_LIST_SIZE)
-		return; /* dropped, as the kernel drops */
 	int slot = slotOf(&agent);
 	if (slot < 0)
 		return;
@@ -360,7 +400,12 @@ int UmadFile::ioctl(unsigned cmd, uint8_t *arg, size_t argLen)
 			return -EINVAL;
 		MadAgent *agent = agents_[id];
 		agents_[id] = nullptr;
-		sends_.remove_if([agent](const Outstanding &o) { return o.agent == agent; });
+		std::vector<uint64_t> gone;
+		for (const auto &[cookie, o] : sends_)
+			if (o.agent == agent)
+				gone.push_back(cookie);
+		for (uint64_t cookie : gone)
+			forgetSend(cookie);
 		port_.mad().unregisterAgent(agent);
 		return 0;
 	}

@@ -3,7 +3,11 @@
 // One open /dev/infiniband/umadN (the kernel's struct ib_umad_file).
 //
 // Interface (what a transport calls, with plain byte buffers):
-//   read()    one MAD per call: header (56 or 64 bytes) + MAD or message
+//   read()    the MAD at the head of the queue, as ib_umad_read would copy
+//             it into a buffer of `count` bytes: header (56 or 64 bytes) +
+//             MAD or message; consume() then takes it off the queue (a
+//             transport that cannot hand it over leaves it there, as the
+//             kernel requeues a MAD whose copy to the user failed)
 //   write()   one MAD or RMPP message per call; returns count
 //   ioctl()   IB_USER_MAD_REGISTER_AGENT(2), UNREGISTER_AGENT, ENABLE_PKEY
 //   poll()    POLLOUT always, POLLIN with a MAD queued, POLLERR when dead
@@ -19,10 +23,19 @@
 #include <deque>
 #include <functional>
 #include <list>
+#include <unordered_map>
 
 namespace ibemu::emu {
 
 class UmadPort;
+
+/* ibemu's bounds on what one open file can make the daemon hold (the
+ * kernel's only one is the receive list length): past them a write()
+ * fails with ENOMEM, as ib_create_send_mad() does when it cannot allocate,
+ * and a received MAD is dropped, as on a full receive list. */
+constexpr size_t kMaxOutstandingSends = 4096;
+constexpr size_t kMaxOutstandingBytes = size_t(128) << 20;
+constexpr size_t kMaxQueuedBytes = size_t(128) << 20; /* with each MAD's bookkeeping */
 
 class UmadFile final : public AgentClient {
 public:
@@ -31,7 +44,14 @@ public:
 	UmadFile(const UmadFile &) = delete;
 	UmadFile &operator=(const UmadFile &) = delete;
 
-	ssize_t read(uint8_t *buf, size_t count);
+	/* Fills `out` with what read() of `count` bytes returns: the whole MAD
+	 * (returns its length), or for -ENOSPC the header and first segment.
+	 * `out` never grows past the MAD itself, whatever `count` says. */
+	ssize_t read(size_t count, std::vector<uint8_t> &out) const;
+	/* The length a read() of the head MAD needs; 0 with nothing queued. */
+	size_t nextLength() const;
+	/* Takes the head MAD off the queue, once read() handed it over. */
+	void consume();
 	ssize_t write(const uint8_t *buf, size_t count);
 	/* arg: the ioctl argument, already copied in; results are written back
 	 * into it (argLen = the size the command's _IOC encoding gives). */
@@ -59,10 +79,10 @@ private:
 		bool timeoutReport = false;
 	};
 	struct Outstanding {
-		uint64_t cookie;
 		MadAgent *agent;
 		ib_user_mad_hdr hdr; /* as written, for timeout reports */
 		uint8_t madHdr[24];  /* with the TID rewritten */
+		size_t bytes;        /* the message's length */
 	};
 
 	void killed();
@@ -71,11 +91,16 @@ private:
 	int slotOf(const MadAgent *agent) const;
 	bool isDuplicate(const ib_user_mad_hdr &hdr, const uint8_t *mad) const;
 	void queue(RecvPacket &&p);
+	void forgetSend(uint64_t cookie);
 
 	UmadPort &port_;
 	std::array<MadAgent *, IB_UMAD_MAX_AGENTS> agents_{};
 	std::deque<RecvPacket> recv_;
-	std::list<Outstanding> sends_;
+	size_t recvBytes_ = 0;
+	std::unordered_map<uint64_t, Outstanding> sends_;       /* by cookie */
+	std::unordered_multimap<uint64_t, uint64_t> sendTids_; /* TID -> cookie: is_duplicate() */
+	size_t sendBytes_ = 0;
+	std::list<UmadFile *>::iterator portLink_; /* in port_.files_ */
 	bool usePkeyIndex_ = false;
 	bool alreadyUsed_ = false;
 	bool agentsDead_ = false;

@@ -117,10 +117,9 @@ UmadMsg drSmpMsg(uint32_t agentId, uint16_t attr, const std::vector<uint8_t> &pa
 
 ssize_t readMad(emu::UmadFile &f, std::vector<uint8_t> &out, size_t size)
 {
-	out.assign(size, 0);
-	ssize_t n = f.read(out.data(), out.size());
+	ssize_t n = f.read(size, out);
 	if (n >= 0)
-		out.resize(static_cast<size_t>(n));
+		f.consume();
 	return n;
 }
 
