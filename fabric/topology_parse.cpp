@@ -29,6 +29,58 @@ std::string TopologyError::str() const
 namespace {
 
 constexpr unsigned kMaxIncludeDepth = 8;
+/* A 100k-CA fabric is about 30 MiB of text; anything far bigger (or a
+ * device that never ends, like /dev/zero) is not a topology file. */
+constexpr size_t kMaxFileBytes = size_t(256) << 20;
+
+/* Well-formed UTF-8 (RFC 3629: no overlongs, no surrogates, at most
+ * U+10FFFF): NodeDescription is a UTF-8 string (IBA 14.2.5.2). */
+bool validUtf8(std::string_view s)
+{
+	static constexpr uint32_t kMin[] = { 0, 0x80, 0x800, 0x10000 };
+	for (size_t i = 0; i < s.size();) {
+		auto c = static_cast<unsigned char>(s[i]);
+		size_t n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : 4;
+		if (n == 4 || s.size() - i <= n)
+			return false;
+		uint32_t cp = n == 0 ? c : c & (0x3fu >> n);
+		for (size_t k = 1; k <= n; k++) {
+			auto b = static_cast<unsigned char>(s[i + k]);
+			if ((b & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (b & 0x3f);
+		}
+		if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += n + 1;
+	}
+	return true;
+}
+
+/* The whole file: 0, or a negative errno with the reason in err. */
+int readText(const std::string &path, std::string &text, std::string &err)
+{
+	std::ifstream in(path, std::ios::binary);
+	if (!in) {
+		int e = errno ? errno : ENOENT;
+		err = std::string("cannot open: ") + strerror(e);
+		return -e;
+	}
+	text.clear();
+	char buf[65536];
+	while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+		text.append(buf, static_cast<size_t>(in.gcount()));
+		if (text.size() > kMaxFileBytes) {
+			err = "larger than " + std::to_string(kMaxFileBytes >> 20) + " MiB: not a topology file";
+			return -EFBIG;
+		}
+	}
+	if (in.bad()) {
+		err = "read error";
+		return -EIO;
+	}
+	return 0;
+}
 
 bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
 
@@ -245,6 +297,8 @@ int Parser::parseText(std::string_view text)
 		lineNo++;
 		if (line.find('\0') != std::string_view::npos)
 			return fail("binary data (NUL byte) in topology file");
+		if (!validUtf8(line))
+			return fail("text that is not UTF-8 (node ids and descriptions are UTF-8 strings)");
 		if (int rc = parseLine(line))
 			return rc;
 	}
@@ -406,16 +460,16 @@ int Parser::include(std::string_view arg)
 		if (slash != std::string::npos)
 			path = cur.substr(0, slash + 1) + name;
 	}
-	std::ifstream in(path, std::ios::binary);
-	if (!in && path != name) {
-		in.open(name, std::ios::binary); /* ibsim resolves relative to the cwd */
-		path = name;
+	std::string text, why;
+	int rc = readText(path, text, why);
+	if (rc == -ENOENT && path != name) {
+		path = name; /* ibsim resolves relative to the cwd */
+		rc = readText(path, text, why);
 	}
-	if (!in)
-		return fail("cannot open included file \"" + name + "\": " + strerror(errno));
-	std::stringstream ss;
-	ss << in.rdbuf();
-	std::string text = ss.str();
+	if (rc == -EFBIG || rc == -EIO)
+		return fail("included file \"" + name + "\": " + why);
+	if (rc)
+		return fail("cannot open included file \"" + name + "\": " + strerror(-rc));
 
 	uint32_t savedFile = fileIdx;
 	uint32_t savedLine = lineNo;
@@ -423,7 +477,7 @@ int Parser::include(std::string_view arg)
 	fileIdx = static_cast<uint32_t>(topo.files.size() - 1);
 	depth++;
 	current = nullptr;
-	int rc = parseText(text);
+	rc = parseText(text);
 	depth--;
 	if (rc)
 		return rc;
@@ -738,19 +792,12 @@ int parseTopology(std::string_view text, const std::string &fileName, Topology &
 
 int loadTopologyFile(const std::string &path, Topology &out, TopologyError &err)
 {
-	std::ifstream in(path, std::ios::binary);
-	if (!in) {
-		int e = errno ? errno : ENOENT;
-		err = { path, 0, std::string("cannot open: ") + strerror(e) };
-		return -e;
+	std::string text, why;
+	if (int rc = readText(path, text, why)) {
+		err = { path, 0, why };
+		return rc;
 	}
-	std::stringstream ss;
-	ss << in.rdbuf();
-	if (in.bad()) {
-		err = { path, 0, "read error" };
-		return -EIO;
-	}
-	return parseTopology(ss.str(), path, out, err);
+	return parseTopology(text, path, out, err);
 }
 
 } /* namespace ibemu::fabric */

@@ -212,13 +212,13 @@ std::string Daemon::liveStatus() const
 		pinned.push_back({ { "pid", pid }, { "pinned_pages", pages }, { "pinned_bytes", pages * emu::kPageSize } });
 	j["pinned"] = pinned;
 	j["dropped_packets"] = subnet_.droppedPackets();
-	return j.dump() + "\n";
+	return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 void Daemon::ready()
 {
 	std::string tmp = inst_.readyFile() + ".tmp";
-	std::ofstream(tmp) << describe().dump(2) << "\n";
+	std::ofstream(tmp) << describe().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 	rename(tmp.c_str(), inst_.readyFile().c_str());
 	spdlog::info("ready: devices under /dev/infiniband and /sys/class/infiniband* in this instance's namespace");
 }
@@ -376,7 +376,6 @@ int Daemon::run()
 	fs_.reset();
 	host_.reset();
 	unlink(inst_.readyFile().c_str());
-	unlink(inst_.pidFile().c_str());
 	spdlog::info("stopped");
 	return exitCode_;
 }
@@ -411,17 +410,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ibemud: must run as root (it mounts a FUSE filesystem and a private namespace)\n");
 		return 1;
 	}
-	std::string parent = inst.runDir.substr(0, inst.runDir.rfind('/'));
-	mkdir(parent.c_str(), 0755);
-	if (mkdir(inst.runDir.c_str(), 0755) != 0 && errno != EEXIST) {
-		fprintf(stderr, "ibemud: cannot create %s: %s\n", inst.runDir.c_str(), strerror(errno));
+	if (!tools::prepareRunDir(inst, err)) {
+		fprintf(stderr, "ibemud: %s\n", err.c_str());
 		return 1;
 	}
-	if (int pid = tools::runningPid(inst); pid && pid != getpid()) {
-		fprintf(stderr, "ibemud: instance \"%s\" is already running (pid %d)\n", inst.name.c_str(), pid);
+	int holder = 0;
+	int pidFd = tools::lockPidFile(inst, holder, err);
+	if (pidFd < 0) {
+		if (holder)
+			fprintf(stderr, "ibemud: instance \"%s\" is already running (pid %d)\n", inst.name.c_str(), holder);
+		else
+			fprintf(stderr, "ibemud: %s\n", err.c_str());
 		return 1;
 	}
-	std::ofstream(inst.pidFile()) << getpid() << "\n";
 
 	auto console = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
 	auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(inst.logFile(), true);
@@ -433,7 +434,7 @@ int main(int argc, char **argv)
 
 	Daemon d(opts, inst);
 	int rc = d.run();
-	if (rc)
-		unlink(inst.pidFile().c_str());
+	unlink(inst.pidFile().c_str());
+	close(pidFd); /* the lock goes with it */
 	return rc;
 }

@@ -2,6 +2,13 @@
 // Copyright (c) 2026 the ibemu authors
 // Where an instance lives: everything an instance owns is under its run
 // directory, so instances with different names never collide.
+//
+// The run directory is trusted only when it is a real directory (not a
+// symlink) owned by the user running ibemu, writable by nobody else, in a
+// parent where nobody else can rename it (not writable by others, or
+// sticky like /tmp). The daemon holds a write lock on its pid file for its
+// whole life, so the pid found there is proven to be this instance's
+// daemon, not a pid someone wrote into a file.
 #pragma once
 
 #include <string>
@@ -10,7 +17,7 @@ namespace ibemu::tools {
 
 struct Instance {
 	std::string name;
-	std::string runDir; /* /run/ibemu/<name>, or $IBEMU_RUN_DIR/<name> */
+	std::string runDir; /* /run/ibemu/<name>, or $IBEMU_RUN_DIR/<name>, absolute */
 
 	std::string pidFile() const { return runDir + "/pid"; }
 	std::string readyFile() const { return runDir + "/ready.json"; }
@@ -20,9 +27,24 @@ struct Instance {
 	std::string scratchDir() const { return runDir + "/scratch"; }
 };
 
-/* Validates the name ([A-Za-z0-9._-], at most 64) and builds the paths. */
+/* Validates the name ([A-Za-z0-9._-], at most 64, starting with a letter or
+ * digit) and builds the paths (a relative IBEMU_RUN_DIR is taken from the
+ * current directory). */
 bool makeInstance(const std::string &name, Instance &out, std::string &err);
-/* The pid of a running daemon of this instance, or 0. */
-int runningPid(const Instance &inst);
+
+/* Creates the run directory (and its parent) if missing and checks that
+ * it can be trusted (see above). false with the reason in err. */
+bool prepareRunDir(const Instance &inst, std::string &err);
+/* The same checks on an existing run directory, creating nothing. */
+bool trustedRunDir(const Instance &inst, std::string &err);
+
+/* The pid of the running daemon of this instance, or 0. When the pid file
+ * exists but cannot be read (not root) err says so. */
+int runningPid(const Instance &inst, std::string *err = nullptr);
+
+/* For the daemon: creates and locks the pid file, writes our pid. Returns
+ * the descriptor (kept open for the daemon's life), or -1 with err set
+ * (another daemon holds it: its pid in `holder`). */
+int lockPidFile(const Instance &inst, int &holder, std::string &err);
 
 } /* namespace ibemu::tools */

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <iterator>
+#include <poll.h>
 #include <signal.h>
 #include <sstream>
 #include <sys/stat.h>
@@ -68,11 +70,81 @@ bool loadJson(const std::string &path, nlohmann::json &j)
 /* What the daemon reported when its devices became ready. */
 bool loadReady(const Instance &inst, nlohmann::json &j) { return loadJson(inst.readyFile(), j); }
 
-/* Live state from the daemon's filesystem, reached through its root in
- * /proc (it is mounted in the daemon's namespace only). */
-bool loadLive(const Instance &inst, int pid, nlohmann::json &j)
+/* The scheduler state of a process (R, S, D, T, ...), from /proc. */
+char processState(int pid)
 {
-	return loadJson("/proc/" + std::to_string(pid) + "/root" + inst.fsDir() + "/status.json", j);
+	std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+	std::string line;
+	std::getline(in, line);
+	size_t close = line.rfind(')');
+	return close != std::string::npos && close + 2 < line.size() ? line[close + 2] : '?';
+}
+
+/* Live state from the daemon's filesystem, reached through its root in
+ * /proc (it is mounted in the daemon's namespace only). The daemon answers
+ * that read itself, so a stopped or stuck daemon would hold us forever: the
+ * read happens in a child that is killed if no answer comes in time. */
+bool loadLive(const Instance &inst, int pid, nlohmann::json &j, std::string &why)
+{
+	char st = processState(pid);
+	if (st == 'T' || st == 't') {
+		why = "ibemud (pid " + std::to_string(pid) + ") is stopped (SIGSTOP?): no live state; `kill -CONT " +
+		      std::to_string(pid) + "` resumes it";
+		return false;
+	}
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return false;
+	pid_t child = fork();
+	if (child < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return false;
+	}
+	if (child == 0) {
+		close(fds[0]);
+		std::ifstream in("/proc/" + std::to_string(pid) + "/root" + inst.fsDir() + "/status.json");
+		std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+		for (size_t at = 0; at < text.size();) {
+			ssize_t n = write(fds[1], text.data() + at, text.size() - at);
+			if (n <= 0)
+				_exit(1);
+			at += size_t(n);
+		}
+		_exit(in.bad() ? 1 : 0);
+	}
+	close(fds[1]);
+	std::string text;
+	auto deadline = std::chrono::steady_clock::now() + 5s;
+	bool answered = false;
+	for (;;) {
+		auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+		pollfd p{ fds[0], POLLIN, 0 };
+		if (left.count() <= 0 || poll(&p, 1, int(left.count())) <= 0)
+			break;
+		char buf[65536];
+		ssize_t n = read(fds[0], buf, sizeof buf);
+		if (n <= 0) {
+			answered = n == 0;
+			break;
+		}
+		text.append(buf, size_t(n));
+	}
+	close(fds[0]);
+	if (!answered) {
+		kill(child, SIGKILL);
+		why = "ibemud (pid " + std::to_string(pid) + ") did not answer within 5 s; showing what it reported at start";
+	}
+	int status;
+	waitpid(child, &status, 0);
+	if (!answered || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return false;
+	try {
+		j = nlohmann::json::parse(text);
+	} catch (const std::exception &) {
+		return false;
+	}
+	return true;
 }
 
 void printDevices(const nlohmann::json &j)
@@ -134,9 +206,11 @@ int up(const std::vector<std::string> &daemonArgs, const Instance &inst, bool js
 			inst.name.c_str(), pid, inst.name.c_str());
 		return 1;
 	}
-	std::string parent = inst.runDir.substr(0, inst.runDir.rfind('/'));
-	mkdir(parent.c_str(), 0755);
-	mkdir(inst.runDir.c_str(), 0755);
+	std::string err;
+	if (!prepareRunDir(inst, err)) {
+		fprintf(stderr, "ibemu up: %s\n", err.c_str());
+		return 1;
+	}
 	unlink(inst.readyFile().c_str());
 
 	std::string daemon = selfDir() + "/ibemud";
@@ -147,7 +221,7 @@ int up(const std::vector<std::string> &daemonArgs, const Instance &inst, bool js
 	}
 	if (pid == 0) {
 		setsid();
-		int out = open(inst.outFile().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		int out = open(inst.outFile().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
 		int null = open("/dev/null", O_RDONLY);
 		if (out >= 0) {
 			dup2(out, 1);
@@ -174,7 +248,7 @@ int up(const std::vector<std::string> &daemonArgs, const Instance &inst, bool js
 		nlohmann::json j;
 		if (loadReady(inst, j)) {
 			if (json)
-				printf("%s\n", j.dump().c_str());
+				printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 			else
 				printDevices(j);
 			return 0;
@@ -197,8 +271,10 @@ int down(const Instance &inst)
 	for (int i = 0; i < 500 && kill(pid, 0) == 0; i++)
 		std::this_thread::sleep_for(20ms);
 	if (kill(pid, 0) == 0) {
-		fprintf(stderr, "ibemu down: ibemud (pid %d) did not stop in 10 s; killing it\n", pid);
+		/* the instance goes, but a daemon that needed this is a bug: say so */
+		fprintf(stderr, "ibemu down: ibemud (pid %d) did not stop in 10 s; killed it\n", pid);
 		kill(pid, SIGKILL);
+		return 1;
 	}
 	printf("ibemu instance \"%s\" is down\n", inst.name.c_str());
 	return 0;
@@ -319,8 +395,12 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 		if (!instanceOf(st->instance, inst))
 			return void(exitCode = 2);
 		nlohmann::json j;
-		int pid = runningPid(inst);
-		if (!pid || !(loadLive(inst, pid, j) || loadReady(inst, j))) {
+		std::string why;
+		int pid = runningPid(inst, &why);
+		bool live = pid && loadLive(inst, pid, j, why);
+		if (!why.empty())
+			fprintf(stderr, "ibemu status: %s\n", why.c_str());
+		if (!pid || !(live || loadReady(inst, j))) {
 			if (st->json)
 				printf("{\"instance\":\"%s\",\"running\":false}\n", inst.name.c_str());
 			else
@@ -329,7 +409,7 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 		}
 		j["running"] = true;
 		if (st->json)
-			printf("%s\n", j.dump().c_str());
+			printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 		else
 			printDevices(j);
 	});

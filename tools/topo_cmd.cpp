@@ -212,7 +212,7 @@ void addTopoCommands(CLI::App &app, int &exitCode)
 		j["cas"] = subnet.numCas();
 		j["routers"] = subnet.numRouters();
 		j["links"] = subnet.numLinks();
-		printf("%s\n", j.dump().c_str());
+		printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 	});
 
 	/* topo diff */
