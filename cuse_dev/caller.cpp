@@ -8,6 +8,7 @@
 #include <cstring>
 #include <algorithm>
 #include <sys/syscall.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -16,32 +17,37 @@ namespace ibemu::cuse_dev {
 
 int callerSyscall(pid_t tid, long &nr, uint64_t args[6])
 {
+	/* Every write asks this (callerIo), so it is a plain open and read:
+	 * "NR ARG0 ... ARG5 SP PC", or "running" while the caller has not yet
+	 * gone to sleep in its request. Give it a moment then: a few hundred
+	 * yields, a millisecond or two at most for the io thread. */
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/syscall", static_cast<int>(tid));
-	/* The caller queued its request and is about to sleep in it; until it
-	 * does, the file says "running". Give it a moment: a few hundred
-	 * yields, a millisecond or two at most for the io thread. */
 	for (int attempt = 0; attempt < 200; attempt++) {
-		FILE *f = fopen(path, "re");
-		if (!f)
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
 			return -errno;
-		char word[16] = "";
-		unsigned long long a[6];
-		int n = fscanf(f, "%ld %llx %llx %llx %llx %llx %llx", &nr, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5]);
-		if (n != 7) {
-			rewind(f);
-			if (fscanf(f, "%15s", word) != 1)
-				word[0] = 0;
+		char text[256];
+		ssize_t n = read(fd, text, sizeof text - 1);
+		close(fd);
+		if (n <= 0)
+			return -ESRCH;
+		text[n] = 0;
+		if (strncmp(text, "running", 7) == 0) {
+			sched_yield();
+			continue;
 		}
-		fclose(f);
-		if (n == 7) {
-			for (int i = 0; i < 6; i++)
-				args[i] = a[i];
-			return 0;
-		}
-		if (strcmp(word, "running") != 0)
+		char *p = text, *end;
+		nr = strtol(p, &end, 10);
+		if (end == p)
 			return -ESRCH; /* not in a system call */
-		sched_yield();
+		for (int i = 0; i < 6; i++) {
+			p = end;
+			args[i] = strtoull(p, &end, 16);
+			if (end == p)
+				return -ESRCH;
+		}
+		return 0;
 	}
 	return -EAGAIN;
 }
@@ -68,11 +74,11 @@ int writeCaller(pid_t tid, uint64_t addr, const void *data, size_t len)
 
 CallerIo callerIo(pid_t tid, long nr, size_t chunk)
 {
+	/* Any request may be the start of a longer call: the kernel splits at
+	 * max_write and at page boundaries, and stops at the first page it
+	 * cannot map, so a write running into a hole arrives as its mapped
+	 * head. Only the caller's call itself tells. */
 	CallerIo io{ nr, 0, chunk };
-	/* The kernel never splits below a page: whatever the buffer's
-	 * alignment, a first request holds at least one page. */
-	if (chunk < 4096)
-		return io;
 	long callNr;
 	uint64_t args[6];
 	if (callerSyscall(tid, callNr, args) != 0 || callNr != nr || args[2] <= chunk)

@@ -55,7 +55,7 @@ struct Continuation {
 
 /* The system call that a request of `chunk` bytes from thread tid starts:
  * the caller's whole read() or write() (nr), or just the chunk itself when
- * it cannot be part of a bigger one. */
+ * the call is no longer (or /proc/TID/syscall cannot tell). */
 CallerIo callerIo(pid_t tid, long nr, size_t chunk);
 
 /* A write request from thread tid: returns 1 when it is the tail of a

@@ -9,6 +9,7 @@
 #include "cuse_dev/open_limit.h"
 #include "cuse_dev/wait_queue.h"
 #include "emu/mad_rmpp.h"
+#include "emu/memory_budget.h"
 #include "emu/umad_abi.h"
 #include "emu/umad_file.h"
 #include "emu/umad_port.h"
@@ -76,8 +77,9 @@ void DeviceFiles::issmInterrupted(fuse_req_t req, void *data)
 
 void DeviceFiles::open(fuse_req_t req, emu::UmadPort &port, bool issm, fuse_file_info *fi)
 {
+	uid_t uid = fuse_req_ctx(req)->uid;
 	auto o = std::make_unique<Open>();
-	o->slot = openLimit_.take(fuse_req_ctx(req)->uid);
+	o->slot = openLimit_.take(uid);
 	if (!o->slot)
 		return (void)fuse_reply_err(req, EMFILE);
 	o->issm = issm;
@@ -89,7 +91,10 @@ void DeviceFiles::open(fuse_req_t req, emu::UmadPort &port, bool issm, fuse_file
 		/* ib_umad_open() */
 		if (int rc = port.openCheck())
 			return (void)fuse_reply_err(req, -rc);
-		o->umad = std::make_unique<emu::UmadFile>(port);
+		auto &budget = budgets_[uid];
+		if (!budget)
+			budget = std::make_unique<emu::MemoryBudget>();
+		o->umad = std::make_unique<emu::UmadFile>(port, budget.get());
 		uint64_t fh = nextFh_;
 		o->umad->setWakeup([this, fh] { boost::asio::post(io_, [this, fh] { serveReads(fh); }); });
 	} else {
@@ -132,8 +137,10 @@ void DeviceFiles::read(fuse_req_t req, size_t size, fuse_file_info *fi)
 		rest.left = rest.data.empty() ? 0 : rest.left - n;
 		return;
 	}
-	/* the checks that come before looking at the queue never wait */
-	if (size < o->umad->hdrSize())
+	/* the checks that come before looking at the queue never wait; a
+	 * request shorter than the caller's read() is a buffer that runs
+	 * into unmapped memory, which serveReads() answers EFAULT */
+	if (size < o->umad->hdrSize() && callerIo(fuse_req_ctx(req)->pid, SYS_read, size).count < o->umad->hdrSize())
 		return (void)fuse_reply_err(req, EINVAL);
 	/* ib_umad_read(): a blocking reader waits here for a MAD */
 	o->wait.park(req, size, fi->flags & O_NONBLOCK);
@@ -236,9 +243,11 @@ void DeviceFiles::serveReads(uint64_t fh)
 	while (!o.wait.empty()) {
 		const PendingRead r = o.wait.front();
 		pid_t tid = fuse_req_ctx(r.req)->pid;
-		/* a MAD longer than this request may fit the caller's whole read() */
+		/* a MAD longer than this request may fit the caller's whole read()
+		 * (split over several requests, or cut short by a hole) */
 		CallerIo io{ SYS_read, 0, r.size };
-		if (o.umad->nextLength() > r.size)
+		size_t next = o.umad->nextLength();
+		if (next > r.size || r.size < o.umad->hdrSize())
 			io = callerIo(tid, SYS_read, r.size);
 		ssize_t n = o.umad->read(io.count, mad);
 		if (n == -EAGAIN && !r.nonblock && !stopping_)

@@ -28,6 +28,7 @@ struct fuse_req;
 typedef struct fuse_req *fuse_req_t;
 
 namespace ibemu::emu {
+class MemoryBudget;
 class UmadFile;
 class UmadPort;
 }
@@ -74,6 +75,8 @@ private:
 
 	boost::asio::io_context &io_;
 	OpenLimit openLimit_;
+	/* per user, for as long as the daemon runs: a handful at most */
+	std::unordered_map<uid_t, std::unique_ptr<emu::MemoryBudget>> budgets_;
 	std::unordered_map<uint64_t, std::unique_ptr<Open>> opens_;
 	std::list<PendingIssm> issmWaiters_;
 	std::vector<emu::UmadPort *> watched_;

@@ -26,6 +26,7 @@ namespace ibemu::emu {
 
 class MadAgent;
 class MadPort;
+class MemoryBudget;
 struct RmppRecvState;
 
 /* Sender state of an RMPP-active send (mad_rmpp.cpp). */
@@ -113,7 +114,7 @@ using RmppKey = std::tuple<uint64_t, uint32_t, uint16_t, uint8_t, uint8_t, uint8
 
 class MadAgent {
 public:
-	MadAgent(MadPort &port, uint8_t qpn, uint32_t hiTid, AgentClient *client);
+	MadAgent(MadPort &port, uint8_t qpn, uint32_t hiTid, AgentClient *client, MemoryBudget *budget);
 	~MadAgent();
 	MadAgent(const MadAgent &) = delete;
 	MadAgent &operator=(const MadAgent &) = delete;
@@ -122,6 +123,8 @@ public:
 	uint8_t qpn() const { return qpn_; }
 	uint32_t hiTid() const { return hiTid_; }
 	AgentClient *client() const { return client_; }
+	/* what RMPP reassemblies for this agent are charged to; may be null */
+	MemoryBudget *budget() const { return budget_; }
 	bool hasRegistration() const { return hasReg_; }
 	const MadRegistration &registration() const { return reg_; }
 	uint8_t rmppVersion() const { return rmppVersion_; }
@@ -138,6 +141,7 @@ private:
 	uint8_t qpn_;
 	uint32_t hiTid_;
 	AgentClient *client_;
+	MemoryBudget *budget_;
 	bool hasReg_ = false;
 	MadRegistration reg_;
 	uint8_t rmppVersion_ = 0;

@@ -83,8 +83,8 @@ bool isRmppClass(uint8_t mgmtClass)
 
 MadSend::~MadSend() = default;
 
-MadAgent::MadAgent(MadPort &port, uint8_t qpn, uint32_t hiTid, AgentClient *client)
-	: port_(port), qpn_(qpn), hiTid_(hiTid), client_(client)
+MadAgent::MadAgent(MadPort &port, uint8_t qpn, uint32_t hiTid, AgentClient *client, MemoryBudget *budget)
+	: port_(port), qpn_(qpn), hiTid_(hiTid), client_(client), budget_(budget)
 {
 }
 
@@ -111,7 +111,7 @@ MadPort::~MadPort()
 }
 
 int MadPort::registerAgent(uint8_t qpn, const MadRegistration *reg, uint8_t rmppVersion, uint32_t flags,
-			   AgentClient *client, MadAgent **out)
+			   AgentClient *client, MemoryBudget *budget, MadAgent **out)
 {
 	constexpr uint32_t kUserRmpp = 1;
 	if (qpn > 1)
@@ -136,7 +136,7 @@ int MadPort::registerAgent(uint8_t qpn, const MadRegistration *reg, uint8_t rmpp
 		return -EINVAL;
 	}
 
-	auto agent = std::make_unique<MadAgent>(*this, qpn, 0, client);
+	auto agent = std::make_unique<MadAgent>(*this, qpn, 0, client, budget);
 	agent->rmppVersion_ = rmppVersion;
 	agent->userRmpp_ = flags & kUserRmpp;
 	uint32_t hiTid = clients_.alloc(agent.get());

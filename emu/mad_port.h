@@ -54,10 +54,11 @@ public:
 	fabric::Subnet &subnet() const { return subnet_; }
 	boost::asio::io_context &io() const { return io_; }
 
-	/* ib_register_mad_agent(). reg may be null (no unsolicited MADs).
-	 * Returns 0 and the agent, or a negative errno. */
+	/* ib_register_mad_agent(). reg may be null (no unsolicited MADs);
+	 * budget: what the agent's RMPP reassemblies are charged to (its
+	 * user's), or null. Returns 0 and the agent, or a negative errno. */
 	int registerAgent(uint8_t qpn, const MadRegistration *reg, uint8_t rmppVersion, uint32_t flags,
-			  AgentClient *client, MadAgent **out);
+			  AgentClient *client, MemoryBudget *budget, MadAgent **out);
 	/* ib_unregister_mad_agent(): outstanding sends are flushed silently. */
 	void unregisterAgent(MadAgent *agent);
 

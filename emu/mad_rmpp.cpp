@@ -16,6 +16,7 @@
 #include "emu/mad_rmpp.h"
 
 #include "emu/mad_port.h"
+#include "emu/memory_budget.h"
 
 #include <cstring>
 
@@ -67,6 +68,24 @@ void sendAbort(MadPort &port, MadAgent &agent, const uint8_t *from, const MadAdd
 }
 
 } /* namespace */
+
+/* what holding one segment costs, with its map node */
+constexpr size_t kSegmentCost = kMadSize + 64;
+
+RmppRecvState::~RmppRecvState()
+{
+	if (budget)
+		budget->release(charged);
+}
+
+bool RmppRecvState::hold(uint32_t seg, const std::vector<uint8_t> &mad)
+{
+	if (budget && !budget->charge(kSegmentCost))
+		return false;
+	charged += kSegmentCost;
+	segs.emplace(seg, mad);
+	return true;
+}
 
 /* Friend of MadAgent and MadPort: the engine works on their RMPP state. */
 struct RmppEngine {
@@ -248,6 +267,9 @@ struct RmppEngine {
 		/* keep only the first segment, for re-ACKs during the 10 s */
 		auto first = r->segs.begin();
 		r->segs.erase(std::next(first), r->segs.end());
+		if (r->budget)
+			r->budget->release(r->charged - kSegmentCost);
+		r->charged = kSegmentCost;
 		keepThenDrop(port, agent, r, rmpp::kKeepCompletedMs);
 	}
 
@@ -284,7 +306,11 @@ struct RmppEngine {
 			r->method = h.method;
 			r->src = recv.src;
 			r->hdrLen = madDataOffset(h.mgmt_class);
-			r->segs.emplace(1, recv.mad);
+			r->budget = agent.budget();
+			if (!r->hold(1, recv.mad)) {
+				sendControl(port, agent, mad, recv.src, IB_MGMT_RMPP_TYPE_STOP, IB_MGMT_RMPP_STATUS_RESX, 0, 0);
+				return RecvResult::Consumed;
+			}
 			agent.rmppRecvs_.emplace(keyOf(recv), r);
 			if (fl & IB_MGMT_RMPP_FLAG_LAST) {
 				complete(port, agent, r, recv);
@@ -302,14 +328,15 @@ struct RmppEngine {
 			sendAck(port, agent, *r); /* a duplicate: tell the sender where we are */
 			return RecvResult::Consumed;
 		}
-		if (size_t(seg) * kMadSize > rmpp::kMaxMessageBytes) {
-			/* longer than any message we take: stop it and forget it */
+		if (r->segs.count(seg))
+			return RecvResult::Consumed;
+		if (size_t(seg) * kMadSize > rmpp::kMaxMessageBytes || !r->hold(seg, recv.mad)) {
+			/* longer than any message we take, or more than its user may
+			 * hold: stop it and forget it */
 			sendControl(port, agent, mad, recv.src, IB_MGMT_RMPP_TYPE_STOP, IB_MGMT_RMPP_STATUS_RESX, 0, 0);
 			dropRecord(agent, *r);
 			return RecvResult::Consumed;
 		}
-		if (!r->segs.emplace(seg, recv.mad).second)
-			return RecvResult::Consumed;
 		while (r->segs.count(r->segNum + 1))
 			r->segNum++;
 		if (rmpp::flags(r->segs.at(r->segNum).data()) & IB_MGMT_RMPP_FLAG_LAST) {

@@ -58,8 +58,15 @@ struct RmppRecvState {
 	uint32_t newwin = 1;
 	State state = State::Active;
 	MadTimer timer; /* 40 s reassembly limit, then the 10 s keep */
+	MemoryBudget *budget = nullptr; /* the receiving agent's user's */
+	size_t charged = 0;             /* bytes of segments held, charged to it */
 
 	explicit RmppRecvState(boost::asio::io_context &io) : timer(io) {}
+	~RmppRecvState();
+	RmppRecvState(const RmppRecvState &) = delete;
+	RmppRecvState &operator=(const RmppRecvState &) = delete;
+	/* holds one more segment: false when its user's budget is spent */
+	bool hold(uint32_t seg, const std::vector<uint8_t> &mad);
 };
 
 namespace rmpp {

@@ -7,6 +7,7 @@
 
 #include "emu/mad_port.h"
 #include "emu/mad_rmpp.h"
+#include "emu/memory_budget.h"
 #include "emu/umad_port.h"
 #include "fabric/subnet.h"
 
@@ -18,7 +19,7 @@
 
 namespace ibemu::emu {
 
-UmadFile::UmadFile(UmadPort &port) : port_(port)
+UmadFile::UmadFile(UmadPort &port, MemoryBudget *budget) : port_(port), budget_(budget)
 {
 	portLink_ = port_.files_.insert(port_.files_.end(), this);
 }
@@ -29,6 +30,7 @@ UmadFile::~UmadFile()
 	 * (which flushes its sends without reports) */
 	agentsDead_ = true;
 	recv_.clear();
+	release(recvBytes_ + sendBytes_);
 	for (MadAgent *&a : agents_) {
 		if (a)
 			port_.mad().unregisterAgent(a);
@@ -50,6 +52,7 @@ void UmadFile::killed()
 	}
 	sends_.clear();
 	sendTids_.clear();
+	release(sendBytes_);
 	sendBytes_ = 0;
 	if (wakeup_)
 		wakeup_();
@@ -63,10 +66,19 @@ int UmadFile::slotOf(const MadAgent *agent) const
 	return -1;
 }
 
+/* What a queued packet counts against the bounds. A timeout report counts
+ * nothing and is never dropped (the kernel's queue_packet() only limits
+ * received MADs): there is at most one per outstanding send, and dropping
+ * it would leave its sender waiting forever. */
+size_t UmadFile::costOf(const RecvPacket &p)
+{
+	return p.timeoutReport ? 0 : sizeof(RecvPacket) + p.data.size();
+}
+
 void UmadFile::queue(RecvPacket &&p)
 {
-	size_t cost = sizeof(RecvPacket) + p.data.size();
-	if (recv_.size() > MAX_UMAD_RECV_LIST_SIZE || recvBytes_ + cost > kMaxQueuedBytes)
+	size_t cost = costOf(p);
+	if (cost && (recv_.size() > MAX_UMAD_RECV_LIST_SIZE || recvBytes_ + cost > kMaxQueuedBytes || !charge(cost)))
 		return; /* dropped, as the kernel drops on a full receive list */
 	recvBytes_ += cost;
 	recv_.push_back(std::move(p));
@@ -120,7 +132,9 @@ void UmadFile::consume()
 {
 	if (recv_.empty())
 		return;
-	recvBytes_ -= sizeof(RecvPacket) + recv_.front().data.size();
+	size_t cost = costOf(recv_.front());
+	recvBytes_ -= cost;
+	release(cost);
 	recv_.pop_front();
 }
 
@@ -137,7 +151,19 @@ void UmadFile::forgetSend(uint64_t cookie)
 			break;
 		}
 	sendBytes_ -= it->second.bytes;
+	release(it->second.bytes);
 	sends_.erase(it);
+}
+
+bool UmadFile::charge(size_t n)
+{
+	return !budget_ || budget_->charge(n);
+}
+
+void UmadFile::release(size_t n)
+{
+	if (budget_)
+		budget_->release(n);
 }
 
 /* ---------------- write ---------------- */
@@ -242,6 +268,8 @@ ssize_t UmadFile::write(const uint8_t *buf, size_t count)
 	if (!userRmppActive && isDuplicate(hdr, send->msg.data()))
 		return -EINVAL;
 
+	if (!charge(msgSize))
+		return -ENOMEM; /* its user holds too much already */
 	Outstanding o{ agent, hdr, {}, msgSize };
 	memcpy(o.madHdr, send->msg.data(), 24);
 	uint64_t cookie = nextCookie_++;
@@ -332,7 +360,8 @@ int UmadFile::registerAgent(const ib_user_mad_reg_req &req, bool v2, uint32_t fl
 			reg.methods[m] = (methodMask[m / 8] >> (m % 8)) & 1;
 	}
 	MadAgent *agent = nullptr;
-	int rc = port_.mad().registerAgent(req.qpn, withReg ? &reg : nullptr, req.rmpp_version, flags, this, &agent);
+	int rc = port_.mad().registerAgent(req.qpn, withReg ? &reg : nullptr, req.rmpp_version, flags, this, budget_,
+					   &agent);
 	if (rc)
 		return rc;
 	agents_[slot] = agent;

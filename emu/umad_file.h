@@ -27,6 +27,7 @@
 
 namespace ibemu::emu {
 
+class MemoryBudget;
 class UmadPort;
 
 /* ibemu's bounds on what one open file can make the daemon hold (the
@@ -39,7 +40,9 @@ constexpr size_t kMaxQueuedBytes = size_t(128) << 20; /* with each MAD's bookkee
 
 class UmadFile final : public AgentClient {
 public:
-	explicit UmadFile(UmadPort &port);
+	/* budget: the opening user's (shared by all their files), or null for
+	 * only the per-file bounds */
+	explicit UmadFile(UmadPort &port, MemoryBudget *budget = nullptr);
 	~UmadFile();
 	UmadFile(const UmadFile &) = delete;
 	UmadFile &operator=(const UmadFile &) = delete;
@@ -90,10 +93,14 @@ private:
 			  const uint8_t *methodMask, uint32_t &id);
 	int slotOf(const MadAgent *agent) const;
 	bool isDuplicate(const ib_user_mad_hdr &hdr, const uint8_t *mad) const;
+	static size_t costOf(const RecvPacket &p);
 	void queue(RecvPacket &&p);
 	void forgetSend(uint64_t cookie);
+	bool charge(size_t n);
+	void release(size_t n);
 
 	UmadPort &port_;
+	MemoryBudget *budget_;
 	std::array<MadAgent *, IB_UMAD_MAX_AGENTS> agents_{};
 	std::deque<RecvPacket> recv_;
 	size_t recvBytes_ = 0;

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 
 namespace ibemu::fabric {
 
@@ -60,6 +61,11 @@ bool validUtf8(std::string_view s)
 /* The whole file: 0, or a negative errno with the reason in err. */
 int readText(const std::string &path, std::string &text, std::string &err)
 {
+	struct stat st;
+	if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+		err = "is a directory, not a topology file";
+		return -EISDIR;
+	}
 	std::ifstream in(path, std::ios::binary);
 	if (!in) {
 		int e = errno ? errno : ENOENT;
@@ -466,7 +472,7 @@ int Parser::include(std::string_view arg)
 		path = name; /* ibsim resolves relative to the cwd */
 		rc = readText(path, text, why);
 	}
-	if (rc == -EFBIG || rc == -EIO)
+	if (rc == -EFBIG || rc == -EIO || rc == -EISDIR)
 		return fail("included file \"" + name + "\": " + why);
 	if (rc)
 		return fail("cannot open included file \"" + name + "\": " + strerror(-rc));

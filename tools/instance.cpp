@@ -18,10 +18,21 @@ namespace {
 
 std::string parentOf(const std::string &path) { return path.substr(0, path.rfind('/')); }
 
-/* The parent must not let anyone else replace our directory. */
+/* The parent must not let anyone else replace our directory: neither
+ * through its permissions nor by being someone else's symbolic link (they
+ * could point it elsewhere at any time). */
 bool parentSafe(const std::string &dir, std::string &err)
 {
 	struct stat st;
+	if (lstat(dir.c_str(), &st) != 0) {
+		err = dir + ": " + strerror(errno);
+		return false;
+	}
+	if (S_ISLNK(st.st_mode) && st.st_uid != 0 && st.st_uid != geteuid()) {
+		err = dir + " is a symbolic link of another user (uid " + std::to_string(st.st_uid) +
+		      "): refusing to run there";
+		return false;
+	}
 	if (stat(dir.c_str(), &st) != 0) {
 		err = dir + ": " + strerror(errno);
 		return false;

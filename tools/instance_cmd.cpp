@@ -262,9 +262,13 @@ int up(const std::vector<std::string> &daemonArgs, const Instance &inst, bool js
 
 int down(const Instance &inst)
 {
-	int pid = runningPid(inst);
+	std::string why;
+	int pid = runningPid(inst, &why);
 	if (!pid) {
-		fprintf(stderr, "ibemu down: instance \"%s\" is not running\n", inst.name.c_str());
+		if (!why.empty())
+			fprintf(stderr, "ibemu down: %s\n", why.c_str());
+		else
+			fprintf(stderr, "ibemu down: instance \"%s\" is not running\n", inst.name.c_str());
 		return 1;
 	}
 	kill(pid, SIGTERM);
@@ -282,9 +286,14 @@ int down(const Instance &inst)
 
 int exec(const Instance &inst, const std::vector<std::string> &cmd)
 {
-	int pid = runningPid(inst);
+	std::string why;
+	int pid = runningPid(inst, &why);
 	if (!pid) {
-		fprintf(stderr, "ibemu exec: instance \"%s\" is not running (`ibemu up` first)\n", inst.name.c_str());
+		if (!why.empty())
+			fprintf(stderr, "ibemu exec: %s\n", why.c_str());
+		else
+			fprintf(stderr, "ibemu exec: instance \"%s\" is not running (`ibemu up` first)\n",
+				inst.name.c_str());
 		return 1;
 	}
 	char cwd[PATH_MAX];
