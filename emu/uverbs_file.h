@@ -14,6 +14,13 @@
 //   close     the destructor: objects go in the kernel's order
 //             (uverbs_destroy_ufile_hw): creation order, skipping objects
 //             still in use, pass after pass.
+//
+// Where it is (the kernel's files):
+//   uverbs_file.cpp     write() and its header checks, the method table,
+//                       read() and poll() of async events (uverbs_main.c)
+//   uverbs_cmd.cpp      the command handlers (uverbs_cmd.c) ...
+//   uverbs_post.cpp     ... but the three that post work requests
+//   uverbs_destroy.cpp  destroying objects, one or all (rdma_core.c)
 #pragma once
 
 #include "emu/pinned_vm.h"
@@ -21,6 +28,8 @@
 #include "emu/uverbs_idr.h"
 #include "emu/verbs_objects.h"
 
+#include <algorithm>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <map>
@@ -59,7 +68,23 @@ public:
 	void asyncEvent(uint64_t element, AsyncEvent type, UObject *obj = nullptr);
 	void deviceDied();
 
-	struct Request;
+	/* One command being served: where its request is and where its
+	 * response goes (the kernel's uverbs_attr_bundle ucore and driver_udata). */
+	struct Request {
+		pid_t tid;
+		const uint8_t *in; /* the core request, then the driver's udata */
+		size_t inLen;
+		uint64_t response; /* user pointer; 0 for commands without one */
+		size_t outLen;
+
+		template <typename T>
+		T cmd() const
+		{
+			T t{};
+			memcpy(&t, in, std::min(sizeof t, inLen));
+			return t;
+		}
+	};
 
 private:
 	using Handler = int (UverbsFile::*)(Request &);
@@ -69,18 +94,28 @@ private:
 		size_t respSize;
 	};
 	static const Method *method(uint32_t command, bool &known);
+	int notSupported(Request &r); /* ib_uverbs_notsupp */
+
+	/* --- the command handlers and what they share (uverbs_cmd.cpp) --- */
 
 	/* handle lookups: 0, -ENOENT (not in this file's table) or -EINVAL
 	 * (another type) */
 	int lookup(uint32_t handle, UType type, UObject *&out) const;
 	template <typename T>
-	int get(uint32_t handle, T *&out) const;
-	template <typename T>
-	uint32_t commit(uint32_t handle, std::unique_ptr<T> obj);
+	int get(uint32_t handle, T *&out) const
+	{
+		UObject *o;
+		if (int ret = lookup(handle, T::kType, o))
+			return ret;
+		out = static_cast<T *>(o);
+		return 0;
+	}
+	/* a create's handle: reserve() when it starts, commit() when it has
+	 * succeeded; returning without commit() gives the handle back */
+	using Reservation = Idr<UObject>::Reservation;
+	Reservation reserve() { return idr_.reserve(); }
+	void commit(Reservation &res, std::unique_ptr<UObject> obj);
 	int respond(Request &r, const void *resp, size_t len);
-	/* the address space of tid's process, shared by its MRs on this file */
-	int memoryOf(pid_t tid, pid_t pid, uint64_t addr, std::shared_ptr<const int> &out);
-	int destroy(UObject &obj, bool force);
 
 	int getContext(Request &r);
 	int queryDevice(Request &r);
@@ -102,14 +137,20 @@ private:
 	int queryQp(Request &r);
 	int modifyQp(Request &r);
 	int destroyQp(Request &r);
-	int postSend(Request &r);
-	int postRecv(Request &r);
 	int createSrq(Request &r);
 	int modifySrq(Request &r);
 	int querySrq(Request &r);
 	int destroySrq(Request &r);
+	/* posting work requests (uverbs_post.cpp) */
+	int postSend(Request &r);
+	int postRecv(Request &r);
 	int postSrqRecv(Request &r);
-	int notSupported(Request &r);
+
+	/* --- teardown (uverbs_destroy.cpp) --- */
+	int destroy(UObject &obj, bool force);
+	int destroyHandle(uint32_t handle, UType type);
+	/* the address space of tid's process, shared by its MRs on this file */
+	int memoryOf(pid_t tid, pid_t pid, uint64_t addr, std::shared_ptr<const int> &out);
 
 	VerbsDevice &dev_;
 	UserAccess &ua_;
@@ -127,11 +168,5 @@ private:
 	std::function<void()> wakeup_;
 	std::function<void(const UObject &)> destroyHook_;
 };
-
-/* ib_modify_qp_is_ok(): is cur -> next legal for the type with this mask? */
-bool qpTransitionOk(QpState cur, QpState next, QpType type, uint32_t mask);
-/* The QP attribute checks and state change of a software driver's
- * modify_qp (rdmavt's rvt_modify_qp). 0 or -EINVAL. */
-int applyModifyQp(VerbsDevice &dev, Qp &qp, const ib_uverbs_modify_qp &cmd);
 
 } /* namespace ibemu::emu */

@@ -16,8 +16,29 @@ namespace ibemu::emu {
 template <typename T>
 class Idr {
 public:
+	/* A handle held for a create in progress (uobj_alloc): commit() fills
+	 * it (uobj_alloc_commit); a create that returns early without
+	 * committing gives it back (uobj_alloc_abort). */
+	class Reservation {
+	public:
+		~Reservation()
+		{
+			if (idr_)
+				idr_->release(h_);
+		}
+		Reservation(const Reservation &) = delete;
+		Reservation &operator=(const Reservation &) = delete;
+		uint32_t handle() const { return h_; }
+
+	private:
+		friend class Idr;
+		Reservation(Idr &idr, uint32_t h) : idr_(&idr), h_(h) {}
+		Idr *idr_; /* null once committed */
+		uint32_t h_;
+	};
+
 	/* xa_alloc(): reserve the lowest free handle */
-	uint32_t reserve()
+	Reservation reserve()
 	{
 		uint32_t h;
 		if (!free_.empty()) {
@@ -27,11 +48,13 @@ public:
 			h = static_cast<uint32_t>(slots_.size());
 			slots_.emplace_back();
 		}
-		return h;
+		return Reservation(*this, h);
 	}
-	/* a failed create gives its handle back */
-	void abandon(uint32_t h) { release(h); }
-	void commit(uint32_t h, std::unique_ptr<T> obj) { slots_[h] = std::move(obj); }
+	void commit(Reservation &r, std::unique_ptr<T> obj)
+	{
+		slots_[r.h_] = std::move(obj);
+		r.idr_ = nullptr;
+	}
 	T *get(uint32_t h) const { return h < slots_.size() ? slots_[h].get() : nullptr; }
 	std::unique_ptr<T> remove(uint32_t h)
 	{

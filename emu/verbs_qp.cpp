@@ -3,8 +3,10 @@
 // QP state transitions: the required and optional attributes of each
 // transition per QP type (IBA 11.2.4.2, the kernel's qp_state_table in
 // verbs.c) and the attribute checks of a software driver's modify_qp.
-#include "emu/uverbs_file.h"
+// What a QP may do in each state is the table in verbs_qp.h.
+#include "emu/verbs_qp.h"
 
+#include "emu/uverbs_file.h"
 #include "emu/verbs_device.h"
 #include "fabric/node.h"
 

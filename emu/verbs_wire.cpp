@@ -19,6 +19,7 @@
 #include "emu/host.h"
 #include "emu/uverbs_file.h"
 #include "emu/verbs_device.h"
+#include "emu/verbs_qp.h"
 #include "fabric/node.h"
 #include "fabric/subnet.h"
 
@@ -324,11 +325,12 @@ void VerbsDevice::progress(Qp &qp)
 	constexpr uint64_t kBudget = 4 << 20;
 	uint64_t spent = 0;
 	while (!qp.sq.empty() && !qp.waiting && !dead_) {
-		if (qp.state == IB_QPS_ERR) {
+		const unsigned ops = qpStateOps(qp.state);
+		if (ops & kFlushSend) {
 			flush(qp);
 			return;
 		}
-		if (qp.state != IB_QPS_RTS)
+		if (!(ops & kProcessNextSendOk))
 			return; /* SQD, SQE: hold */
 		if (spent >= kBudget) {
 			std::weak_ptr<int> alive = qp.alive;
@@ -433,8 +435,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	VerbsDevice *rdev = host_.verbsAt(*dst);
 	Qp *rqp = rdev ? rdev->qp(dqpn) : nullptr;
 	if (!rqp || rqp->qpType != qp.qpType || rqp->portNum != dst->num ||
-	    (rqp->state != IB_QPS_RTR && rqp->state != IB_QPS_RTS && rqp->state != IB_QPS_SQD &&
-	     rqp->state != IB_QPS_SQE))
+	    !(qpStateOps(rqp->state) & kProcessRecvOk))
 		return lost();
 	if (!pkeysMatch(pkeyAt(*src, qp.pkeyIndex), pkeyAt(*dst, rqp->pkeyIndex))) {
 		if (dst->pkeyViolations < 0xffff)

@@ -4,6 +4,8 @@
 // ib_modify_qp_is_ok, rvt_modify_qp).
 #include "tests/unit/verbs_helpers.h"
 
+#include "emu/verbs_qp.h"
+
 #include <catch2/catch.hpp>
 
 using namespace ibemu::test;

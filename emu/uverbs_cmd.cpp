@@ -1,0 +1,516 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The uverbs commands, one handler each as uverbs_cmd.c has them, with the
+// driver's checks where a software driver (rdmavt) makes them. write()
+// (uverbs_file.cpp) has checked the header and the sizes.
+#include "emu/uverbs_file.h"
+
+#include "emu/verbs_device.h"
+#include "emu/verbs_qp.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace ibemu::emu {
+
+namespace {
+
+constexpr uint32_t kNumCompVectors = 1;
+
+bool portValid(const VerbsDevice &dev, unsigned num)
+{
+	return num >= 1 && num <= dev.numPorts();
+}
+
+} /* namespace */
+
+/* rdma_lookup_get_uobject(): a handle not in this file's table is ENOENT,
+ * one of another type EINVAL; 6.1 returns both as they are (measured
+ * against rdma_rxe, tests/e2e/verbs_tools.sh) */
+int UverbsFile::lookup(uint32_t handle, UType type, UObject *&out) const
+{
+	UObject *o = idr_.get(handle);
+	if (!o)
+		return -ENOENT;
+	if (o->type != type)
+		return -EINVAL;
+	out = o;
+	return 0;
+}
+
+/* uobj_alloc_commit(): the object takes its reserved handle */
+void UverbsFile::commit(Reservation &res, std::unique_ptr<UObject> obj)
+{
+	obj->handle = res.handle();
+	obj->created = nextSeq_++;
+	dev_.counted(obj->type, +1);
+	idr_.commit(res, std::move(obj));
+}
+
+/* uverbs_response(): copy what fits, zero the rest of the user's buffer */
+int UverbsFile::respond(Request &r, const void *resp, size_t len)
+{
+	if (!r.response)
+		return r.outLen ? -EFAULT : 0;
+	size_t n = std::min(len, r.outLen);
+	std::vector<uint8_t> out(r.outLen, 0);
+	memcpy(out.data(), resp, n);
+	return ua_.write(r.tid, r.response, out.data(), out.size());
+}
+
+/* --- device and context --- */
+
+int UverbsFile::getContext(Request &r)
+{
+	if (hasContext_)
+		return -EINVAL;
+	/* The async event file: a CUSE server cannot create a descriptor in the
+	 * caller, so the uverbs descriptor itself is the async event file. */
+	int fd = ua_.descriptorOf(r.tid, *this);
+	if (fd < 0)
+		return fd;
+	ib_uverbs_get_context_resp resp{ static_cast<uint32_t>(fd), kNumCompVectors };
+	if (int ret = respond(r, &resp, sizeof resp))
+		return ret;
+	hasContext_ = true;
+	return 0;
+}
+
+int UverbsFile::queryDevice(Request &r)
+{
+	ib_uverbs_query_device_resp resp;
+	dev_.queryDevice(resp);
+	return respond(r, &resp, sizeof resp);
+}
+
+int UverbsFile::exQueryDevice(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_ex_query_device>();
+	if (cmd.comp_mask || cmd.reserved)
+		return -EINVAL;
+	ib_uverbs_ex_query_device_resp resp{};
+	dev_.queryDevice(resp.base);
+	resp.response_length = static_cast<uint32_t>(std::min(r.outLen, sizeof resp));
+	return respond(r, &resp, sizeof resp);
+}
+
+int UverbsFile::queryPort(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_query_port>();
+	ib_uverbs_query_port_resp resp;
+	if (int ret = dev_.queryPort(cmd.port_num, resp))
+		return ret;
+	return respond(r, &resp, sizeof resp);
+}
+
+/* --- PD, AH, MR --- */
+
+int UverbsFile::allocPd(Request &r)
+{
+	if (dev_.full(UType::Pd))
+		return -ENOMEM;
+	Reservation res = reserve();
+	ib_uverbs_alloc_pd_resp resp{ res.handle() };
+	if (int ret = respond(r, &resp, sizeof resp))
+		return ret;
+	commit(res, std::make_unique<Pd>());
+	return 0;
+}
+
+int UverbsFile::deallocPd(Request &r)
+{
+	return destroyHandle(r.cmd<ib_uverbs_dealloc_pd>().pd_handle, UType::Pd);
+}
+
+int UverbsFile::createAh(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_create_ah>();
+	Reservation res = reserve();
+	Pd *pd = nullptr;
+	int ret = portValid(dev_, cmd.attr.port_num) ? get(cmd.pd_handle, pd) : -EINVAL;
+	/* qib_check_ah(): an SL, a unicast DLID, or a multicast one with a GRH */
+	if (!ret && (cmd.attr.sl > 15 || cmd.attr.dlid == 0 ||
+		     (cmd.attr.dlid >= 0xc000 && cmd.attr.dlid != 0xffff && !cmd.attr.is_global)))
+		ret = -EINVAL;
+	if (!ret && dev_.full(UType::Ah))
+		ret = -ENOMEM;
+	if (ret)
+		return ret;
+	ib_uverbs_create_ah_resp resp{ res.handle() };
+	if ((ret = respond(r, &resp, sizeof resp)))
+		return ret;
+	auto ah = std::make_unique<Ah>();
+	ah->pd = pd;
+	ah->attr = cmd.attr;
+	ah->userHandle = cmd.user_handle;
+	pd->usecnt++;
+	commit(res, std::move(ah));
+	return 0;
+}
+
+int UverbsFile::destroyAh(Request &r)
+{
+	return destroyHandle(r.cmd<ib_uverbs_destroy_ah>().ah_handle, UType::Ah);
+}
+
+int UverbsFile::regMr(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_reg_mr>();
+	if ((cmd.start ^ cmd.hca_va) & (kPageSize - 1))
+		return -EINVAL;
+	/* ib_check_mr_access() */
+	if ((cmd.access_flags & (IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_REMOTE_WRITE)) &&
+	    !(cmd.access_flags & IB_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	if (cmd.access_flags & ~IB_ACCESS_SUPPORTED)
+		return -EINVAL;
+	if (cmd.access_flags & IB_ACCESS_ON_DEMAND) /* no ODP */
+		return -EINVAL;
+
+	Reservation res = reserve();
+	Pd *pd;
+	if (int ret = get(cmd.pd_handle, pd))
+		return ret;
+	if (cmd.length == 0 || cmd.length > (uint64_t(1) << 40))
+		return -EINVAL;
+	if (dev_.full(UType::Mr))
+		return -ENOMEM;
+	bool writable = cmd.access_flags & (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+					    IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_MW_BIND);
+	auto mr = std::make_unique<Mr>();
+	if (int ret = pinned_.pin(ua_, r.tid, cmd.start, cmd.length, writable, mr->pid, mr->npages))
+		return ret;
+	if (int ret = memoryOf(r.tid, mr->pid, cmd.start, mr->mem)) {
+		pinned_.release(mr->pid, mr->npages);
+		return ret;
+	}
+	mr->pd = pd;
+	mr->start = cmd.start;
+	mr->iova = cmd.hca_va;
+	mr->length = cmd.length;
+	mr->access = cmd.access_flags;
+	dev_.addMr(mr.get());
+	ib_uverbs_reg_mr_resp resp{ res.handle(), mr->lkey, mr->rkey };
+	if (int ret = respond(r, &resp, sizeof resp)) {
+		dev_.removeMr(mr.get());
+		pinned_.release(mr->pid, mr->npages);
+		return ret;
+	}
+	pd->usecnt++;
+	commit(res, std::move(mr));
+	return 0;
+}
+
+int UverbsFile::deregMr(Request &r)
+{
+	return destroyHandle(r.cmd<ib_uverbs_dereg_mr>().mr_handle, UType::Mr);
+}
+
+/* --- CQ --- */
+
+/* A completion channel is a new file in the caller; a CUSE server cannot
+ * make one (docs/verbs.md). */
+int UverbsFile::createCompChannel(Request &)
+{
+	return -EOPNOTSUPP;
+}
+
+int UverbsFile::createCq(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_create_cq>();
+	if (cmd.comp_vector >= kNumCompVectors)
+		return -EINVAL;
+	Reservation res = reserve();
+	if (cmd.comp_channel >= 0 || cmd.cqe < 1 || cmd.cqe > dev_.limits().maxCqe)
+		return -EINVAL;
+	if (dev_.full(UType::Cq))
+		return -ENOMEM;
+	ib_uverbs_create_cq_resp resp{ res.handle(), cmd.cqe };
+	if (int ret = respond(r, &resp, sizeof resp))
+		return ret;
+	auto cq = std::make_unique<Cq>();
+	cq->file = this;
+	cq->cqe = cmd.cqe;
+	cq->userHandle = cmd.user_handle;
+	commit(res, std::move(cq));
+	return 0;
+}
+
+int UverbsFile::resizeCq(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_resize_cq>();
+	Cq *cq;
+	if (int ret = get(cmd.cq_handle, cq))
+		return ret;
+	if (cmd.cqe < 1 || cmd.cqe > dev_.limits().maxCqe || cmd.cqe < cq->queue.size())
+		return -EINVAL;
+	cq->cqe = cmd.cqe;
+	ib_uverbs_resize_cq_resp resp{ cmd.cqe, 0 };
+	return respond(r, &resp, sizeof resp);
+}
+
+int UverbsFile::destroyCq(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_destroy_cq>();
+	UObject *o;
+	if (int ret = lookup(cmd.cq_handle, UType::Cq, o))
+		return ret;
+	auto *cq = static_cast<Cq *>(o);
+	if (cq->usecnt)
+		return -EBUSY;
+	ib_uverbs_destroy_cq_resp resp{ cq->compEventsReported, cq->asyncEventsReported };
+	destroy(*cq, false);
+	return respond(r, &resp, sizeof resp);
+}
+
+int UverbsFile::pollCq(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_poll_cq>();
+	Cq *cq;
+	if (int ret = get(cmd.cq_handle, cq))
+		return ret;
+	ib_uverbs_poll_cq_resp hdr{};
+	uint64_t at = r.response + sizeof hdr;
+	while (hdr.count < cmd.ne && !cq->queue.empty()) {
+		ib_uverbs_wc wc = cq->queue.front();
+		cq->queue.pop_front();
+		if (int ret = ua_.write(r.tid, at, &wc, sizeof wc))
+			return ret;
+		at += sizeof wc;
+		hdr.count++;
+	}
+	return ua_.write(r.tid, r.response, &hdr, sizeof hdr);
+}
+
+int UverbsFile::reqNotifyCq(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_req_notify_cq>();
+	Cq *cq;
+	if (int ret = get(cmd.cq_handle, cq))
+		return ret;
+	/* arming matters only to a completion channel, which cannot exist here */
+	return 0;
+}
+
+/* --- QP --- */
+
+int UverbsFile::createQp(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_create_qp>();
+	switch (cmd.qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UC:
+	case IB_QPT_UD:
+		break;
+	case 8: /* RAW_PACKET: needs CAP_NET_RAW, then the driver lacks it */
+	case 9: /* XRC_INI */
+	case 10: /* XRC_TGT */
+	case 0xff: /* DRIVER */
+		return -EOPNOTSUPP;
+	default:
+		return -EINVAL;
+	}
+	Reservation res = reserve();
+	Srq *srq = nullptr;
+	Cq *rcq = nullptr, *scq = nullptr;
+	Pd *pd = nullptr;
+	if (cmd.is_srq)
+		if (int ret = get(cmd.srq_handle, srq))
+			return ret;
+	if (cmd.recv_cq_handle != cmd.send_cq_handle)
+		if (int ret = get(cmd.recv_cq_handle, rcq))
+			return ret;
+	if (int ret = get(cmd.send_cq_handle, scq))
+		return ret;
+	rcq = rcq ? rcq : scq;
+	if (int ret = get(cmd.pd_handle, pd))
+		return ret;
+	const VerbsLimits &lim = dev_.limits();
+	if (cmd.max_send_sge > lim.maxSge || cmd.max_send_wr > lim.maxQpWr || cmd.max_inline_data > lim.maxInline)
+		return -EINVAL;
+	if (!srq && (cmd.max_recv_sge > lim.maxSge || cmd.max_recv_wr > lim.maxQpWr))
+		return -EINVAL;
+	if (dev_.full(UType::Qp))
+		return -ENOMEM;
+
+	auto qp = std::make_unique<Qp>(dev_.io());
+	qp->file = this;
+	qp->dev = &dev_;
+	qp->qpType = static_cast<QpType>(cmd.qp_type);
+	qp->pd = pd;
+	qp->sendCq = scq;
+	qp->recvCq = rcq;
+	qp->srq = srq;
+	qp->maxSendWr = std::max(cmd.max_send_wr, 1u);
+	qp->maxSendSge = cmd.max_send_sge;
+	qp->maxRecvWr = srq ? 0 : std::max(cmd.max_recv_wr, 1u);
+	qp->maxRecvSge = srq ? 0 : cmd.max_recv_sge;
+	qp->maxInline = cmd.max_inline_data;
+	qp->sqSigAll = cmd.sq_sig_all;
+	qp->userHandle = cmd.user_handle;
+	uint32_t qpn = dev_.addQp(qp.get());
+	ib_uverbs_create_qp_resp resp{ res.handle(), qpn, qp->maxSendWr, qp->maxRecvWr, qp->maxSendSge, qp->maxRecvSge,
+				       qp->maxInline, 0 };
+	if (int ret = respond(r, &resp, sizeof resp)) {
+		dev_.removeQp(qp.get());
+		return ret;
+	}
+	pd->usecnt++;
+	scq->usecnt++;
+	rcq->usecnt++;
+	if (srq)
+		srq->usecnt++;
+	commit(res, std::move(qp));
+	return 0;
+}
+
+int UverbsFile::queryQp(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_query_qp>();
+	Qp *qp;
+	if (int ret = get(cmd.qp_handle, qp))
+		return ret;
+	ib_uverbs_query_qp_resp resp{};
+	resp.dest = qp->av;
+	resp.alt_dest = qp->altAv;
+	resp.max_send_wr = qp->maxSendWr;
+	resp.max_recv_wr = qp->maxRecvWr;
+	resp.max_send_sge = qp->maxSendSge;
+	resp.max_recv_sge = qp->maxRecvSge;
+	resp.max_inline_data = qp->maxInline;
+	resp.qkey = qp->qkey;
+	resp.rq_psn = qp->rqPsn;
+	resp.sq_psn = qp->sqPsn;
+	resp.dest_qp_num = qp->destQpn;
+	resp.qp_access_flags = qp->accessFlags;
+	resp.pkey_index = qp->pkeyIndex;
+	resp.alt_pkey_index = qp->altPkeyIndex;
+	resp.qp_state = qp->state;
+	resp.cur_qp_state = qp->state;
+	resp.path_mtu = qp->pathMtu;
+	resp.path_mig_state = qp->pathMigState;
+	resp.sq_draining = 0;
+	resp.max_rd_atomic = qp->maxRdAtomic;
+	resp.max_dest_rd_atomic = qp->maxDestRdAtomic;
+	resp.min_rnr_timer = qp->minRnrTimer;
+	resp.port_num = qp->portNum;
+	resp.timeout = qp->timeout;
+	resp.retry_cnt = qp->retryCnt;
+	resp.rnr_retry = qp->rnrRetry;
+	resp.alt_port_num = qp->altPortNum;
+	resp.alt_timeout = qp->altTimeout;
+	resp.sq_sig_all = qp->sqSigAll;
+	return respond(r, &resp, sizeof resp);
+}
+
+int UverbsFile::modifyQp(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_modify_qp>();
+	/* the legacy command knows the attributes up to DEST_QPN */
+	if (cmd.attr_mask & ~((IB_QP_DEST_QPN << 1) - 1))
+		return -EOPNOTSUPP;
+	Qp *qp;
+	if (int ret = get(cmd.qp_handle, qp))
+		return ret;
+	if ((cmd.attr_mask & IB_QP_PORT) && !portValid(dev_, cmd.port_num))
+		return -EINVAL;
+	if ((cmd.attr_mask & IB_QP_AV) && !portValid(dev_, cmd.dest.port_num))
+		return -EINVAL;
+	if ((cmd.attr_mask & IB_QP_ALT_PATH) &&
+	    (!portValid(dev_, cmd.alt_port_num) || !portValid(dev_, cmd.alt_dest.port_num) ||
+	     cmd.alt_port_num != cmd.alt_dest.port_num))
+		return -EINVAL;
+	if (((cmd.attr_mask & IB_QP_CUR_STATE) && cmd.cur_qp_state > IB_QPS_ERR) ||
+	    ((cmd.attr_mask & IB_QP_STATE) && cmd.qp_state > IB_QPS_ERR))
+		return -EINVAL;
+	return applyModifyQp(dev_, *qp, cmd);
+}
+
+int UverbsFile::destroyQp(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_destroy_qp>();
+	UObject *o;
+	if (int ret = lookup(cmd.qp_handle, UType::Qp, o))
+		return ret;
+	ib_uverbs_destroy_qp_resp resp{ static_cast<Qp *>(o)->eventsReported };
+	destroy(*o, false);
+	return respond(r, &resp, sizeof resp);
+}
+
+/* --- SRQ --- */
+
+int UverbsFile::createSrq(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_create_srq>();
+	Reservation res = reserve();
+	Pd *pd;
+	if (int ret = get(cmd.pd_handle, pd))
+		return ret;
+	const VerbsLimits &lim = dev_.limits();
+	if (cmd.max_wr == 0 || cmd.max_wr > lim.maxSrqWr || cmd.max_sge == 0 || cmd.max_sge > lim.maxSrqSge ||
+	    cmd.srq_limit > cmd.max_wr)
+		return -EINVAL;
+	if (dev_.full(UType::Srq))
+		return -ENOMEM;
+	auto srq = std::make_unique<Srq>();
+	srq->file = this;
+	srq->pd = pd;
+	srq->maxWr = cmd.max_wr;
+	srq->maxSge = cmd.max_sge;
+	srq->limit = cmd.srq_limit;
+	srq->userHandle = cmd.user_handle;
+	srq->srqn = dev_.nextSrqn();
+	ib_uverbs_create_srq_resp resp{ res.handle(), srq->maxWr, srq->maxSge, srq->srqn };
+	if (int ret = respond(r, &resp, sizeof resp))
+		return ret;
+	pd->usecnt++;
+	commit(res, std::move(srq));
+	return 0;
+}
+
+int UverbsFile::modifySrq(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_modify_srq>();
+	Srq *srq;
+	if (int ret = get(cmd.srq_handle, srq))
+		return ret;
+	if (cmd.attr_mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT))
+		return -EINVAL;
+	uint32_t maxWr = (cmd.attr_mask & IB_SRQ_MAX_WR) ? cmd.max_wr : srq->maxWr;
+	if ((cmd.attr_mask & IB_SRQ_MAX_WR) &&
+	    (maxWr == 0 || maxWr > dev_.limits().maxSrqWr || maxWr < srq->queue.size()))
+		return -EINVAL;
+	if ((cmd.attr_mask & IB_SRQ_LIMIT) && cmd.srq_limit >= maxWr)
+		return -EINVAL;
+	srq->maxWr = maxWr;
+	if (cmd.attr_mask & IB_SRQ_LIMIT)
+		srq->limit = cmd.srq_limit;
+	return 0;
+}
+
+int UverbsFile::querySrq(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_query_srq>();
+	Srq *srq;
+	if (int ret = get(cmd.srq_handle, srq))
+		return ret;
+	ib_uverbs_query_srq_resp resp{ srq->maxWr, srq->maxSge, srq->limit, 0 };
+	return respond(r, &resp, sizeof resp);
+}
+
+int UverbsFile::destroySrq(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_destroy_srq>();
+	UObject *o;
+	if (int ret = lookup(cmd.srq_handle, UType::Srq, o))
+		return ret;
+	if (o->usecnt)
+		return -EBUSY;
+	ib_uverbs_destroy_srq_resp resp{ static_cast<Srq *>(o)->eventsReported };
+	destroy(*o, false);
+	return respond(r, &resp, sizeof resp);
+}
+
+} /* namespace ibemu::emu */
