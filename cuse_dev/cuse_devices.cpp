@@ -4,7 +4,7 @@
 #define FUSE_USE_VERSION 35
 #include "cuse_dev/cuse_devices.h"
 
-#include "cuse_dev/device_files.h"
+#include "cuse_dev/umad_files.h"
 #include "cuse_dev/process_access.h"
 #include "cuse_dev/session_pump.h"
 #include "cuse_dev/verbs_files.h"
@@ -51,7 +51,7 @@ struct CuseDevices::Impl {
 	boost::asio::io_context &io;
 	emu::Host &host;
 	std::string prefix;
-	DeviceFiles files;
+	UmadFiles files;
 	ProcessAccess access;
 	VerbsFiles verbsFiles;
 	std::vector<std::unique_ptr<Device>> devices;

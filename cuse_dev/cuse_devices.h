@@ -2,7 +2,7 @@
 // Copyright (c) 2026 the ibemu authors
 // The CUSE transport: real character devices for umadN, issmN and uverbsN,
 // one CUSE session each, created through /dev/cuse and driven by the
-// io_context. umad and issm requests go to DeviceFiles, like the FUSE
+// io_context. umad and issm requests go to UmadFiles, like the FUSE
 // transport's; uverbs requests to VerbsFiles (verbs need a character
 // device: libibverbs checks st_rdev, so there is no FUSE-file variant).
 //

@@ -2,11 +2,11 @@
 // Copyright (c) 2026 the ibemu authors
 // The FUSE transport: one filesystem with the sysfs view (class/...) and
 // the device files (dev/umadN, dev/issmN). Device requests go to
-// DeviceFiles; sysfs files are rendered at open from the fabric.
+// UmadFiles; sysfs files are rendered at open (sysfs.h).
 #define FUSE_USE_VERSION 35
 #include "cuse_dev/fuse_fs.h"
 
-#include "cuse_dev/device_files.h"
+#include "cuse_dev/umad_files.h"
 #include "cuse_dev/session_pump.h"
 #include "cuse_dev/sysfs.h"
 #include "emu/host.h"
@@ -43,7 +43,7 @@ struct FuseFs::Impl {
 	SysfsNode root;
 	std::vector<SysfsNode *> byIno; /* ino - 1 */
 	std::unordered_map<const SysfsNode *, std::pair<emu::UmadPort *, bool>> devices; /* port, issm */
-	DeviceFiles deviceFiles;
+	UmadFiles umadFiles;
 	std::unordered_map<uint64_t, SysfsOpen> sysfsOpens;
 	uint64_t nextFh = 1;
 	fuse_session *se = nullptr;
@@ -52,7 +52,7 @@ struct FuseFs::Impl {
 	bool stopped = false;
 	unsigned spinUs = 0;
 
-	Impl(boost::asio::io_context &i, emu::Host &h) : io(i), host(h), deviceFiles(i) {}
+	Impl(boost::asio::io_context &i, emu::Host &h) : io(i), host(h), umadFiles(i) {}
 
 	void number(SysfsNode *n)
 	{
@@ -135,7 +135,7 @@ void fsOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info *fi)
 	if (n->dir)
 		return (void)fuse_reply_err(req, EISDIR);
 	if (auto it = s.devices.find(n); it != s.devices.end())
-		return s.deviceFiles.open(req, *it->second.first, it->second.second, fi);
+		return s.umadFiles.open(req, *it->second.first, it->second.second, fi);
 	if ((fi->flags & O_ACCMODE) != O_RDONLY && !n->store)
 		return (void)fuse_reply_err(req, EACCES);
 	SysfsValue v;
@@ -155,8 +155,8 @@ void fsOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info *fi)
 void fsRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info *fi)
 {
 	auto &s = self(req);
-	if (DeviceFiles::owns(fi->fh))
-		return s.deviceFiles.read(req, size, fi);
+	if (UmadFiles::owns(fi->fh))
+		return s.umadFiles.read(req, size, fi);
 	auto it = s.sysfsOpens.find(fi->fh);
 	if (it == s.sysfsOpens.end())
 		return (void)fuse_reply_err(req, EBADF);
@@ -171,8 +171,8 @@ void fsRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info *
 void fsWrite(fuse_req_t req, fuse_ino_t, const char *buf, size_t size, off_t, fuse_file_info *fi)
 {
 	auto &s = self(req);
-	if (DeviceFiles::owns(fi->fh))
-		return s.deviceFiles.write(req, buf, size, fi);
+	if (UmadFiles::owns(fi->fh))
+		return s.umadFiles.write(req, buf, size, fi);
 	auto it = s.sysfsOpens.find(fi->fh);
 	if (it == s.sysfsOpens.end() || !it->second.node->store)
 		return (void)fuse_reply_err(req, EACCES);
@@ -185,16 +185,16 @@ void fsIoctl(fuse_req_t req, fuse_ino_t, unsigned int cmd, void *arg, fuse_file_
 	     const void *in, size_t inSize, size_t outSize)
 {
 	auto &s = self(req);
-	if (!DeviceFiles::owns(fi->fh))
+	if (!UmadFiles::owns(fi->fh))
 		return (void)fuse_reply_err(req, ENOTTY);
-	s.deviceFiles.ioctl(req, cmd, arg, fi, flags, in, inSize, outSize);
+	s.umadFiles.ioctl(req, cmd, arg, fi, flags, in, inSize, outSize);
 }
 
 void fsPoll(fuse_req_t req, fuse_ino_t, fuse_file_info *fi, fuse_pollhandle *ph)
 {
 	auto &s = self(req);
-	if (DeviceFiles::owns(fi->fh))
-		return s.deviceFiles.poll(req, fi, ph);
+	if (UmadFiles::owns(fi->fh))
+		return s.umadFiles.poll(req, fi, ph);
 	if (ph)
 		fuse_pollhandle_destroy(ph);
 	fuse_reply_poll(req, POLLIN | POLLRDNORM);
@@ -203,8 +203,8 @@ void fsPoll(fuse_req_t req, fuse_ino_t, fuse_file_info *fi, fuse_pollhandle *ph)
 void fsRelease(fuse_req_t req, fuse_ino_t, fuse_file_info *fi)
 {
 	auto &s = self(req);
-	if (DeviceFiles::owns(fi->fh))
-		return s.deviceFiles.release(req, fi);
+	if (UmadFiles::owns(fi->fh))
+		return s.umadFiles.release(req, fi);
 	s.sysfsOpens.erase(fi->fh);
 	fuse_reply_err(req, 0);
 }
@@ -250,7 +250,7 @@ FuseFs::FuseFs(boost::asio::io_context &io, emu::Host &host, const Options &opts
 					SysfsNode *f = dev->addFile((issm ? "issm" : "umad") + std::to_string(u->devNum()), nullptr, 0600);
 					s.devices[f] = { u.get(), issm };
 				}
-				s.deviceFiles.watch(*u);
+				s.umadFiles.watch(*u);
 			}
 	}
 	s.number(&s.root);
@@ -290,7 +290,7 @@ void FuseFs::shutdown()
 	if (s.stopped)
 		return;
 	s.stopped = true;
-	s.deviceFiles.shutdown();
+	s.umadFiles.shutdown();
 	if (s.pump)
 		s.pump->stop();
 	if (s.se) {

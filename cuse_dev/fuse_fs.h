@@ -2,15 +2,16 @@
 // Copyright (c) 2026 the ibemu authors
 // The FUSE transport, for machines without /dev/cuse: one FUSE filesystem
 // per instance serving the sysfs view (class/...) and the device files
-// (dev/umadN, dev/issmN) as regular files. namespace.cpp makes them appear
-// at /sys/class and /dev/infiniband inside the instance's mount namespace.
+// (dev/umadN, dev/issmN) as regular files. tools/namespace.cpp makes them
+// appear at /sys/class and /dev/infiniband inside the instance's mount
+// namespace.
 //
 // The session is driven by the io_context (session_pump.h), so every
 // handler runs on the thread that owns emu/ and needs no lock. Device files
-// are served by DeviceFiles (device_files.h).
+// are served by UmadFiles (umad_files.h).
 //
 // Interface: lookup, getattr, readdir, open, read, write on sysfs (node_desc
-// is writable); the device file operations of DeviceFiles.
+// is writable); the device file operations of UmadFiles.
 #pragma once
 
 #include <boost/asio/io_context.hpp>

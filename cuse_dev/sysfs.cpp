@@ -3,14 +3,10 @@
 // The sysfs trees of the local HCAs, in the kernel's formats.
 #include "cuse_dev/sysfs.h"
 
-#include "emu/uverbs_abi.h"
-
+#include "emu/hca_attrs.h"
 #include "emu/host.h"
 #include "emu/umad_abi.h"
-#include "fabric/capability.h"
-#include "fabric/pma.h"
-#include "fabric/process_mad.h"
-#include "fabric/subnet.h"
+#include "emu/uverbs_abi.h"
 
 #include <cerrno>
 #include <cinttypes>
@@ -19,9 +15,6 @@
 #include <cstring>
 
 namespace ibemu::cuse_dev {
-
-using fabric::Node;
-using fabric::Port;
 
 SysfsNode *SysfsNode::child(const std::string &n) const
 {
@@ -68,97 +61,87 @@ std::string fmt(const char *f, ...)
 
 SysfsValue text(std::string s) { return { 0, std::move(s) }; }
 
-/* sysfs.c get_perf_mad() + show_pma_counter(): ask the PMA, decode a field */
-SysfsValue pmaCounter(fabric::Subnet &subnet, Port &port, uint16_t attr, unsigned bitOffset, unsigned width)
-{
-	fabric::Packet pkt;
-	pkt.srcQp = pkt.dstQp = IB_QP1;
-	pkt.slid = pkt.dlid = port.lid;
-	ib_mad_hdr &h = *madHdr(pkt.mad);
-	h.base_version = 1;
-	h.mgmt_class = IB_MGMT_CLASS_PERF_MGMT;
-	h.class_version = 1;
-	h.method = IB_MGMT_METHOD_GET;
-	h.attr_id = attr;
-	pkt.mad[kPmaDataOffset + 1] = port.num;
-	Mad reply;
-	if (fabric::processMad(subnet, port, pkt, reply) != fabric::MadResult::Reply)
-		return { EINVAL, {} };
-	const uint8_t *a = reply.data() + kPmaDataOffset;
-	const uint8_t *p = a + bitOffset / 8;
-	switch (width) {
-	case 4:
-		return text(fmt("%d\n", (*p >> (4 - bitOffset % 8)) & 0xf));
-	case 8:
-		return text(fmt("%u\n", *p));
-	case 16:
-		return text(fmt("%u\n", overlay<be16>(p)->get()));
-	case 32:
-		return text(fmt("%u\n", overlay<be32>(p)->get()));
-	default:
-		return text(fmt("%llu\n", static_cast<unsigned long long>(overlay<be64>(p)->get())));
-	}
-}
+/* counters/: sysfs.c's pma_attrs_ext, as the PMA's ClassPortInfo has
+ * ExtWidth: the 64-bit data and packet counters */
+struct CounterFile {
+	const char *name;
+	emu::PortCounter counter;
+};
+constexpr CounterFile kCounterFiles[] = {
+	{ "symbol_error", emu::PortCounter::SymbolError },
+	{ "link_error_recovery", emu::PortCounter::LinkErrorRecovery },
+	{ "link_downed", emu::PortCounter::LinkDowned },
+	{ "port_rcv_errors", emu::PortCounter::RcvErrors },
+	{ "port_rcv_remote_physical_errors", emu::PortCounter::RcvRemotePhysicalErrors },
+	{ "port_rcv_switch_relay_errors", emu::PortCounter::RcvSwitchRelayErrors },
+	{ "port_xmit_discards", emu::PortCounter::XmitDiscards },
+	{ "port_xmit_constraint_errors", emu::PortCounter::XmitConstraintErrors },
+	{ "port_rcv_constraint_errors", emu::PortCounter::RcvConstraintErrors },
+	{ "local_link_integrity_errors", emu::PortCounter::LocalLinkIntegrityErrors },
+	{ "excessive_buffer_overrun_errors", emu::PortCounter::ExcessiveBufferOverrunErrors },
+	{ "VL15_dropped", emu::PortCounter::Vl15Dropped },
+	{ "port_xmit_wait", emu::PortCounter::XmitWait },
+	{ "port_xmit_data", emu::PortCounter::XmitData },
+	{ "port_rcv_data", emu::PortCounter::RcvData },
+	{ "port_xmit_packets", emu::PortCounter::XmitPackets },
+	{ "port_rcv_packets", emu::PortCounter::RcvPackets },
+	{ "unicast_xmit_packets", emu::PortCounter::UnicastXmitPackets },
+	{ "unicast_rcv_packets", emu::PortCounter::UnicastRcvPackets },
+	{ "multicast_xmit_packets", emu::PortCounter::MulticastXmitPackets },
+	{ "multicast_rcv_packets", emu::PortCounter::MulticastRcvPackets },
+};
 
-void buildCounters(SysfsNode &portDir, fabric::Subnet &subnet, Port &port)
+/* sysfs.c show_pma_counter(): each read asks the PMA (emu::queryCounter) */
+void buildCounters(SysfsNode &portDir, emu::MadPort &mad)
 {
 	SysfsNode *c = portDir.addDir("counters");
-	auto add = [&](const char *name, uint16_t attr, unsigned off, unsigned width) {
-		c->addFile(name, [&subnet, &port, attr, off, width] {
-			return pmaCounter(subnet, port, attr, off, width);
+	for (const CounterFile &f : kCounterFiles)
+		c->addFile(f.name, [&mad, counter = f.counter] {
+			uint64_t v = 0;
+			if (int rc = emu::queryCounter(mad, counter, v))
+				return SysfsValue{ -rc, {} };
+			return text(fmt("%llu\n", static_cast<unsigned long long>(v)));
 		});
-	};
-	const uint16_t pc = IB_PMA_PORT_COUNTERS, px = IB_PMA_PORT_COUNTERS_EXT;
-	add("symbol_error", pc, 32, 16);
-	add("link_error_recovery", pc, 48, 8);
-	add("link_downed", pc, 56, 8);
-	add("port_rcv_errors", pc, 64, 16);
-	add("port_rcv_remote_physical_errors", pc, 80, 16);
-	add("port_rcv_switch_relay_errors", pc, 96, 16);
-	add("port_xmit_discards", pc, 112, 16);
-	add("port_xmit_constraint_errors", pc, 128, 8);
-	add("port_rcv_constraint_errors", pc, 136, 8);
-	add("local_link_integrity_errors", pc, 152, 4);
-	add("excessive_buffer_overrun_errors", pc, 156, 4);
-	add("VL15_dropped", pc, 176, 16);
-	add("port_xmit_wait", pc, 320, 32);
-	/* PMA ClassPortInfo has ExtWidth: the 64-bit set, as pma_attrs_ext */
-	add("port_xmit_data", px, 64, 64);
-	add("port_rcv_data", px, 128, 64);
-	add("port_xmit_packets", px, 192, 64);
-	add("port_rcv_packets", px, 256, 64);
-	add("unicast_xmit_packets", px, 320, 64);
-	add("unicast_rcv_packets", px, 384, 64);
-	add("multicast_xmit_packets", px, 448, 64);
-	add("multicast_rcv_packets", px, 512, 64);
 }
 
-void buildPort(SysfsNode &ports, emu::MadPort &mad, fabric::Subnet &subnet)
+/* sysfs.c show_port_attr(): each file asks ib_query_port() (emu::queryPort) */
+void addPortAttr(SysfsNode &dir, const char *name, emu::MadPort &mad, std::string (*show)(const emu::PortAttr &))
 {
-	Port &p = mad.port();
-	SysfsNode *d = ports.addDir(std::to_string(p.num));
-	d->addFile("state", [&p] {
-		return text(fmt("%d: %s\n", static_cast<int>(p.state), fabric::portStateName(p.state)));
+	dir.addFile(name, [&mad, show] { return text(show(emu::queryPort(mad))); });
+}
+
+void buildPortAttrs(SysfsNode &d, emu::MadPort &mad)
+{
+	using A = emu::PortAttr;
+	addPortAttr(d, "state", mad, [](const A &a) {
+		return fmt("%d: %s\n", static_cast<int>(a.state), fabric::portStateName(a.state));
 	});
-	d->addFile("phys_state", [&p] {
-		return text(fmt("%u: %s\n", static_cast<unsigned>(p.physState), fabric::physStateName(p.physState)));
+	addPortAttr(d, "phys_state", mad, [](const A &a) {
+		return fmt("%u: %s\n", static_cast<unsigned>(a.physState), fabric::physStateName(a.physState));
 	});
-	d->addFile("lid", [&p] { return text(fmt("0x%x\n", p.lid)); });
-	d->addFile("sm_lid", [&p] { return text(fmt("0x%x\n", p.smLid)); });
-	d->addFile("lid_mask_count", [&p] { return text(fmt("%u\n", p.lmc)); });
-	d->addFile("sm_sl", [&p] { return text(fmt("%u\n", p.masterSmSl)); });
-	d->addFile("cap_mask", [&p] { return text(fmt("0x%08x\n", p.capMask)); });
-	d->addFile("rate", [&p] {
-		uint8_t w = p.linkWidthActive ? p.linkWidthActive : uint8_t(fabric::kWidth1x);
-		return text(fabric::rateString(w, p.speedActive) + "\n");
+	addPortAttr(d, "lid", mad, [](const A &a) { return fmt("0x%x\n", a.lid); });
+	addPortAttr(d, "sm_lid", mad, [](const A &a) { return fmt("0x%x\n", a.smLid); });
+	addPortAttr(d, "lid_mask_count", mad, [](const A &a) { return fmt("%u\n", a.lmc); });
+	addPortAttr(d, "sm_sl", mad, [](const A &a) { return fmt("%u\n", a.smSl); });
+	addPortAttr(d, "cap_mask", mad, [](const A &a) { return fmt("0x%08x\n", a.capMask); });
+	addPortAttr(d, "rate", mad, [](const A &a) {
+		uint8_t w = a.activeWidth ? a.activeWidth : uint8_t(fabric::kWidth1x);
+		return fabric::rateString(w, a.activeSpeed) + "\n";
 	});
-	d->addFile("link_layer", [] { return text("InfiniBand\n"); });
+	d.addFile("link_layer", [] { return text("InfiniBand\n"); });
+}
+
+void buildPort(SysfsNode &ports, unsigned num, emu::MadPort &mad)
+{
+	const emu::PortAttr attr = emu::queryPort(mad); /* the table sizes */
+	SysfsNode *d = ports.addDir(std::to_string(num));
+	buildPortAttrs(*d, mad);
 
 	SysfsNode *gids = d->addDir("gids");
 	SysfsNode *attrs = d->addDir("gid_attrs");
 	SysfsNode *types = attrs->addDir("types");
 	SysfsNode *ndevs = attrs->addDir("ndevs");
-	for (unsigned i = 0; i < mad.gidTableLen(); i++) {
+	for (unsigned i = 0; i < attr.gidTblLen; i++) {
 		gids->addFile(std::to_string(i), [&mad, i] {
 			fabric::Gid g{};
 			mad.gid(i, g); /* an empty entry prints as zeros */
@@ -173,11 +156,94 @@ void buildPort(SysfsNode &ports, emu::MadPort &mad, fabric::Subnet &subnet)
 		ndevs->addFile(std::to_string(i), [] { return SysfsValue{ EINVAL, {} }; });
 	}
 	SysfsNode *pkeys = d->addDir("pkeys");
-	for (unsigned i = 0; i < p.pkeyCap(); i++)
-		pkeys->addFile(std::to_string(i), [&p, i] {
-			return text(fmt("0x%04x\n", i < p.pkeys.size() ? p.pkeys[i] : 0));
-		});
-	buildCounters(*d, subnet, p);
+	for (unsigned i = 0; i < attr.pkeyTblLen; i++)
+		pkeys->addFile(std::to_string(i), [&mad, i] { return text(fmt("0x%04x\n", emu::queryPkey(mad, i))); });
+	buildCounters(*d, mad);
+}
+
+/* sysfs.c's device attributes: each read asks the device (emu::queryDevice) */
+SysfsNode *addDeviceAttr(SysfsNode &dir, const char *name, const emu::Hca &hca,
+			 std::string (*show)(const emu::DeviceAttr &), uint32_t mode = 0444)
+{
+	return dir.addFile(name, [&hca, show] { return text(show(emu::queryDevice(hca))); }, mode);
+}
+
+/* class/infiniband/<dev>: the device's attributes and its ports */
+SysfsNode &buildDevice(SysfsNode &ib, emu::Hca &hca)
+{
+	using D = emu::DeviceAttr;
+	SysfsNode *d = ib.addDir(hca.name);
+	addDeviceAttr(*d, "node_type", hca, [](const D &a) {
+		return fmt("%u: %s\n", static_cast<unsigned>(a.nodeType), fabric::nodeTypeName(a.nodeType));
+	});
+	addDeviceAttr(*d, "node_guid", hca, [](const D &a) { return formatGuid(a.nodeGuid) + "\n"; });
+	addDeviceAttr(*d, "sys_image_guid", hca, [](const D &a) { return formatGuid(a.sysImageGuid) + "\n"; });
+	d->addFile("fw_ver", [] { return text("16.35.2000\n"); });
+	d->addFile("hw_rev", [] { return text("0\n"); });
+	addDeviceAttr(*d, "hca_type", hca, [](const D &a) { return fmt("MT%u\n", a.vendorPartId); });
+	addDeviceAttr(*d, "board_id", hca, [](const D &a) { return fmt("IBEMU_%016" PRIx64 "\n", a.nodeGuid); });
+	SysfsNode *desc = addDeviceAttr(
+		*d, "node_desc", hca, [](const D &a) { return a.nodeDesc.substr(0, 64) + "\n"; }, 0644);
+	desc->store = [&hca](const std::string &v) {
+		std::string s = v.substr(0, 64);
+		if (!s.empty() && s.back() == '\n')
+			s.pop_back();
+		emu::modifyNodeDesc(hca, s);
+		return 0;
+	};
+	SysfsNode *ports = d->addDir("ports");
+	for (size_t k = 0; k < hca.madPorts.size(); k++) /* index = port number - 1 */
+		buildPort(*ports, static_cast<unsigned>(k + 1), *hca.madPorts[k]);
+	return *d;
+}
+
+/* class/infiniband_verbs/uverbsN, and the PCI identity in the device's dir */
+void buildVerbs(SysfsNode &dev, SysfsNode &verbs, const emu::Hca &hca, const DevNumbers &numbers)
+{
+	/* The device's identity for libibverbs' provider matching: a QLogic
+	 * QLE7340 (qib), which the stock ipathverbs provider drives entirely
+	 * through write() with a per-device ABI of 1 (docs/verbs.md). */
+	SysfsNode *pci = dev.addDir("device");
+	pci->addFile("modalias", [] { return text("pci:v00001077d00007322sv00001077sd00007322bc0Csc06i00\n"); });
+	emu::VerbsDevice *vd = hca.verbs.get();
+	unsigned vn = hca.verbsNum;
+	std::string ibdev = hca.name;
+	SysfsNode *u = verbs.addDir("uverbs" + std::to_string(vn));
+	u->addFile("ibdev", [vd, ibdev] {
+		if (vd->dead())
+			return SysfsValue{ ENODEV, {} };
+		return text(ibdev + "\n");
+	});
+	u->addFile("abi_version", [] { return text("1\n"); });
+	u->addFile("dev", [vn, numbers] {
+		auto [maj, min] = numbers.uverbs(vn);
+		return text(fmt("%u:%u\n", maj, min));
+	});
+}
+
+/* class/infiniband_mad/{umadN,issmN} of the device's ports (user_mad.c) */
+void buildUmad(SysfsNode &mad, const emu::Hca &hca, const DevNumbers &numbers)
+{
+	for (const auto &up : hca.umadPorts) {
+		emu::UmadPort *u = up.get();
+		for (bool issm : { false, true }) {
+			SysfsNode *e = mad.addDir((issm ? "issm" : "umad") + std::to_string(u->devNum()));
+			e->addFile("ibdev", [u] {
+				if (u->dead())
+					return SysfsValue{ ENODEV, {} };
+				return text(u->ibdev() + "\n");
+			});
+			e->addFile("port", [u] {
+				if (u->dead())
+					return SysfsValue{ ENODEV, {} };
+				return text(fmt("%u\n", u->portNum()));
+			});
+			e->addFile("dev", [u, issm, numbers] {
+				auto [maj, min] = numbers.umad(u->devNum(), issm);
+				return text(fmt("%u:%u\n", maj, min));
+			});
+		}
+	}
 }
 
 } /* namespace */
@@ -207,74 +273,11 @@ void buildSysfs(SysfsNode &root, emu::Host &host, const DevNumbers &numbers)
 		verbs = cls->addDir("infiniband_verbs");
 		verbs->addFile("abi_version", [] { return text(fmt("%u\n", emu::IB_USER_VERBS_ABI_VERSION)); });
 	}
-	fabric::Subnet &subnet = host.subnet();
-
 	for (const auto &hca : host.hcas()) {
-		Node &n = *hca->node;
-		SysfsNode *d = ib->addDir(hca->name);
-		d->addFile("node_type", [&n] {
-			return text(fmt("%u: %s\n", static_cast<unsigned>(n.type), fabric::nodeTypeName(n.type)));
-		});
-		d->addFile("node_guid", [&n] { return text(formatGuid(n.nodeGuid) + "\n"); });
-		d->addFile("sys_image_guid", [&n] { return text(formatGuid(n.sysImageGuid) + "\n"); });
-		d->addFile("fw_ver", [] { return text("16.35.2000\n"); });
-		d->addFile("hw_rev", [] { return text("0\n"); });
-		d->addFile("hca_type", [&n] { return text(fmt("MT%u\n", n.deviceId)); });
-		d->addFile("board_id", [&n] { return text(fmt("IBEMU_%016" PRIx64 "\n", n.nodeGuid)); });
-		SysfsNode *desc = d->addFile("node_desc", [&n] { return text(n.desc.substr(0, 64) + "\n"); }, 0644);
-		desc->store = [&n](const std::string &v) {
-			std::string s = v.substr(0, 64);
-			if (!s.empty() && s.back() == '\n')
-				s.pop_back();
-			n.desc = s;
-			return 0;
-		};
-		SysfsNode *ports = d->addDir("ports");
-		for (const auto &mp : hca->madPorts)
-			buildPort(*ports, *mp, subnet);
-		if (verbs) {
-			/* The device's identity for libibverbs' provider matching: a
-			 * QLogic QLE7340 (qib), which the stock ipathverbs provider
-			 * drives entirely through write() with a per-device ABI of 1
-			 * (docs/verbs.md). */
-			SysfsNode *pci = d->addDir("device");
-			pci->addFile("modalias", [] { return text("pci:v00001077d00007322sv00001077sd00007322bc0Csc06i00\n"); });
-			emu::VerbsDevice *vd = hca->verbs.get();
-			unsigned vn = hca->verbsNum;
-			std::string ibdev = hca->name;
-			SysfsNode *u = verbs->addDir("uverbs" + std::to_string(vn));
-			u->addFile("ibdev", [vd, ibdev] {
-				if (vd->dead())
-					return SysfsValue{ ENODEV, {} };
-				return text(ibdev + "\n");
-			});
-			u->addFile("abi_version", [] { return text("1\n"); });
-			u->addFile("dev", [vn, numbers] {
-				auto [maj, min] = numbers.uverbs(vn);
-				return text(fmt("%u:%u\n", maj, min));
-			});
-		}
-
-		for (const auto &up : hca->umadPorts) {
-			emu::UmadPort *u = up.get();
-			for (bool issm : { false, true }) {
-				SysfsNode *e = mad->addDir((issm ? "issm" : "umad") + std::to_string(u->devNum()));
-				e->addFile("ibdev", [u] {
-					if (u->dead())
-						return SysfsValue{ ENODEV, {} };
-					return text(u->ibdev() + "\n");
-				});
-				e->addFile("port", [u] {
-					if (u->dead())
-						return SysfsValue{ ENODEV, {} };
-					return text(fmt("%u\n", u->portNum()));
-				});
-				e->addFile("dev", [u, issm, numbers] {
-					auto [maj, min] = numbers.umad(u->devNum(), issm);
-					return text(fmt("%u:%u\n", maj, min));
-				});
-			}
-		}
+		SysfsNode &d = buildDevice(*ib, *hca);
+		if (verbs)
+			buildVerbs(d, *verbs, *hca, numbers);
+		buildUmad(*mad, *hca, numbers);
 	}
 }
 

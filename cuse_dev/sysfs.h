@@ -3,8 +3,9 @@
 // The sysfs view of the local HCAs: the /sys/class/infiniband,
 // infiniband_mad and infiniband_verbs trees rdma-core reads, with
 // the kernel's file names and value formats (drivers/infiniband/core/sysfs.c,
-// user_mad.c). Values are rendered from the fabric when a file is opened,
-// so they follow whatever an SM set.
+// user_mad.c). Values are rendered when a file is opened, from what emu/
+// reports of the device and its ports (emu/hca_attrs.h), so they follow
+// whatever an SM set.
 //
 // The tree is plain data; cuse_dev/fuse_fs.cpp serves it.
 #pragma once

@@ -6,7 +6,6 @@
 #include "cuse_dev/verbs_files.h"
 
 #include "cuse_dev/caller.h"
-#include "cuse_dev/wait_queue.h"
 #include "emu/host.h"
 #include "emu/uverbs_file.h"
 
@@ -34,7 +33,7 @@ struct VerbsFiles::Open {
 	Continuation writeRest;
 };
 
-VerbsFiles::VerbsFiles(boost::asio::io_context &io, emu::Host &host) : io_(io), host_(host)
+VerbsFiles::VerbsFiles(boost::asio::io_context &io, emu::Host &host) : io_(io), host_(host), opens_(1)
 {
 }
 
@@ -43,35 +42,24 @@ VerbsFiles::~VerbsFiles()
 	shutdown();
 }
 
-VerbsFiles::Open *VerbsFiles::openOf(const fuse_file_info *fi) const
-{
-	auto it = opens_.find(fi->fh);
-	return it == opens_.end() ? nullptr : it->second.get();
-}
-
 /* ib_uverbs_open() */
 void VerbsFiles::open(fuse_req_t req, emu::VerbsDevice &dev, fuse_file_info *fi)
 {
-	if (stopping_ || dev.dead())
+	if (opens_.stopping() || dev.dead())
 		return (void)fuse_reply_err(req, ENXIO);
-	auto o = std::make_unique<Open>();
-	o->slot = openLimit_.take(fuse_req_ctx(req)->uid);
-	if (!o->slot)
+	auto o = opens_.create(fuse_req_ctx(req)->uid);
+	if (!o)
 		return (void)fuse_reply_err(req, EMFILE);
 	o->file = std::make_unique<emu::UverbsFile>(dev, host_.access(), host_.pinned());
-	uint64_t fh = nextFh_++;
+	uint64_t fh = opens_.nextFh();
 	o->file->setWakeup([this, fh] { boost::asio::post(io_, [this, fh] { serveReads(fh); }); });
-	fi->fh = fh;
-	fi->direct_io = 1;
-	fi->nonseekable = 1;
-	opens_.emplace(fh, std::move(o));
-	if (fuse_reply_open(req, fi) == -ENOENT) /* the caller went away meanwhile */
+	if (!opens_.add(req, fi, std::move(o))) /* the caller went away meanwhile */
 		release(nullptr, fi);
 }
 
 void VerbsFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_info *fi)
 {
-	Open *o = openOf(fi);
+	Open *o = opens_.find(fi->fh);
 	if (!o)
 		return (void)fuse_reply_err(req, EBADF);
 	pid_t tid = fuse_req_ctx(req)->pid;
@@ -95,44 +83,33 @@ void VerbsFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_i
 
 void VerbsFiles::ioctl(fuse_req_t req, unsigned cmd, fuse_file_info *fi)
 {
-	Open *o = openOf(fi);
+	Open *o = opens_.find(fi->fh);
 	if (!o)
 		return (void)fuse_reply_err(req, EBADF);
 	fuse_reply_err(req, -o->file->ioctl(cmd));
 }
 
-void VerbsFiles::readInterrupted(fuse_req_t req, void *data)
-{
-	auto &s = *static_cast<VerbsFiles *>(data);
-	for (auto &[fh, o] : s.opens_)
-		if (o->wait.cancel(req))
-			return;
-}
-
 void VerbsFiles::read(fuse_req_t req, size_t size, fuse_file_info *fi)
 {
-	Open *o = openOf(fi);
+	Open *o = opens_.find(fi->fh);
 	if (!o)
 		return (void)fuse_reply_err(req, EBADF);
 	if ((fi->flags & O_NONBLOCK) && !o->file->poll()) /* not behind parked readers */
 		return (void)fuse_reply_err(req, EAGAIN);
-	o->wait.park(req, size, fi->flags & O_NONBLOCK);
-	if (o->wait.size() == 1)
-		serveReads(fi->fh);
-	o->wait.armInterrupt(req, readInterrupted, this);
+	opens_.park(*o, req, size, fi->flags & O_NONBLOCK, [&] { serveReads(fi->fh); });
 }
 
 void VerbsFiles::serveReads(uint64_t fh)
 {
-	auto it = opens_.find(fh);
-	if (it == opens_.end())
+	Open *found = opens_.find(fh);
+	if (!found)
 		return;
-	Open &o = *it->second;
+	Open &o = *found;
 	while (!o.wait.empty()) {
 		const PendingRead r = o.wait.front();
 		uint8_t buf[sizeof(emu::ib_uverbs_async_event_desc)];
 		ssize_t n = o.file->read(buf, std::min(r.size, sizeof buf));
-		if (n == -EAGAIN && !r.nonblock && !stopping_)
+		if (n == -EAGAIN && !r.nonblock && !opens_.stopping())
 			break; /* parked until the next event */
 		o.wait.pop();
 		if (n < 0)
@@ -145,24 +122,14 @@ void VerbsFiles::serveReads(uint64_t fh)
 
 void VerbsFiles::poll(fuse_req_t req, fuse_file_info *fi, fuse_pollhandle *ph)
 {
-	Open *o = openOf(fi);
-	if (!o) {
-		if (ph)
-			fuse_pollhandle_destroy(ph);
-		return (void)fuse_reply_err(req, EBADF);
-	}
-	o->wait.setPollHandle(ph);
-	fuse_reply_poll(req, o->file->poll());
+	opens_.poll(req, fi->fh, ph, [](Open &o) { return o.file->poll(); });
 }
 
 /* ib_uverbs_close(): the objects go (emu::UverbsFile's destructor) */
 void VerbsFiles::release(fuse_req_t req, fuse_file_info *fi)
 {
-	auto it = opens_.find(fi->fh);
-	if (it != opens_.end()) {
-		Open &o = *it->second;
-		o.wait.failAll(EBADF);
-		opens_.erase(it);
+	if (std::unique_ptr<Open> o = opens_.remove(fi->fh)) {
+		o.reset(); /* the file's objects first, then the HCAs they kept */
 		host_.reapRetired();
 	}
 	if (req)
@@ -171,14 +138,8 @@ void VerbsFiles::release(fuse_req_t req, fuse_file_info *fi)
 
 void VerbsFiles::shutdown()
 {
-	if (stopping_)
-		return;
-	stopping_ = true;
-	for (auto &[fh, o] : opens_) {
-		o->wait.failAll(EIO);
-		o->wait.dropPollHandle();
-	}
-	opens_.clear();
+	if (opens_.shutdown([](Open &) {}))
+		opens_.clear();
 }
 
 } /* namespace ibemu::cuse_dev */

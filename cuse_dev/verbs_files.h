@@ -9,20 +9,12 @@
 // descriptor doubles as the async event file (docs/verbs.md).
 #pragma once
 
-#include "cuse_dev/open_limit.h"
+#include "cuse_dev/open_files.h"
 
 #include <boost/asio/io_context.hpp>
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
-#include <memory>
-#include <unordered_map>
-
-struct fuse_file_info;
-struct fuse_pollhandle;
-struct fuse_req;
-typedef struct fuse_req *fuse_req_t;
 
 namespace ibemu::emu {
 class Host;
@@ -51,16 +43,11 @@ public:
 	struct Open;
 
 private:
-	Open *openOf(const fuse_file_info *fi) const;
 	void serveReads(uint64_t fh);
-	static void readInterrupted(fuse_req_t req, void *self);
 
 	boost::asio::io_context &io_;
 	emu::Host &host_;
-	OpenLimit openLimit_;
-	std::unordered_map<uint64_t, std::unique_ptr<Open>> opens_;
-	uint64_t nextFh_ = 1;
-	bool stopping_ = false;
+	OpenFiles<Open> opens_; /* handles 1 on */
 };
 
 } /* namespace ibemu::cuse_dev */

@@ -123,8 +123,10 @@ struct Port;
 /* PerfMgt part of processMad(); `port` is the arrival port. */
 MadResult pmaProcess(Subnet &subnet, Port &port, const Packet &in, Mad &reply);
 
-/* PMA ClassPortInfo:CapabilityMask of a node (decides which counter files
- * sysfs shows, see kernel-abi.md 6.2). */
+/* PMA ClassPortInfo:CapabilityMask of a node. The kernel's sysfs picks the
+ * counter files from it once, at device registration (get_counter_table()
+ * in drivers/infiniband/core/sysfs.c): ExtWidth (bit 9) gives the 64-bit
+ * data and packet counters plus the unicast/multicast ones. */
 uint16_t pmaCapabilityMask(const struct Node &node);
 
 } /* namespace ibemu::fabric */

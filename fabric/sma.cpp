@@ -84,33 +84,9 @@ uint16_t nodeInfo(SmpCall &c)
 
 /* ---------------- PortInfo ---------------- */
 
-uint8_t speedSupportedBits(const Port &p)
-{
-	switch (p.speedSupported) {
-	case Speed::SDR:
-		return 0x1;
-	case Speed::DDR:
-		return 0x3;
-	default:
-		return 0x7;
-	}
-}
-
-uint8_t extSpeedSupportedBits(const Port &p)
-{
-	switch (p.speedSupported) {
-	case Speed::FDR:
-		return 0x1;
-	case Speed::EDR:
-		return 0x3;
-	case Speed::HDR:
-		return 0x7;
-	case Speed::NDR:
-		return 0xf;
-	default:
-		return 0x0;
-	}
-}
+/* PortInfo:LinkSpeedSupported, LinkSpeedExtSupported */
+uint8_t speedSupportedBits(const Port &p) { return linkSpeedMaskUpTo(p.speedSupported); }
+uint8_t extSpeedSupportedBits(const Port &p) { return linkSpeedExtMaskUpTo(p.speedSupported); }
 
 void encodePortInfo(const Node &node, const Port &p, uint8_t localPortNum, bool hideMkey,
 		    ib_port_info &pi)

@@ -192,52 +192,6 @@ bool findLinkToken(std::string_view s, uint8_t &width, Speed &speed)
 	return found;
 }
 
-/* PortInfo:LinkWidthSupported/Enabled mask for a port whose widest width is w. */
-uint8_t widthMaskUpTo(uint8_t w)
-{
-	switch (w) {
-	case kWidth1x:
-		return kWidth1x;
-	case kWidth2x:
-		return kWidth1x | kWidth2x;
-	case kWidth4x:
-		return kWidth1x | kWidth4x;
-	case kWidth8x:
-		return kWidth1x | kWidth4x | kWidth8x;
-	case kWidth12x:
-		return kWidth1x | kWidth4x | kWidth12x;
-	}
-	return kWidth1x | kWidth4x;
-}
-
-uint8_t speedMaskUpTo(Speed s)
-{
-	switch (s) {
-	case Speed::SDR:
-		return 0x1;
-	case Speed::DDR:
-		return 0x3;
-	default:
-		return 0x7;
-	}
-}
-
-uint8_t extSpeedMaskUpTo(Speed s)
-{
-	switch (s) {
-	case Speed::FDR:
-		return 0x1;
-	case Speed::EDR:
-		return 0x3;
-	case Speed::HDR:
-		return 0x7;
-	case Speed::NDR:
-		return 0xf;
-	default:
-		return 0x0;
-	}
-}
-
 struct Parser {
 	Topology &topo;
 	TopologyError &err;
@@ -283,8 +237,17 @@ struct Parser {
 	int parseText(std::string_view text);
 	int parseLine(std::string_view line);
 	int parseKeyword(std::string_view line, bool &handled);
+	int setNumber(std::string_view key, const std::string &lkey, bool offset, uint64_t v, bool &handled);
 	int parseHeader(std::string_view line, NodeType type, size_t keywordLen);
+	int parseCountAndId(std::string_view &s, unsigned &nports, std::string_view &id);
+	uint64_t takeNodeGuid(NodeType type, std::string_view id);
+	int parseHeaderComment(std::string_view tail, TopoNode &node);
 	int parsePortLine(std::string_view line);
+	int parsePortNumber(std::string_view &s, uint8_t &out);
+	int parsePeerId(std::string_view &s, bool isAlias, TopoPort &port, std::string_view &peer);
+	int parsePeerPort(std::string_view &s, std::string_view peer, TopoPort &port);
+	int parsePortComment(std::string_view comment, TopoPort &port);
+	int parseLidLmc(std::string_view s, const char *what, uint16_t &lid, uint8_t &lmc);
 	int parseOptions(std::string_view tail, TopoPort &port);
 	int include(std::string_view arg);
 };
@@ -405,7 +368,14 @@ int Parser::parseKeyword(std::string_view line, bool &handled)
 	num = trim(num);
 	if (!num.empty() && num.front() != '(' && num.front() != '#')
 		return fail("unexpected text after " + std::string(key) + " value");
+	return setNumber(key, lkey, line[eq] == '+', v, handled);
+}
 
+/* A "key=value" setting with a number: key as written, lkey lowercased,
+ * offset when a '+' came before the value instead of '='. handled is false
+ * for unknown keys. */
+int Parser::setNumber(std::string_view key, const std::string &lkey, bool offset, uint64_t v, bool &handled)
+{
 	int typeIdx = -1;
 	if (lkey == "caguid" || lkey == "hcaguids")
 		typeIdx = 0;
@@ -414,7 +384,7 @@ int Parser::parseKeyword(std::string_view line, bool &handled)
 	else if (lkey == "rtguid")
 		typeIdx = 2;
 	if (typeIdx >= 0) {
-		if (line[eq] == '+')
+		if (offset)
 			return fail("'" + std::string(key) + "+' offsets are not supported; give the GUID");
 		if (v == 0) /* ibsim gives routers GUID 0; so ibnetdiscover prints it */
 			topo.warnings.push_back(topo.files[fileIdx] + ":" + std::to_string(lineNo) +
@@ -493,29 +463,96 @@ int Parser::include(std::string_view arg)
 	return 0;
 }
 
-int Parser::parseHeader(std::string_view line, NodeType type, size_t keywordLen)
+/* The port count and the quoted node id after a header's type keyword;
+ * consumes them from s. */
+int Parser::parseCountAndId(std::string_view &s, unsigned &nports, std::string_view &id)
 {
-	std::string_view s = line.substr(keywordLen);
 	skipSpace(s);
-	uint64_t nports = 0;
-	if (!parseUnsigned(s, nports))
+	uint64_t n = 0;
+	if (!parseUnsigned(s, n))
 		return fail("node header needs a port count after the type");
-	if (nports < 1 || nports > 254)
-		return fail("port count " + std::to_string(nports) + " is out of range (1-254)");
+	if (n < 1 || n > 254)
+		return fail("port count " + std::to_string(n) + " is out of range (1-254)");
+	nports = static_cast<unsigned>(n);
 	skipSpace(s);
 	if (s.empty() || s.front() != '"')
 		return fail("node header needs a quoted node id after the port count");
 	size_t close = s.find('"', 1);
 	if (close == std::string_view::npos)
 		return fail("unterminated node id (missing closing quote)");
-	std::string_view id = s.substr(1, close - 1);
+	id = s.substr(1, close - 1);
 	if (id.empty())
 		return fail("empty node id");
-	std::string_view rest = s.substr(close + 1);
+	s.remove_prefix(close + 1);
+	return 0;
+}
 
+/* The GUID of a new node: from a switchguid=/caguid=/rtguid= line before
+ * it, else the one ibnetdiscover's ids carry as 16 hex digits
+ * ("S-0002c90300001234"), else 0. */
+uint64_t Parser::takeNodeGuid(NodeType type, std::string_view id)
+{
+	int typeIdx = type == NodeType::CA ? 0 : type == NodeType::Switch ? 1 : 2;
+	if (uint64_t g = nextGuid[typeIdx]) {
+		nextGuid[typeIdx] = 0;
+		return g;
+	}
+	uint64_t g = 0;
+	if (id.size() == 18 && id[1] == '-' && std::strchr("SHR", id[0]) && parseHex(id.substr(2), g))
+		return g;
+	return 0;
+}
+
+/* What follows "#" in a header: the description, quoted or not, then (on
+ * switches) "enhanced port 0", "lid N", "lmc M". */
+int Parser::parseHeaderComment(std::string_view tail, TopoNode &node)
+{
+	skipSpace(tail);
+	std::string_view after = tail;
+	if (!tail.empty() && tail.front() == '"') {
+		size_t last = tail.rfind('"');
+		/* a switch header has `base port 0 lid N` after the description;
+		 * descriptions may themselves contain quotes, so take the last
+		 * quote before those keywords */
+		size_t kw = std::string_view::npos;
+		for (std::string_view k : { " enhanced port", " base port", " lid " }) {
+			size_t p = tail.find(k);
+			if (p != std::string_view::npos && p < kw)
+				kw = p;
+		}
+		if (kw != std::string_view::npos)
+			last = tail.substr(0, kw).rfind('"');
+		if (last == 0 || last == std::string_view::npos)
+			return fail("unterminated node description (missing closing quote)");
+		node.desc = std::string(tail.substr(1, last - 1));
+		after = tail.substr(last + 1);
+	} else {
+		size_t kw = tail.size();
+		for (std::string_view k : { " enhanced port", " base port", " lid ", " lmc " }) {
+			size_t p = tail.find(k);
+			if (p != std::string_view::npos && p < kw)
+				kw = p;
+		}
+		node.desc = std::string(trim(tail.substr(0, kw)));
+		after = tail.substr(kw);
+	}
+	if (node.type == NodeType::Switch) {
+		if (after.find("enhanced port 0") != std::string_view::npos)
+			node.enhancedPort0 = true;
+		if (int rc = parseLidLmc(after, "switch", node.lid, node.lmc))
+			return rc;
+	}
+	return 0;
+}
+
+int Parser::parseHeader(std::string_view line, NodeType type, size_t keywordLen)
+{
+	std::string_view s = line.substr(keywordLen);
 	TopoNode node;
+	std::string_view id;
+	if (int rc = parseCountAndId(s, node.numPorts, id))
+		return rc;
 	node.type = type;
-	node.numPorts = static_cast<unsigned>(nports);
 	node.id = qualify(id);
 	node.line = lineNo;
 	node.file = fileIdx;
@@ -526,67 +563,14 @@ int Parser::parseHeader(std::string_view line, NodeType type, size_t keywordLen)
 	node.widthEnabled = defWidth;
 	node.speedEnabled = defSpeed;
 	node.extSpeedEnabled = defExtSpeed;
+	node.guid = takeNodeGuid(type, id);
 
-	int typeIdx = type == NodeType::CA ? 0 : type == NodeType::Switch ? 1 : 2;
-	if (nextGuid[typeIdx]) {
-		node.guid = nextGuid[typeIdx];
-		nextGuid[typeIdx] = 0;
-	} else if (id.size() == 18 && id[1] == '-' && std::strchr("SHR", id[0])) {
-		/* ibnetdiscover's ids carry the node GUID as 16 hex digits */
-		uint64_t g = 0;
-		if (parseHex(id.substr(2), g) && g)
-			node.guid = g;
-	}
-
-	std::string_view tail = trim(rest);
+	std::string_view tail = trim(s);
 	if (!tail.empty()) {
 		if (tail.front() != '#')
 			return fail("unexpected text after the node id: \"" + std::string(tail) + "\"");
-		tail.remove_prefix(1);
-		skipSpace(tail);
-		std::string_view after = tail;
-		if (!tail.empty() && tail.front() == '"') {
-			size_t last = tail.rfind('"');
-			/* a switch header has `base port 0 lid N` after the description;
-			 * descriptions may themselves contain quotes, so take the last
-			 * quote before those keywords */
-			size_t kw = std::string_view::npos;
-			for (std::string_view k : { " enhanced port", " base port", " lid " }) {
-				size_t p = tail.find(k);
-				if (p != std::string_view::npos && p < kw)
-					kw = p;
-			}
-			if (kw != std::string_view::npos)
-				last = tail.substr(0, kw).rfind('"');
-			if (last == 0 || last == std::string_view::npos)
-				return fail("unterminated node description (missing closing quote)");
-			node.desc = std::string(tail.substr(1, last - 1));
-			after = tail.substr(last + 1);
-		} else {
-			size_t kw = tail.size();
-			for (std::string_view k : { " enhanced port", " base port", " lid ", " lmc " }) {
-				size_t p = tail.find(k);
-				if (p != std::string_view::npos && p < kw)
-					kw = p;
-			}
-			node.desc = std::string(trim(tail.substr(0, kw)));
-			after = tail.substr(kw);
-		}
-		if (type == NodeType::Switch) {
-			if (after.find("enhanced port 0") != std::string_view::npos)
-				node.enhancedPort0 = true;
-			uint64_t v;
-			if (findKeywordNumber(after, "lid", v)) {
-				if (v >= 0xc000)
-					return fail("switch LID " + std::to_string(v) + " is not a unicast LID");
-				node.lid = static_cast<uint16_t>(v);
-			}
-			if (findKeywordNumber(after, "lmc", v)) {
-				if (v > 7)
-					return fail("LMC must be 0-7");
-				node.lmc = static_cast<uint8_t>(v);
-			}
-		}
+		if (int rc = parseHeaderComment(tail.substr(1), node))
+			return rc;
 	}
 	if (node.desc.empty())
 		node.desc = std::string(id);
@@ -644,36 +628,48 @@ int Parser::parseOptions(std::string_view tail, TopoPort &port)
 	return 0;
 }
 
-int Parser::parsePortLine(std::string_view line)
+/* "lid N" and "lmc M" anywhere in s; `what` has the LID ("switch", "port") */
+int Parser::parseLidLmc(std::string_view s, const char *what, uint16_t &lid, uint8_t &lmc)
 {
-	bool isAlias = line.front() == '@';
-	if (!current)
-		return fail("port line outside a node record (no Switch/Ca/Rt header before it)");
-	std::string_view s = line.substr(isAlias ? 2 : 1);
+	uint64_t v;
+	if (findKeywordNumber(s, "lid", v)) {
+		if (v >= 0xc000)
+			return fail(std::string(what) + " LID " + std::to_string(v) + " is not a unicast LID");
+		lid = static_cast<uint16_t>(v);
+	}
+	if (findKeywordNumber(s, "lmc", v)) {
+		if (v > 7)
+			return fail("LMC must be 0-7");
+		lmc = static_cast<uint8_t>(v);
+	}
+	return 0;
+}
+
+/* "[N]" or "@[N]" at the start of a port line: a port of the current
+ * record that has no line yet. Consumes it from s. */
+int Parser::parsePortNumber(std::string_view &s, uint8_t &out)
+{
 	uint64_t num = 0;
 	if (!parseUnsigned(s, num))
 		return fail("port line needs a port number inside [ ]");
 	if (s.empty() || s.front() != ']')
 		return fail("port number must be closed with ']'");
 	s.remove_prefix(1);
-	unsigned first = current->type == NodeType::Switch ? 1 : 1;
-	if (num < first || num > current->numPorts)
+	if (num < 1 || num > current->numPorts)
 		return fail("port " + std::to_string(num) + " is out of range for \"" + current->id +
 			    "\" (1-" + std::to_string(current->numPorts) + ")");
 	for (const auto &p : current->ports)
 		if (p.num == num)
 			return fail("port " + std::to_string(num) + " of \"" + current->id +
 				    "\" is listed twice (first on line " + std::to_string(p.line) + ")");
+	out = static_cast<uint8_t>(num);
+	return 0;
+}
 
-	TopoPort port;
-	port.num = static_cast<uint8_t>(num);
-	port.line = lineNo;
-	port.file = fileIdx;
-	port.widthEnabled = current->widthEnabled;
-	port.speedEnabled = current->speedEnabled;
-	port.extSpeedEnabled = current->extSpeedEnabled;
-
-	/* optional "(portguid)" and "[ext N]" before the peer */
+/* The optional "(portguid)" and "[ext N]" before the peer, then the quoted
+ * peer id (or alias name). Consumes them from s. */
+int Parser::parsePeerId(std::string_view &s, bool isAlias, TopoPort &port, std::string_view &peer)
+{
 	skipSpace(s);
 	while (!s.empty() && (s.front() == '(' || s.front() == '[')) {
 		char open = s.front();
@@ -694,47 +690,96 @@ int Parser::parsePortLine(std::string_view line)
 	size_t close = s.find('"', 1);
 	if (close == std::string_view::npos)
 		return fail("unterminated peer id (missing closing quote)");
-	std::string_view peer = s.substr(1, close - 1);
+	peer = s.substr(1, close - 1);
 	if (peer.empty())
 		return fail("empty peer id");
 	s.remove_prefix(close + 1);
+	return 0;
+}
 
+/* After the peer id: "[rp]" (tolerating space before it), then optional
+ * "[ext N]" / "(peer guid)". Consumes them from s. */
+int Parser::parsePeerPort(std::string_view &s, std::string_view peer, TopoPort &port)
+{
+	skipSpace(s);
+	port.peerPort = 1;
+	bool gotPort = false;
+	while (!s.empty() && (s.front() == '[' || s.front() == '(')) {
+		char open = s.front();
+		size_t c = s.find(open == '(' ? ')' : ']');
+		if (c == std::string_view::npos)
+			return fail(std::string("unterminated '") + open + "'");
+		std::string_view inner = trim(s.substr(1, c - 1));
+		if (open == '[' && !gotPort) {
+			uint64_t rp = 0;
+			std::string_view t = inner;
+			if (!parseUnsigned(t, rp) || !t.empty())
+				return fail("bad peer port \"[" + std::string(inner) + "]\"");
+			if (rp < 1 || rp > 254)
+				return fail("peer port " + std::to_string(rp) + " is out of range (1-254)");
+			port.peerPort = static_cast<uint8_t>(rp);
+			gotPort = true;
+		} else if (open == '(') {
+			uint64_t g;
+			if (!parseHex(inner, g))
+				return fail("bad peer port GUID \"(" + std::string(inner) + ")\"");
+		}
+		s.remove_prefix(c + 1);
+		skipSpace(s);
+	}
+	if (!gotPort && peer.find('@') == std::string_view::npos)
+		topo.warnings.push_back(topo.files[fileIdx] + ":" + std::to_string(lineNo) + ": no [port] after \"" +
+					std::string(peer) + "\", assuming port 1");
+	return 0;
+}
+
+/* The "# ..." comment at the end of a port line. CA and router lines:
+ * "# lid N lmc M "peer desc" lid N 4xQDR" - the local LID and LMC come
+ * before the first quote; any line: the link's width and speed last. */
+int Parser::parsePortComment(std::string_view comment, TopoPort &port)
+{
+	size_t q = comment.find('"');
+	std::string_view local = q == std::string_view::npos ? comment : comment.substr(0, q);
+	if (current->type != NodeType::Switch)
+		if (int rc = parseLidLmc(local, "port", port.lid, port.lmc))
+			return rc;
+	size_t lastQ = comment.rfind('"');
+	std::string_view linkPart = lastQ == std::string_view::npos ? comment : comment.substr(lastQ + 1);
+	uint8_t width;
+	Speed speed;
+	if (findLinkToken(linkPart, width, speed)) {
+		port.widthEnabled = linkWidthMaskUpTo(width);
+		port.speedEnabled = linkSpeedMaskUpTo(speed);
+		port.extSpeedEnabled = linkSpeedExtMaskUpTo(speed);
+		port.speed = speed;
+	}
+	return 0;
+}
+
+int Parser::parsePortLine(std::string_view line)
+{
+	bool isAlias = line.front() == '@';
+	if (!current)
+		return fail("port line outside a node record (no Switch/Ca/Rt header before it)");
+	std::string_view s = line.substr(isAlias ? 2 : 1);
+	TopoPort port;
+	if (int rc = parsePortNumber(s, port.num))
+		return rc;
+	port.line = lineNo;
+	port.file = fileIdx;
+	port.widthEnabled = current->widthEnabled;
+	port.speedEnabled = current->speedEnabled;
+	port.extSpeedEnabled = current->extSpeedEnabled;
+
+	std::string_view peer;
+	if (int rc = parsePeerId(s, isAlias, port, peer))
+		return rc;
 	if (isAlias) {
 		port.alias = module + "@" + std::string(peer);
 	} else {
-		port.peer = peer.find('@') != std::string_view::npos ? qualifyAlias(peer)
-								     : qualify(peer);
-		/* "[rp]" (tolerating space before it), then optional "[ext N]" / "(peer guid)" */
-		skipSpace(s);
-		port.peerPort = 1;
-		bool gotPort = false;
-		while (!s.empty() && (s.front() == '[' || s.front() == '(')) {
-			char open = s.front();
-			size_t c = s.find(open == '(' ? ')' : ']');
-			if (c == std::string_view::npos)
-				return fail(std::string("unterminated '") + open + "'");
-			std::string_view inner = trim(s.substr(1, c - 1));
-			if (open == '[' && !gotPort) {
-				uint64_t rp = 0;
-				std::string_view t = inner;
-				if (!parseUnsigned(t, rp) || !t.empty())
-					return fail("bad peer port \"[" + std::string(inner) + "]\"");
-				if (rp < 1 || rp > 254)
-					return fail("peer port " + std::to_string(rp) + " is out of range (1-254)");
-				port.peerPort = static_cast<uint8_t>(rp);
-				gotPort = true;
-			} else if (open == '(') {
-				uint64_t g;
-				if (!parseHex(inner, g))
-					return fail("bad peer port GUID \"(" + std::string(inner) + ")\"");
-			}
-			s.remove_prefix(c + 1);
-			skipSpace(s);
-		}
-		if (!gotPort && peer.find('@') == std::string_view::npos)
-			topo.warnings.push_back(topo.files[fileIdx] + ":" + std::to_string(lineNo) +
-						": no [port] after \"" + std::string(peer) +
-						"\", assuming port 1");
+		port.peer = peer.find('@') != std::string_view::npos ? qualifyAlias(peer) : qualify(peer);
+		if (int rc = parsePeerPort(s, peer, port))
+			return rc;
 	}
 
 	std::string_view tail = trim(s);
@@ -742,38 +787,9 @@ int Parser::parsePortLine(std::string_view line)
 		return fail("unexpected text after the peer: \"" + std::string(tail) + "\"");
 	if (int rc = parseOptions(tail, port))
 		return rc;
-
-	if (!tail.empty() && tail.front() == '#') {
-		std::string_view comment = tail.substr(1);
-		/* CA and router lines: "# lid N lmc M "peer desc" lid N 4xQDR" -
-		 * the local LID and LMC come before the first quote */
-		size_t q = comment.find('"');
-		std::string_view local = q == std::string_view::npos ? comment : comment.substr(0, q);
-		if (current->type != NodeType::Switch) {
-			uint64_t v;
-			if (findKeywordNumber(local, "lid", v)) {
-				if (v >= 0xc000)
-					return fail("port LID " + std::to_string(v) + " is not a unicast LID");
-				port.lid = static_cast<uint16_t>(v);
-			}
-			if (findKeywordNumber(local, "lmc", v)) {
-				if (v > 7)
-					return fail("LMC must be 0-7");
-				port.lmc = static_cast<uint8_t>(v);
-			}
-		}
-		size_t lastQ = comment.rfind('"');
-		std::string_view linkPart =
-			lastQ == std::string_view::npos ? comment : comment.substr(lastQ + 1);
-		uint8_t width;
-		Speed speed;
-		if (findLinkToken(linkPart, width, speed)) {
-			port.widthEnabled = widthMaskUpTo(width);
-			port.speedEnabled = speedMaskUpTo(speed);
-			port.extSpeedEnabled = extSpeedMaskUpTo(speed);
-			port.speed = speed;
-		}
-	}
+	if (!tail.empty() && tail.front() == '#')
+		if (int rc = parsePortComment(tail.substr(1), port))
+			return rc;
 
 	current->ports.push_back(std::move(port));
 	return 0;

@@ -68,27 +68,52 @@ struct SpeedRow {
 	Speed speed;
 	const char *name;
 	unsigned deciGbps;
-	uint8_t bits;
-	uint8_t extBits;
+	uint8_t bits;        /* PortInfo:LinkSpeedActive */
+	uint8_t extBits;     /* PortInfo:LinkSpeedExtActive */
+	uint8_t upTo;        /* PortInfo:LinkSpeedSupported */
+	uint8_t extUpTo;     /* PortInfo:LinkSpeedExtSupported */
 };
 constexpr std::array<SpeedRow, 8> kSpeeds = { {
-	{ Speed::SDR, "SDR", 25, 0x1, 0x0 },
-	{ Speed::DDR, "DDR", 50, 0x2, 0x0 },
-	{ Speed::QDR, "QDR", 100, 0x4, 0x0 },
-	{ Speed::FDR10, "FDR10", 100, 0x4, 0x0 },
-	{ Speed::FDR, "FDR", 140, 0x4, 0x1 },
-	{ Speed::EDR, "EDR", 250, 0x4, 0x2 },
-	{ Speed::HDR, "HDR", 500, 0x4, 0x4 },
-	{ Speed::NDR, "NDR", 1000, 0x4, 0x8 },
+	{ Speed::SDR, "SDR", 25, 0x1, 0x0, 0x1, 0x0 },
+	{ Speed::DDR, "DDR", 50, 0x2, 0x0, 0x3, 0x0 },
+	{ Speed::QDR, "QDR", 100, 0x4, 0x0, 0x7, 0x0 },
+	{ Speed::FDR10, "FDR10", 100, 0x4, 0x0, 0x7, 0x0 },
+	{ Speed::FDR, "FDR", 140, 0x4, 0x1, 0x7, 0x1 },
+	{ Speed::EDR, "EDR", 250, 0x4, 0x2, 0x7, 0x3 },
+	{ Speed::HDR, "HDR", 500, 0x4, 0x4, 0x7, 0x7 },
+	{ Speed::NDR, "NDR", 1000, 0x4, 0x8, 0x7, 0xf },
 } };
 
 const SpeedRow &row(Speed s) { return kSpeeds[static_cast<unsigned>(s)]; }
+
+struct WidthRow {
+	uint8_t bit;
+	unsigned lanes;
+	uint8_t upTo; /* PortInfo:LinkWidthSupported */
+};
+constexpr std::array<WidthRow, 5> kWidths = { {
+	{ kWidth1x, 1, kWidth1x },
+	{ kWidth2x, 2, kWidth1x | kWidth2x },
+	{ kWidth4x, 4, kWidth1x | kWidth4x },
+	{ kWidth8x, 8, kWidth1x | kWidth4x | kWidth8x },
+	{ kWidth12x, 12, kWidth1x | kWidth4x | kWidth12x },
+} };
+
+const WidthRow *widthRow(uint8_t bit)
+{
+	for (const auto &r : kWidths)
+		if (r.bit == bit)
+			return &r;
+	return nullptr;
+}
 } /* namespace */
 
 const char *speedName(Speed s) { return row(s).name; }
 unsigned speedDeciGbps(Speed s) { return row(s).deciGbps; }
 uint8_t linkSpeedBits(Speed s) { return row(s).bits; }
 uint8_t linkSpeedExtBits(Speed s) { return row(s).extBits; }
+uint8_t linkSpeedMaskUpTo(Speed s) { return row(s).upTo; }
+uint8_t linkSpeedExtMaskUpTo(Speed s) { return row(s).extUpTo; }
 
 std::optional<Speed> parseSpeed(std::string_view name)
 {
@@ -112,36 +137,22 @@ Speed speedFromBits(uint8_t linkSpeed, uint8_t linkSpeedExt)
 
 unsigned widthLanes(uint8_t widthBit)
 {
-	switch (widthBit) {
-	case kWidth1x:
-		return 1;
-	case kWidth2x:
-		return 2;
-	case kWidth4x:
-		return 4;
-	case kWidth8x:
-		return 8;
-	case kWidth12x:
-		return 12;
-	}
-	return 0;
+	const WidthRow *r = widthRow(widthBit);
+	return r ? r->lanes : 0;
 }
 
 std::optional<uint8_t> widthFromLanes(unsigned lanes)
 {
-	switch (lanes) {
-	case 1:
-		return kWidth1x;
-	case 2:
-		return kWidth2x;
-	case 4:
-		return kWidth4x;
-	case 8:
-		return kWidth8x;
-	case 12:
-		return kWidth12x;
-	}
+	for (const auto &r : kWidths)
+		if (r.lanes == lanes)
+			return r.bit;
 	return std::nullopt;
+}
+
+uint8_t linkWidthMaskUpTo(uint8_t widthBit)
+{
+	const WidthRow *r = widthRow(widthBit);
+	return r ? r->upTo : uint8_t(kWidth1x | kWidth4x);
 }
 
 std::string rateString(uint8_t widthBit, Speed s)

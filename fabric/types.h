@@ -55,6 +55,10 @@ const char *speedName(Speed s);                /* "SDR" ... "NDR" */
 std::optional<Speed> parseSpeed(std::string_view name);
 unsigned widthLanes(uint8_t widthBit);         /* 1, 2, 4, 8, 12; 0 if not one bit */
 std::optional<uint8_t> widthFromLanes(unsigned lanes);
+/* PortInfo:LinkWidthSupported of a port whose widest width is widthBit:
+ * that width, 1x, and 4x below 8x and 12x (2x: 1x|2x, 12x: 1x|4x|12x);
+ * 1x|4x when widthBit is not one width. */
+uint8_t linkWidthMaskUpTo(uint8_t widthBit);
 
 /* Per-lane rate in deci-Gb/s (the kernel's ib_rate table): SDR 25 ... NDR 1000. */
 unsigned speedDeciGbps(Speed s);
@@ -63,6 +67,11 @@ unsigned speedDeciGbps(Speed s);
 uint8_t linkSpeedBits(Speed s);
 /* PortInfo:LinkSpeedExt (FDR 1, EDR 2, HDR 4, NDR 8; 0 for the others). */
 uint8_t linkSpeedExtBits(Speed s);
+/* PortInfo:LinkSpeedSupported and LinkSpeedExtSupported of a port whose
+ * fastest speed is s: every slower speed too (SDR 1, DDR 3, QDR and up 7;
+ * FDR 1, EDR 3, HDR 7, NDR 0xf, 0 below FDR). */
+uint8_t linkSpeedMaskUpTo(Speed s);
+uint8_t linkSpeedExtMaskUpTo(Speed s);
 /* Decode the active speed from the two PortInfo fields. */
 Speed speedFromBits(uint8_t linkSpeed, uint8_t linkSpeedExt);
 

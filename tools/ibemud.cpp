@@ -9,11 +9,12 @@
 // need the FUSE filesystem answering (it touches no emu state).
 #include "cuse_dev/cuse_devices.h"
 #include "cuse_dev/fuse_fs.h"
-#include "cuse_dev/namespace.h"
+#include "emu/hca_attrs.h"
 #include "emu/host.h"
 #include "fabric/subnet.h"
 #include "tools/fabric_source.h"
 #include "tools/instance.h"
+#include "tools/namespace.h"
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
@@ -83,8 +84,20 @@ public:
 	int run();
 
 private:
+	/* what the namespace's /dev/infiniband holds */
+	struct Links {
+		std::vector<std::pair<std::string, std::string>> links; /* name, target */
+		std::vector<std::string> nodes;      /* CUSE nodes to wait for */
+		std::vector<std::string> verbsNodes; /* of them, the uverbs ones (mode 0666) */
+	};
+
 	bool setupFabric();
 	bool chooseLocal();
+	bool isolate();
+	bool startTransport();
+	Links linkTable() const;
+	int mountAll(const Links &t, std::string &err) const;
+	void startMounter();
 	void awaitStop();
 	void stop(int code);
 	void ready();
@@ -99,6 +112,7 @@ private:
 	std::unique_ptr<emu::Host> host_;
 	std::unique_ptr<cuse_dev::FuseFs> fs_;
 	std::unique_ptr<cuse_dev::CuseDevices> cuse_;
+	bool useCuse_ = false;
 	std::thread mounter_;
 	int exitCode_ = 0;
 };
@@ -187,17 +201,16 @@ std::string Daemon::liveStatus() const
 		auto &ports = j["devices"][i++]["ports"];
 		for (size_t k = 0; k < h->umadPorts.size(); k++) {
 			const emu::UmadPort &u = *h->umadPorts[k];
-			const fabric::Port &p = h->madPorts[k]->port();
+			const emu::PortAttr a = emu::queryPort(*h->madPorts[k]);
 			auto &o = ports[k];
-			o["state"] = fabric::portStateName(p.state);
-			o["phys_state"] = fabric::physStateName(p.physState);
-			o["lid"] = p.lid;
-			o["lmc"] = p.lmc;
-			o["sm_lid"] = p.smLid;
-			o["rate"] = fabric::rateString(p.linkWidthActive ? p.linkWidthActive : uint8_t(fabric::kWidth1x),
-						       p.speedActive);
+			o["state"] = fabric::portStateName(a.state);
+			o["phys_state"] = fabric::physStateName(a.physState);
+			o["lid"] = a.lid;
+			o["lmc"] = a.lmc;
+			o["sm_lid"] = a.smLid;
+			o["rate"] = fabric::rateString(a.activeWidth ? a.activeWidth : uint8_t(fabric::kWidth1x), a.activeSpeed);
 			char cap[16];
-			snprintf(cap, sizeof(cap), "0x%08x", p.capMask);
+			snprintf(cap, sizeof(cap), "0x%08x", a.capMask);
 			o["cap_mask"] = cap;
 			o["issm_held"] = u.issmHeld();
 			o["open_files"] = u.openFiles();
@@ -245,54 +258,62 @@ void Daemon::stop(int code)
 	if (cuse_)
 		cuse_->shutdown();
 	if (opts_.global)
-		cuse_dev::unmountSysClass(inst_.scratchDir()); /* before the FUSE mount it binds goes */
+		tools::unmountSysClass(inst_.scratchDir()); /* before the FUSE mount it binds goes */
 	if (fs_)
 		fs_->shutdown();
 	signals_.cancel();
 	io_.stop();
 }
 
-int Daemon::run()
+/* Registered memory holds a descriptor per process and file: use every
+ * descriptor the hard limit allows. */
+void raiseFileLimit()
 {
-	/* registered memory holds a descriptor per process and file: use
-	 * every descriptor the hard limit allows */
 	rlimit nofile;
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
 		nofile.rlim_cur = nofile.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &nofile);
 	}
-	if (!setupFabric() || !chooseLocal())
-		return 1;
+}
 
+bool Daemon::isolate()
+{
 	std::string err;
 	if (opts_.global) {
 		/* --global: the standard device names and the host's /sys/class;
 		 * one such instance per host */
 		if (access("/dev/infiniband/umad0", F_OK) == 0 || access("/sys/class/infiniband_mad", F_OK) == 0) {
 			spdlog::error("--global: this host already has InfiniBand devices or a global instance");
-			return 1;
+			return false;
 		}
-	} else if (cuse_dev::enterPrivateMountNamespace(err) != 0) {
+	} else if (tools::enterPrivateMountNamespace(err) != 0) {
 		spdlog::error("{}", err);
-		return 1;
+		return false;
 	}
-	bool useCuse = opts_.global || opts_.transport == "cuse" ||
-		       (opts_.transport == "auto" && cuse_dev::cuseAvailable());
-	if (useCuse) {
+	return true;
+}
+
+/* CUSE character devices where asked or usable, else FUSE files; the
+ * FUSE filesystem serves sysfs either way. */
+bool Daemon::startTransport()
+{
+	std::string err;
+	useCuse_ = opts_.global || opts_.transport == "cuse" || (opts_.transport == "auto" && cuse_dev::cuseAvailable());
+	if (useCuse_) {
 		/* per-instance names under /dev, so instances never collide; a
 		 * global instance takes the standard ones */
 		std::string prefix = opts_.global ? "infiniband/" : "infiniband/ibemu-" + inst_.name + "/";
 		cuse_ = std::make_unique<cuse_dev::CuseDevices>(io_, *host_, prefix, opts_.spinUs);
 		if (cuse_->start(err) != 0) {
 			spdlog::error("{}", err);
-			return 1;
+			return false;
 		}
 	}
 	cuse_dev::FuseFs::Options fsOpts;
-	fsOpts.deviceFiles = !useCuse;
+	fsOpts.deviceFiles = !useCuse_;
 	fsOpts.spinUs = opts_.spinUs;
 	fsOpts.status = [this] { return liveStatus(); };
-	if (useCuse) {
+	if (useCuse_) {
 		cuse_dev::CuseDevices *c = cuse_.get();
 		fsOpts.umadNumbers = [c](unsigned dev, bool issm) {
 			return c->numbers(issm ? cuse_dev::NodeKind::Issm : cuse_dev::NodeKind::Umad, dev);
@@ -303,62 +324,78 @@ int Daemon::run()
 	fs_ = std::make_unique<cuse_dev::FuseFs>(io_, *host_, fsOpts);
 	if (fs_->mount(inst_.fsDir(), err) != 0) {
 		spdlog::error("{}", err);
-		return 1;
+		return false;
 	}
-	awaitStop();
+	spdlog::info("transport: {}", useCuse_ ? "CUSE character devices" : "FUSE files");
+	return true;
+}
 
-	/* The bind mounts look things up in our FUSE filesystem, which the io
-	 * thread serves: so they happen on a thread of their own. */
-	std::vector<std::pair<std::string, std::string>> links;
-	std::vector<std::string> nodes;
+/* Which /dev/infiniband names point where: the CUSE nodes (reached
+ * through the host's /dev/infiniband, kept at scratch/dev-infiniband) or
+ * the FUSE files. */
+Daemon::Links Daemon::linkTable() const
+{
+	Links t;
 	std::string keep = inst_.scratchDir() + "/dev-infiniband";
-	std::vector<std::string> verbsNodes;
+	auto cuseNode = [&](cuse_dev::NodeKind kind, unsigned num, const std::string &name) {
+		std::string p = cuse_->path(kind, num);
+		t.nodes.push_back(p);
+		t.links.emplace_back(name, keep + p.substr(strlen("/dev/infiniband")));
+		return p;
+	};
 	for (const auto &h : host_->hcas()) {
 		for (const auto &u : h->umadPorts)
 			for (bool issm : { false, true }) {
 				std::string name = (issm ? "issm" : "umad") + std::to_string(u->devNum());
-				if (useCuse) {
-					std::string p = cuse_->path(issm ? cuse_dev::NodeKind::Issm : cuse_dev::NodeKind::Umad,
-								    u->devNum());
-					nodes.push_back(p);
-					links.emplace_back(name, keep + p.substr(strlen("/dev/infiniband")));
-				} else {
-					links.emplace_back(name, inst_.fsDir() + "/dev/" + name);
-				}
+				if (useCuse_)
+					cuseNode(issm ? cuse_dev::NodeKind::Issm : cuse_dev::NodeKind::Umad, u->devNum(), name);
+				else
+					t.links.emplace_back(name, inst_.fsDir() + "/dev/" + name);
 			}
-		if (useCuse) { /* verbs exist only as character devices */
-			std::string p = cuse_->path(cuse_dev::NodeKind::Uverbs, h->verbsNum);
-			nodes.push_back(p);
-			verbsNodes.push_back(p);
-			links.emplace_back("uverbs" + std::to_string(h->verbsNum),
-					   keep + p.substr(strlen("/dev/infiniband")));
+		if (useCuse_) /* verbs exist only as character devices */
+			t.verbsNodes.push_back(
+				cuseNode(cuse_dev::NodeKind::Uverbs, h->verbsNum, "uverbs" + std::to_string(h->verbsNum)));
+	}
+	return t;
+}
+
+/* On the mounter thread: waits for the CUSE nodes, then mounts the sysfs
+ * view and the device links. 0 or a negative errno with err set. */
+int Daemon::mountAll(const Links &t, std::string &err) const
+{
+	int rc = 0;
+	for (const auto &n : t.nodes) { /* devtmpfs makes the CUSE nodes soon after INIT */
+		struct stat st;
+		int tries = 0;
+		while (stat(n.c_str(), &st) != 0 && tries++ < 500)
+			usleep(10000);
+		if (tries > 500) {
+			rc = -ENODEV;
+			err = "the CUSE device " + n + " did not appear";
+			break;
 		}
 	}
-	spdlog::info("transport: {}", useCuse ? "CUSE character devices" : "FUSE files");
-	mounter_ = std::thread([this, links, nodes, verbsNodes, useCuse] {
-		std::string e;
-		int rc = 0;
-		for (const auto &n : nodes) { /* devtmpfs makes the CUSE nodes soon after INIT */
-			struct stat st;
-			int tries = 0;
-			while (stat(n.c_str(), &st) != 0 && tries++ < 500)
-				usleep(10000);
-			if (tries > 500) {
-				rc = -ENODEV;
-				e = "the CUSE device " + n + " did not appear";
-				break;
-			}
-		}
-		for (const auto &n : verbsNodes) /* uverbs_devnode(): 0666 */
-			if (rc == 0)
-				chmod(n.c_str(), 0666);
-		std::vector<std::string> classes = { "infiniband", "infiniband_mad" };
-		if (useCuse)
-			classes.push_back("infiniband_verbs");
+	for (const auto &n : t.verbsNodes) /* uverbs_devnode(): 0666 */
 		if (rc == 0)
-			rc = cuse_dev::mountSysClass(inst_.fsDir(), classes, inst_.scratchDir(), e);
-		if (rc == 0 && !opts_.global)
-			rc = cuse_dev::mountDevInfiniband(links, inst_.scratchDir(), e);
+			chmod(n.c_str(), 0666);
+	std::vector<std::string> classes = { "infiniband", "infiniband_mad" };
+	if (useCuse_)
+		classes.push_back("infiniband_verbs");
+	if (rc == 0)
+		rc = tools::mountSysClass(inst_.fsDir(), classes, inst_.scratchDir(), err);
+	if (rc == 0 && !opts_.global)
+		rc = tools::mountDevInfiniband(t.links, inst_.scratchDir(), err);
+	return rc;
+}
+
+/* The bind mounts look things up in our FUSE filesystem, which the io
+ * thread serves: so they happen on a thread of their own, which then
+ * hands the outcome back to the io thread. */
+void Daemon::startMounter()
+{
+	mounter_ = std::thread([this, links = linkTable()] {
+		std::string e;
+		int rc = mountAll(links, e);
 		boost::asio::post(io_, [this, rc, e] {
 			if (rc) {
 				spdlog::error("{}", e);
@@ -368,6 +405,15 @@ int Daemon::run()
 			ready();
 		});
 	});
+}
+
+int Daemon::run()
+{
+	raiseFileLimit();
+	if (!setupFabric() || !chooseLocal() || !isolate() || !startTransport())
+		return 1;
+	awaitStop();
+	startMounter();
 
 	io_.run();
 	if (mounter_.joinable())

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
 // `ibemu up | down | exec | shell | status`: running instances of ibemud.
-#include "cuse_dev/namespace.h"
 #include "tools/commands.h"
 #include "tools/instance.h"
+#include "tools/namespace.h"
 
 #include <nlohmann/json.hpp>
 
@@ -300,7 +300,7 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd)
 	if (!getcwd(cwd, sizeof(cwd)))
 		strcpy(cwd, "/");
 	std::string err;
-	if (cuse_dev::joinMountNamespace(pid, err) != 0) {
+	if (tools::joinMountNamespace(pid, err) != 0) {
 		fprintf(stderr, "ibemu exec: %s\n", err.c_str());
 		return 1;
 	}

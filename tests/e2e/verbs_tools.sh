@@ -155,7 +155,8 @@ down_inst $V
 expect_eq "down removes uverbs0" "" "$(ls /dev/infiniband/ibemu-$V 2>/dev/null)"
 
 # --- the same probes against the real kernel: rdma_rxe on a dummy netdev
-# (platform.md A.5), outside any instance
+# (rdma_rxe needs crc32_generic loaded first, or `rdma link add` fails
+# with ENOENT), outside any instance
 rm -f /etc/modprobe.d/ibemu-no-ib-core.conf
 if modprobe crc32_generic 2>/dev/null && modprobe rdma_rxe 2>/dev/null && modprobe ib_uverbs && modprobe dummy &&
 	ip link add rxed0 type dummy && ip link set rxed0 up && rdma link add rxe0 type rxe netdev rxed0; then

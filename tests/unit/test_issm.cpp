@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// issmN: the single IsSM claim of a port and what it shows (kernel-abi.md 5),
-// and SMInfo reaching the SM through it.
+// issmN: the single IsSM claim of a port and what it shows (ib_umad_sm_open
+// and ib_umad_sm_close in drivers/infiniband/core/user_mad.c), and SMInfo
+// reaching the SM through it.
 #include "tests/unit/emu_helpers.h"
 
 #include "emu/umad_port.h"

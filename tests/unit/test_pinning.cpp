@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// Pinned-memory accounting of REG_MR (ib_umem_get, kernel-abi.md §8).
+// Pinned-memory accounting of REG_MR (ib_umem_get and ib_umem_release in
+// drivers/infiniband/core/umem.c).
 #include "tests/unit/verbs_helpers.h"
 
 #include <catch2/catch.hpp>

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// umad read/write/poll: the errnos of kernel-abi.md 2, 3 and 10, the TID
-// rewrite, timeouts and retries, routing of responses and unsolicited
-// MADs, the kernel's answers, and both header layouts.
+// umad read/write/poll: the errnos of ib_umad_read, ib_umad_write and
+// ib_umad_poll (drivers/infiniband/core/user_mad.c), the TID rewrite,
+// timeouts and retries, routing of responses and unsolicited MADs, the
+// kernel's answers, and both header layouts.
 #include "tests/unit/emu_helpers.h"
 
 #include "emu/mad_port.h"

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
 // umad ioctls: REGISTER_AGENT(2), UNREGISTER_AGENT, ENABLE_PKEY, and the
-// header layout switch (kernel-abi.md 1.6-1.9, 4, 10).
+// header layout switch (ib_umad_reg_agent, ib_umad_reg_agent2,
+// ib_umad_unreg_agent and ib_umad_enable_pkey in
+// drivers/infiniband/core/user_mad.c).
 #include "tests/unit/emu_helpers.h"
 
 #include <catch2/catch.hpp>

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// The uverbs write() ABI, handle tables and teardown (kernel-abi.md §7).
+// The uverbs write() ABI, handle tables and teardown (ib_uverbs_write in
+// drivers/infiniband/core/uverbs_main.c, the handlers of uverbs_cmd.c,
+// uverbs_destroy_ufile_hw in rdma_core.c).
 #include "tests/unit/verbs_helpers.h"
 
 #include <catch2/catch.hpp>

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Prepares the VM harness (platform.md A): Debian's generic kernel, whose
-# modules include fuse, cuse, ib_umad, ib_uverbs and rdma_rxe, and a
-# busybox initramfs that mounts the host's root read-only over 9p with a
-# tmpfs overlay, mounts the working directory read-write, and runs one
-# command. Idempotent: does nothing when everything is in place.
+# Prepares the VM harness: Debian's generic kernel (the cloud kernel has no
+# 9p), whose modules include fuse, cuse, ib_umad, ib_uverbs and rdma_rxe,
+# and a busybox initramfs that mounts the host's root read-only over 9p
+# with a tmpfs overlay, mounts the working directory read-write, and runs
+# one command. Idempotent: does nothing when everything is in place.
 # usage: tests/vm/setup.sh [HARNESS_DIR]   (default: build-vm in the repo)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -10,22 +10,16 @@
 // handler, so a signal always frees the caller with EINTR.
 #pragma once
 
-#include "cuse_dev/open_limit.h"
+#include "cuse_dev/open_files.h"
 
 #include <boost/asio/io_context.hpp>
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <list>
 #include <memory>
 #include <unordered_map>
 #include <vector>
-
-struct fuse_file_info;
-struct fuse_pollhandle;
-struct fuse_req;
-typedef struct fuse_req *fuse_req_t;
 
 namespace ibemu::emu {
 class MemoryBudget;
@@ -35,12 +29,12 @@ class UmadPort;
 
 namespace ibemu::cuse_dev {
 
-class DeviceFiles {
+class UmadFiles {
 public:
-	explicit DeviceFiles(boost::asio::io_context &io);
-	~DeviceFiles();
-	DeviceFiles(const DeviceFiles &) = delete;
-	DeviceFiles &operator=(const DeviceFiles &) = delete;
+	explicit UmadFiles(boost::asio::io_context &io);
+	~UmadFiles();
+	UmadFiles(const UmadFiles &) = delete;
+	UmadFiles &operator=(const UmadFiles &) = delete;
 
 	/* Lets blocked issm opens of this port in when its claim is released. */
 	void watch(emu::UmadPort &port);
@@ -67,21 +61,16 @@ public:
 private:
 	static constexpr uint64_t kFhTag = 1ull << 62;
 
-	Open *openOf(const fuse_file_info *fi) const;
 	void serveReads(uint64_t fh);
 	void retryIssm();
-	static void readInterrupted(fuse_req_t req, void *self);
 	static void issmInterrupted(fuse_req_t req, void *self);
 
 	boost::asio::io_context &io_;
-	OpenLimit openLimit_;
 	/* per user, for as long as the daemon runs: a handful at most */
 	std::unordered_map<uid_t, std::unique_ptr<emu::MemoryBudget>> budgets_;
-	std::unordered_map<uint64_t, std::unique_ptr<Open>> opens_;
+	OpenFiles<Open> opens_; /* handles kFhTag | 1 on */
 	std::list<PendingIssm> issmWaiters_;
 	std::vector<emu::UmadPort *> watched_;
-	uint64_t nextFh_ = kFhTag | 1;
-	bool stopping_ = false;
 };
 
 } /* namespace ibemu::cuse_dev */

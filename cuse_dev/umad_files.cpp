@@ -3,11 +3,9 @@
 // umad/issm device files: the kernel's ib_umad_open/read/write/ioctl/poll/
 // close and ib_umad_sm_open/close, over the FUSE protocol.
 #define FUSE_USE_VERSION 35
-#include "cuse_dev/device_files.h"
+#include "cuse_dev/umad_files.h"
 
 #include "cuse_dev/caller.h"
-#include "cuse_dev/open_limit.h"
-#include "cuse_dev/wait_queue.h"
 #include "emu/mad_rmpp.h"
 #include "emu/memory_budget.h"
 #include "emu/umad_abi.h"
@@ -27,7 +25,7 @@
 
 namespace ibemu::cuse_dev {
 
-struct DeviceFiles::Open {
+struct UmadFiles::Open {
 	OpenLimit::Slot slot;
 	bool issm = false;
 	emu::UmadPort *port = nullptr;
@@ -38,35 +36,29 @@ struct DeviceFiles::Open {
 	Continuation writeRest;
 };
 
-struct DeviceFiles::PendingIssm {
+struct UmadFiles::PendingIssm {
 	fuse_req_t req;
 	fuse_file_info fi;
 	emu::UmadPort *port;
 	OpenLimit::Slot slot;
 };
 
-DeviceFiles::DeviceFiles(boost::asio::io_context &io) : io_(io) {}
+UmadFiles::UmadFiles(boost::asio::io_context &io) : io_(io), opens_(kFhTag | 1) {}
 
-DeviceFiles::~DeviceFiles()
+UmadFiles::~UmadFiles()
 {
 	shutdown();
 }
 
-void DeviceFiles::watch(emu::UmadPort &port)
+void UmadFiles::watch(emu::UmadPort &port)
 {
 	port.onIssmReleased = [this] { boost::asio::post(io_, [this] { retryIssm(); }); };
 	watched_.push_back(&port);
 }
 
-DeviceFiles::Open *DeviceFiles::openOf(const fuse_file_info *fi) const
+void UmadFiles::issmInterrupted(fuse_req_t req, void *data)
 {
-	auto it = opens_.find(fi->fh);
-	return it == opens_.end() ? nullptr : it->second.get();
-}
-
-void DeviceFiles::issmInterrupted(fuse_req_t req, void *data)
-{
-	auto &s = *static_cast<DeviceFiles *>(data);
+	auto &s = *static_cast<UmadFiles *>(data);
 	for (auto it = s.issmWaiters_.begin(); it != s.issmWaiters_.end(); ++it)
 		if (it->req == req) {
 			s.issmWaiters_.erase(it);
@@ -75,18 +67,15 @@ void DeviceFiles::issmInterrupted(fuse_req_t req, void *data)
 		}
 }
 
-void DeviceFiles::open(fuse_req_t req, emu::UmadPort &port, bool issm, fuse_file_info *fi)
+void UmadFiles::open(fuse_req_t req, emu::UmadPort &port, bool issm, fuse_file_info *fi)
 {
 	uid_t uid = fuse_req_ctx(req)->uid;
-	auto o = std::make_unique<Open>();
-	o->slot = openLimit_.take(uid);
-	if (!o->slot)
+	auto o = opens_.create(uid);
+	if (!o)
 		return (void)fuse_reply_err(req, EMFILE);
 	o->issm = issm;
 	o->port = &port;
 	o->nonblock = fi->flags & O_NONBLOCK;
-	fi->direct_io = 1;
-	fi->nonseekable = 1;
 	if (!issm) {
 		/* ib_umad_open() */
 		if (int rc = port.openCheck())
@@ -95,7 +84,7 @@ void DeviceFiles::open(fuse_req_t req, emu::UmadPort &port, bool issm, fuse_file
 		if (!budget)
 			budget = std::make_unique<emu::MemoryBudget>();
 		o->umad = std::make_unique<emu::UmadFile>(port, budget.get());
-		uint64_t fh = nextFh_;
+		uint64_t fh = opens_.nextFh();
 		o->umad->setWakeup([this, fh] { boost::asio::post(io_, [this, fh] { serveReads(fh); }); });
 	} else {
 		/* ib_umad_sm_open(): one holder per port */
@@ -108,23 +97,13 @@ void DeviceFiles::open(fuse_req_t req, emu::UmadPort &port, bool issm, fuse_file
 		if (rc)
 			return (void)fuse_reply_err(req, -rc);
 	}
-	fi->fh = nextFh_++;
-	opens_.emplace(fi->fh, std::move(o));
-	if (fuse_reply_open(req, fi) == -ENOENT) /* the caller went away meanwhile */
+	if (!opens_.add(req, fi, std::move(o))) /* the caller went away meanwhile */
 		release(nullptr, fi);
 }
 
-void DeviceFiles::readInterrupted(fuse_req_t req, void *data)
+void UmadFiles::read(fuse_req_t req, size_t size, fuse_file_info *fi)
 {
-	auto &s = *static_cast<DeviceFiles *>(data);
-	for (auto &[fh, o] : s.opens_)
-		if (o->wait.cancel(req))
-			return;
-}
-
-void DeviceFiles::read(fuse_req_t req, size_t size, fuse_file_info *fi)
-{
-	Open *o = openOf(fi);
+	Open *o = opens_.find(fi->fh);
 	if (!o)
 		return (void)fuse_reply_err(req, EBADF);
 	if (o->issm)
@@ -143,15 +122,12 @@ void DeviceFiles::read(fuse_req_t req, size_t size, fuse_file_info *fi)
 	if (size < o->umad->hdrSize() && callerIo(fuse_req_ctx(req)->pid, SYS_read, size).count < o->umad->hdrSize())
 		return (void)fuse_reply_err(req, EINVAL);
 	/* ib_umad_read(): a blocking reader waits here for a MAD */
-	o->wait.park(req, size, fi->flags & O_NONBLOCK);
-	if (o->wait.size() == 1)
-		serveReads(fi->fh);
-	o->wait.armInterrupt(req, readInterrupted, this);
+	opens_.park(*o, req, size, fi->flags & O_NONBLOCK, [&] { serveReads(fi->fh); });
 }
 
-void DeviceFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_info *fi)
+void UmadFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_info *fi)
 {
-	Open *o = openOf(fi);
+	Open *o = opens_.find(fi->fh);
 	if (!o)
 		return (void)fuse_reply_err(req, EBADF);
 	if (o->issm)
@@ -174,10 +150,10 @@ void DeviceFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_
 	fuse_reply_write(req, size);
 }
 
-void DeviceFiles::ioctl(fuse_req_t req, unsigned cmd, void *userArg, fuse_file_info *fi, unsigned flags,
+void UmadFiles::ioctl(fuse_req_t req, unsigned cmd, void *userArg, fuse_file_info *fi, unsigned flags,
 			const void *in, size_t inSize, size_t outSize)
 {
-	Open *o = openOf(fi);
+	Open *o = opens_.find(fi->fh);
 	if (!o)
 		return (void)fuse_reply_err(req, EBADF);
 	if (o->issm || (flags & FUSE_IOCTL_COMPAT))
@@ -207,38 +183,27 @@ void DeviceFiles::ioctl(fuse_req_t req, unsigned cmd, void *userArg, fuse_file_i
 	fuse_reply_err(req, -rc);
 }
 
-void DeviceFiles::poll(fuse_req_t req, fuse_file_info *fi, fuse_pollhandle *ph)
+void UmadFiles::poll(fuse_req_t req, fuse_file_info *fi, fuse_pollhandle *ph)
 {
-	Open *o = openOf(fi);
-	if (!o) {
-		if (ph)
-			fuse_pollhandle_destroy(ph);
-		return (void)fuse_reply_err(req, EBADF);
-	}
-	o->wait.setPollHandle(ph);
-	fuse_reply_poll(req, o->issm ? emu::issm::poll() : o->umad->poll());
+	opens_.poll(req, fi->fh, ph, [](Open &o) { return o.issm ? emu::issm::poll() : o.umad->poll(); });
 }
 
-void DeviceFiles::release(fuse_req_t req, fuse_file_info *fi)
+void UmadFiles::release(fuse_req_t req, fuse_file_info *fi)
 {
-	auto it = opens_.find(fi->fh);
-	if (it != opens_.end()) {
-		Open &o = *it->second;
-		o.wait.failAll(EBADF);
-		if (o.issm)
-			o.port->issmRelease(); /* ib_umad_sm_close() */
-		opens_.erase(it);          /* a umad file's close: ib_umad_close() */
-	}
+	std::unique_ptr<Open> o = opens_.remove(fi->fh);
+	if (o && o->issm)
+		o->port->issmRelease(); /* ib_umad_sm_close() */
+	o.reset();                      /* a umad file's close: ib_umad_close() */
 	if (req)
 		fuse_reply_err(req, 0);
 }
 
-void DeviceFiles::serveReads(uint64_t fh)
+void UmadFiles::serveReads(uint64_t fh)
 {
-	auto it = opens_.find(fh);
-	if (it == opens_.end())
+	Open *found = opens_.find(fh);
+	if (!found)
 		return;
-	Open &o = *it->second;
+	Open &o = *found;
 	std::vector<uint8_t> mad;
 	while (!o.wait.empty()) {
 		const PendingRead r = o.wait.front();
@@ -250,7 +215,7 @@ void DeviceFiles::serveReads(uint64_t fh)
 		if (next > r.size || r.size < o.umad->hdrSize())
 			io = callerIo(tid, SYS_read, r.size);
 		ssize_t n = o.umad->read(io.count, mad);
-		if (n == -EAGAIN && !r.nonblock && !stopping_)
+		if (n == -EAGAIN && !r.nonblock && !opens_.stopping())
 			break; /* stays parked until the next MAD */
 		o.wait.pop();
 		if (n == -ENOSPC) {
@@ -289,44 +254,37 @@ void DeviceFiles::serveReads(uint64_t fh)
 	o.wait.notifyPoll();
 }
 
-void DeviceFiles::retryIssm()
+void UmadFiles::retryIssm()
 {
 	for (auto it = issmWaiters_.begin(); it != issmWaiters_.end();) {
 		int rc = it->port->issmOpen();
-		if (rc == -EAGAIN && !stopping_) {
+		if (rc == -EAGAIN && !opens_.stopping()) {
 			++it;
 			continue;
 		}
 		fuse_req_interrupt_func(it->req, nullptr, nullptr);
 		if (rc) {
-			fuse_reply_err(it->req, stopping_ ? EINTR : -rc);
+			fuse_reply_err(it->req, opens_.stopping() ? EINTR : -rc);
 		} else {
 			auto o = std::make_unique<Open>();
 			o->slot = std::move(it->slot);
 			o->issm = true;
 			o->port = it->port;
-			it->fi.fh = nextFh_++;
-			it->fi.nonseekable = 1;
-			it->fi.direct_io = 1;
-			opens_.emplace(it->fi.fh, std::move(o));
-			if (fuse_reply_open(it->req, &it->fi) == -ENOENT)
+			if (!opens_.add(it->req, &it->fi, std::move(o)))
 				release(nullptr, &it->fi);
 		}
 		it = issmWaiters_.erase(it);
 	}
 }
 
-void DeviceFiles::shutdown()
+void UmadFiles::shutdown()
 {
-	if (stopping_)
+	bool first = opens_.shutdown([](Open &o) {
+		if (o.issm)
+			o.port->issmRelease();
+	});
+	if (!first)
 		return;
-	stopping_ = true;
-	for (auto &[fh, o] : opens_) {
-		o->wait.failAll(EIO);
-		o->wait.dropPollHandle();
-		if (o->issm)
-			o->port->issmRelease();
-	}
 	for (emu::UmadPort *p : watched_)
 		p->onIssmReleased = nullptr; /* it pointed at us */
 	watched_.clear();

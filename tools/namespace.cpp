@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// Mount namespace set-up (the recipes of platform.md B.2).
-#include "cuse_dev/namespace.h"
+// Mount namespace set-up. /sys/class takes no new directories (mkdir there
+// is EPERM, even for root) and a bind mount needs an existing target, so
+// /sys/class becomes a tmpfs holding bind mounts of the host's classes next
+// to the instance's own; /dev/infiniband becomes a tmpfs with links. All of
+// it in a private mount namespace (unshare(CLONE_NEWNS), / made
+// recursively private), so the rest of the machine sees none of it.
+#include "tools/namespace.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -13,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace ibemu::cuse_dev {
+namespace ibemu::tools {
 
 namespace {
 
@@ -42,6 +47,17 @@ int bind(const std::string &from, const std::string &to, std::string &err)
 	return 0;
 }
 
+/* Keeps `from` reachable at `to` (created with its parents) before
+ * something is mounted over it. */
+int bindAside(const std::string &from, const std::string &to, std::string &err)
+{
+	if (int rc = mkdirs(to)) {
+		errno = -rc;
+		return fail(err, "mkdir " + to);
+	}
+	return bind(from, to, err);
+}
+
 } /* namespace */
 
 int enterPrivateMountNamespace(std::string &err)
@@ -57,11 +73,7 @@ int mountSysClass(const std::string &fsRoot, const std::vector<std::string> &nam
 		  std::string &err)
 {
 	std::string orig = scratch + "/orig-class";
-	if (int rc = mkdirs(orig)) {
-		errno = -rc;
-		return fail(err, "mkdir " + orig);
-	}
-	if (int rc = bind("/sys/class", orig, err))
+	if (int rc = bindAside("/sys/class", orig, err))
 		return rc;
 	if (mount("tmpfs", "/sys/class", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755") != 0)
 		return fail(err, "tmpfs on /sys/class");
@@ -97,12 +109,7 @@ int mountDevInfiniband(const std::vector<std::pair<std::string, std::string>> &l
 	 * which it keeps: only this namespace sees what is mounted on it. */
 	if (mkdir("/dev/infiniband", 0755) != 0 && errno != EEXIST)
 		return fail(err, "mkdir /dev/infiniband");
-	std::string keep = scratch + "/dev-infiniband";
-	if (int rc = mkdirs(keep)) {
-		errno = -rc;
-		return fail(err, "mkdir " + keep);
-	}
-	if (int rc = bind("/dev/infiniband", keep, err))
+	if (int rc = bindAside("/dev/infiniband", scratch + "/dev-infiniband", err))
 		return rc;
 	if (mount("tmpfs", "/dev/infiniband", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755") != 0)
 		return fail(err, "tmpfs on /dev/infiniband");
@@ -152,4 +159,4 @@ int joinMountNamespace(int pid, std::string &err)
 	return 0;
 }
 
-} /* namespace ibemu::cuse_dev */
+} /* namespace ibemu::tools */

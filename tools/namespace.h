@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace ibemu::cuse_dev {
+namespace ibemu::tools {
 
 /* unshare(CLONE_NEWNS) and make every mount private, so nothing mounted
  * afterwards leaks to (or from) the host. */
@@ -32,4 +32,4 @@ void unmountSysClass(const std::string &scratch);
 /* Joins the mount namespace of process pid (for `ibemu exec`). */
 int joinMountNamespace(int pid, std::string &err);
 
-} /* namespace ibemu::cuse_dev */
+} /* namespace ibemu::tools */

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+#define FUSE_USE_VERSION 35
+#include "cuse_dev/open_files.h"
+
+#include <fuse_lowlevel.h>
+
+namespace ibemu::cuse_dev::open_files {
+
+bool replyOpen(fuse_req_t req, fuse_file_info *fi, uint64_t fh)
+{
+	fi->fh = fh;
+	fi->direct_io = 1;
+	fi->nonseekable = 1;
+	return fuse_reply_open(req, fi) != -ENOENT;
+}
+
+void replyPoll(fuse_req_t req, WaitQueue *wait, fuse_pollhandle *ph, unsigned events)
+{
+	if (!wait) {
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+		return (void)fuse_reply_err(req, EBADF);
+	}
+	wait->setPollHandle(ph);
+	fuse_reply_poll(req, events);
+}
+
+} /* namespace ibemu::cuse_dev::open_files */
