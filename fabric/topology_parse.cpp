@@ -510,19 +510,11 @@ int Parser::parseHeaderComment(std::string_view tail, TopoNode &node)
 	skipSpace(tail);
 	std::string_view after = tail;
 	if (!tail.empty() && tail.front() == '"') {
+		/* the description runs to the last quote: descriptions may contain
+		 * quotes and words such as " lid ", and what ibnetdiscover writes
+		 * after them ("base port 0 lid N lmc M") never has a quote */
 		size_t last = tail.rfind('"');
-		/* a switch header has `base port 0 lid N` after the description;
-		 * descriptions may themselves contain quotes, so take the last
-		 * quote before those keywords */
-		size_t kw = std::string_view::npos;
-		for (std::string_view k : { " enhanced port", " base port", " lid " }) {
-			size_t p = tail.find(k);
-			if (p != std::string_view::npos && p < kw)
-				kw = p;
-		}
-		if (kw != std::string_view::npos)
-			last = tail.substr(0, kw).rfind('"');
-		if (last == 0 || last == std::string_view::npos)
+		if (last == 0)
 			return fail("unterminated node description (missing closing quote)");
 		node.desc = std::string(tail.substr(1, last - 1));
 		after = tail.substr(last + 1);
@@ -585,16 +577,20 @@ int Parser::parseHeader(std::string_view line, NodeType type, size_t keywordLen)
 int Parser::parseOptions(std::string_view tail, TopoPort &port)
 {
 	/* ibsim options: w=<LinkWidthEnabled> s=<LinkSpeedEnabled> e=<LinkSpeedExtEnabled>,
-	 * as whitespace-separated tokens outside quotes. */
-	bool inQuote = false;
+	 * as whitespace-separated tokens outside the quoted peer description.
+	 * That description runs from the first quote to the last one (it may
+	 * contain quotes itself); a quote left open runs to the end. */
+	size_t openQ = tail.find('"');
+	size_t closeQ = tail.rfind('"');
+	if (openQ == closeQ)
+		closeQ = tail.size();
 	size_t i = 0;
 	while (i < tail.size()) {
-		if (tail[i] == '"') {
-			inQuote = !inQuote;
-			i++;
+		if (i == openQ) {
+			i = closeQ + 1;
 			continue;
 		}
-		if (inQuote || isSpace(tail[i])) {
+		if (isSpace(tail[i])) {
 			i++;
 			continue;
 		}

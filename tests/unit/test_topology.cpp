@@ -278,6 +278,33 @@ TEST_CASE("written topologies read back identically", "[topology]")
 	CHECK(writeTopology(b) == text);
 }
 
+TEST_CASE("descriptions with quotes and header words read back", "[topology]")
+{
+	/* found by tests/fuzz/fuzz_topology: a '"' in a description made the
+	 * written port line's comment look like a w= option, and " lid " in a
+	 * switch description cut the header before its closing quote */
+	Subnet a;
+	REQUIRE(tryLoad("Switch 8 \"S1\" # \"w\"w=R\" base port 0 lid 3 lmc 0\n"
+			"[1] \"S2\"[1]\n"
+			"Switch 4 \"S2\" # \"spare lid 5 sw\" enhanced port 0 lid 4 lmc 0\n"
+			"[1] \"S1\"[1]\n",
+			a) == "");
+	const Node *s1 = a.findNode("S1");
+	const Node *s2 = a.findNode("S2");
+	REQUIRE(s1);
+	REQUIRE(s2);
+	CHECK(s1->desc == "w\"w=R");
+	CHECK(s1->port(0).lid == 3);
+	CHECK(s2->desc == "spare lid 5 sw");
+	CHECK(s2->port(0).lid == 4);
+	std::string text = writeTopology(a);
+	Subnet b;
+	REQUIRE(tryLoad(text, b) == "");
+	CHECK(b.findNodeByGuid(s1->nodeGuid)->desc == s1->desc);
+	CHECK(b.findNodeByGuid(s2->nodeGuid)->desc == s2->desc);
+	CHECK(writeTopology(b) == text);
+}
+
 TEST_CASE("generators build the shapes they promise", "[topology]")
 {
 	LinkSpec link;
