@@ -8,7 +8,7 @@ set -euo pipefail
 dir=$1
 shift
 cd "$(dirname "$0")/.."
-want="$*"
+want="CXX=${CXX:-} $*"
 stamp=$dir/ibemu-options
 if [ -f "$dir/build.ninja" ] && [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
 	echo "build: $dir was configured with other options; configuring it again" >&2

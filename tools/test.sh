@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: unit and end-to-end suites in a normal build with
-# warnings as errors, then again in an AddressSanitizer + UBSan build.
+# warnings as errors, then again in an AddressSanitizer + UBSan build, then
+# a short run of each libFuzzer target (tests/fuzz) in a clang build.
 #
 # A suite that does not run (meson's SKIP: no root, no /dev/fuse, no QEMU,
 # no CUSE in the guest) counts as a failure unless IBEMU_ALLOW_SKIP=1 is set
@@ -12,7 +13,7 @@ tools/install-deps.sh || exit 1
 
 rows=()
 passed=0 failed=0 skipped=0
-run_suite() { # build-dir label meson-options...
+run_suite() { # build-dir label meson-options...   ($suites: meson test's own arguments)
 	local dir=$1 label=$2
 	shift 2
 	echo "== $label: building $dir"
@@ -25,7 +26,7 @@ run_suite() { # build-dir label meson-options...
 	echo "== $label: testing"
 	local log=$dir/meson-logs/testlog.json
 	rm -f "$log" # never count an earlier run's results
-	meson test -C "$dir" --print-errorlogs --no-rebuild
+	meson test -C "$dir" --print-errorlogs --no-rebuild ${suites:-}
 	local rc=$?
 	local table
 	if ! table=$(python3 tools/test_summary.py "$label" "$log"); then
@@ -53,6 +54,8 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 run_suite build "release (-Werror)" -Dwerror=true
 run_suite build-asan "ASan+UBSan" -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+CXX=clang++ suites="--suite fuzz" run_suite build-fuzz "libFuzzer" \
+	-Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized
 
 echo
 echo "== summary"

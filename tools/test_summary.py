@@ -20,11 +20,13 @@ if not tests:
 SCRIPT = re.compile(r"^[\w.-]+: (\d+) passed, (\d+) failed$")
 CATCH_OK = re.compile(r"All tests passed \((\d+) assertions? in (\d+) test cases?\)")
 CATCH_BAD = re.compile(r"test cases:\s*(\d+) \|\s*(\d+) passed \|\s*(\d+) failed")
+FUZZ_RUNS = re.compile(r"^stat::number_of_executed_units:\s*(\d+)")
 
 for t in tests:
     result = t.get("result", "")
     state = {"OK": "OK", "SKIP": "SKIP"}.get(result, "FAIL")
-    out = (t.get("stdout") or "").splitlines()
+    # libFuzzer writes its statistics to stderr
+    out = ((t.get("stdout") or "") + "\n" + (t.get("stderr") or "")).splitlines()
     note = ""
     for line in reversed(out):
         m = SCRIPT.match(line.strip())
@@ -38,6 +40,10 @@ for t in tests:
         m = CATCH_BAD.search(line)
         if m:
             note = f"{m.group(1)} test cases, {m.group(3)} failed"
+            break
+        m = FUZZ_RUNS.match(line.strip())
+        if m:
+            note = f"{m.group(1)} inputs run"
             break
     if state == "SKIP":
         note = next((l.strip() for l in reversed(out) if l.strip()), "skipped")

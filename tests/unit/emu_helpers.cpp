@@ -8,13 +8,19 @@
 
 namespace ibemu::test {
 
-EmuFixture::EmuFixture()
+EmuFixture::EmuFixture() : EmuFixture(nullptr) {}
+
+EmuFixture::EmuFixture(void (*bringUp)(Subnet &))
 {
 	emu::MadClock::freeze();
-	load(subnet, defaultTopology());
-	/* bring the subnet up first, from host3, with the fabric alone */
-	sm = std::make_unique<MiniSm>(subnet, subnet.findNodeByGuid(0x2c90300000300)->port(1));
-	sm->run();
+	if (bringUp) {
+		bringUp(subnet);
+	} else {
+		load(subnet, defaultTopology());
+		/* bring the subnet up first, from host3, with the fabric alone */
+		sm = std::make_unique<MiniSm>(subnet, subnet.findNodeByGuid(0x2c90300000300)->port(1));
+		sm->run();
+	}
 	host = std::make_unique<emu::Host>(io, subnet);
 	hca1 = host->addHca(*subnet.findNodeByGuid(0x2c90300000100), "mlx5_0");
 	hca2 = host->addHca(*subnet.findNodeByGuid(0x2c90300000200), "mlx5_1");

@@ -29,8 +29,14 @@ struct EmuFixture {
 	Port *p1 = nullptr;
 	Port *p2 = nullptr;
 
+	/* the subnet brought up by the MiniSm */
 	EmuFixture();
+	/* the subnet built and brought up by `bringUp` instead (the fuzz
+	 * targets' faster equivalent of the MiniSm run) */
+	explicit EmuFixture(void (*bringUp)(Subnet &));
 	~EmuFixture();
+	EmuFixture(const EmuFixture &) = delete;
+	EmuFixture &operator=(const EmuFixture &) = delete;
 
 	emu::UmadPort &umad1() { return *hca1->umadPorts[0]; }
 	emu::UmadPort &umad2() { return *hca2->umadPorts[0]; }
