@@ -219,6 +219,12 @@ std::pair<unsigned, unsigned> CuseDevices::numbers(NodeKind kind, unsigned num) 
 	return { maj, min };
 }
 
+void CuseDevices::openers(std::map<pid_t, unsigned> &out) const
+{
+	impl_->files.openers(out);
+	impl_->verbsFiles.openers(out);
+}
+
 void CuseDevices::shutdown()
 {
 	Impl &s = *impl_;

@@ -13,7 +13,9 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <map>
 #include <memory>
+#include <sys/types.h>
 #include <string>
 #include <utility>
 
@@ -36,6 +38,8 @@ public:
 	/* Creates every device. Returns 0 or a negative errno with err set. */
 	int start(std::string &err);
 	void shutdown();
+	/* The processes that opened its devices, and how many each. */
+	void openers(std::map<pid_t, unsigned> &out) const;
 
 	/* /dev path of a device, e.g. /dev/infiniband/ibemu-NAME/umad0 */
 	std::string path(NodeKind kind, unsigned num) const;

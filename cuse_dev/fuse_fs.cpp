@@ -261,6 +261,11 @@ FuseFs::~FuseFs()
 	shutdown();
 }
 
+void FuseFs::openers(std::map<pid_t, unsigned> &out) const
+{
+	impl_->umadFiles.openers(out);
+}
+
 int FuseFs::mount(const std::string &mountpoint, std::string &err)
 {
 	Impl &s = *impl_;

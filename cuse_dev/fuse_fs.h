@@ -17,6 +17,8 @@
 #include <boost/asio/io_context.hpp>
 
 #include <functional>
+#include <map>
+#include <sys/types.h>
 #include <memory>
 #include <string>
 #include <utility>
@@ -54,6 +56,8 @@ public:
 	int mount(const std::string &mountpoint, std::string &err);
 	/* Fails every parked request, unmounts, stops serving. */
 	void shutdown();
+	/* The processes that opened its device files, and how many each. */
+	void openers(std::map<pid_t, unsigned> &out) const;
 
 	struct Impl;
 

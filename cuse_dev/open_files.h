@@ -36,6 +36,9 @@ bool replyOpen(fuse_req_t req, fuse_file_info *fi, uint64_t fh);
 /* Answers a poll: events for an open file (whose wait keeps ph), EBADF
  * when wait is null (ph is dropped). */
 void replyPoll(fuse_req_t req, WaitQueue *wait, fuse_pollhandle *ph, unsigned events);
+/* The caller's user, and its process (the request gives a thread). */
+uid_t callerUid(fuse_req_t req);
+pid_t callerProcess(fuse_req_t req);
 } /* namespace open_files */
 
 template <class Open> class OpenFiles {
@@ -45,14 +48,22 @@ public:
 	OpenFiles(const OpenFiles &) = delete;
 	OpenFiles &operator=(const OpenFiles &) = delete;
 
-	/* A new file charged to uid, or null when uid is at its limit (EMFILE). */
-	std::unique_ptr<Open> create(uid_t uid)
+	/* A new file for the caller of req, charged to its user; null when the
+	 * user is at its limit (EMFILE). */
+	std::unique_ptr<Open> create(fuse_req_t req)
 	{
 		auto o = std::make_unique<Open>();
-		o->slot = limit_.take(uid);
+		o->slot = limit_.take(open_files::callerUid(req), open_files::callerProcess(req));
 		if (!o->slot)
 			return nullptr;
 		return o;
+	}
+
+	/* The processes that opened the files, and how many each. */
+	template <class Map> void openers(Map &out) const
+	{
+		for (const auto &[fh, o] : opens_)
+			out[o->slot.process()]++;
 	}
 
 	/* The handle the next add() gives. */

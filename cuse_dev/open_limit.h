@@ -20,11 +20,12 @@ public:
 	class Slot {
 	public:
 		Slot() = default;
-		Slot(Slot &&o) noexcept : limit_(o.limit_), uid_(o.uid_) { o.limit_ = nullptr; }
+		Slot(Slot &&o) noexcept : limit_(o.limit_), uid_(o.uid_), process_(o.process_) { o.limit_ = nullptr; }
 		Slot &operator=(Slot &&o) noexcept
 		{
 			std::swap(limit_, o.limit_);
 			std::swap(uid_, o.uid_);
+			std::swap(process_, o.process_);
 			return *this;
 		}
 		~Slot()
@@ -33,22 +34,25 @@ public:
 				limit_->give(uid_);
 		}
 		explicit operator bool() const { return limit_ != nullptr; }
+		/* the process that opened the file (a child may hold it now) */
+		pid_t process() const { return process_; }
 
 	private:
 		friend class OpenLimit;
-		Slot(OpenLimit *l, uid_t uid) : limit_(l), uid_(uid) {}
+		Slot(OpenLimit *l, uid_t uid, pid_t process) : limit_(l), uid_(uid), process_(process) {}
 		OpenLimit *limit_ = nullptr;
 		uid_t uid_ = 0;
+		pid_t process_ = 0;
 	};
 
 	/* An empty Slot when uid is at its limit. */
-	Slot take(uid_t uid)
+	Slot take(uid_t uid, pid_t process)
 	{
 		size_t &n = counts_[uid];
 		if (n >= kMaxPerUser)
 			return {};
 		n++;
-		return { this, uid };
+		return { this, uid, process };
 	}
 
 private:

@@ -70,7 +70,7 @@ void UmadFiles::issmInterrupted(fuse_req_t req, void *data)
 void UmadFiles::open(fuse_req_t req, emu::UmadPort &port, bool issm, fuse_file_info *fi)
 {
 	uid_t uid = fuse_req_ctx(req)->uid;
-	auto o = opens_.create(uid);
+	auto o = opens_.create(req);
 	if (!o)
 		return (void)fuse_reply_err(req, EMFILE);
 	o->issm = issm;
@@ -294,6 +294,11 @@ void UmadFiles::shutdown()
 	}
 	issmWaiters_.clear();
 	opens_.clear();
+}
+
+void UmadFiles::openers(std::map<pid_t, unsigned> &out) const
+{
+	opens_.openers(out);
 }
 
 } /* namespace ibemu::cuse_dev */

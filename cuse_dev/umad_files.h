@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <list>
+#include <map>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -51,6 +52,9 @@ public:
 
 	/* File handles this object gave out (fh values have bit 62 set). */
 	static bool owns(uint64_t fh) { return fh & kFhTag; }
+
+	/* The processes that opened umad/issm files, and how many each. */
+	void openers(std::map<pid_t, unsigned> &out) const;
 
 	/* Answers every parked request and drops every open file. */
 	void shutdown();

@@ -47,7 +47,7 @@ void VerbsFiles::open(fuse_req_t req, emu::VerbsDevice &dev, fuse_file_info *fi)
 {
 	if (opens_.stopping() || dev.dead())
 		return (void)fuse_reply_err(req, ENXIO);
-	auto o = opens_.create(fuse_req_ctx(req)->uid);
+	auto o = opens_.create(req);
 	if (!o)
 		return (void)fuse_reply_err(req, EMFILE);
 	o->file = std::make_unique<emu::UverbsFile>(dev, host_.access(), host_.pinned());
@@ -140,6 +140,11 @@ void VerbsFiles::shutdown()
 {
 	if (opens_.shutdown([](Open &) {}))
 		opens_.clear();
+}
+
+void VerbsFiles::openers(std::map<pid_t, unsigned> &out) const
+{
+	opens_.openers(out);
 }
 
 } /* namespace ibemu::cuse_dev */

@@ -37,6 +37,9 @@ public:
 	void poll(fuse_req_t req, fuse_file_info *fi, fuse_pollhandle *ph);
 	void release(fuse_req_t req, fuse_file_info *fi);
 
+	/* The processes that opened uverbs files, and how many each. */
+	void openers(std::map<pid_t, unsigned> &out) const;
+
 	/* Answers every parked request and closes every file. */
 	void shutdown();
 

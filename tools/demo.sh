@@ -1,22 +1,55 @@
 #!/usr/bin/env bash
 # The ibemu demo: the built-in default fabric (2 switches, 4 hosts), two of
-# its CAs made local, OpenSM bringing the subnet up, and stock tools at work.
+# its CAs made local, OpenSM (run by the instance: `up --sm`) bringing the
+# subnet up, and stock tools at work. Needs root: it installs packages and
+# mounts a FUSE filesystem in a private mount namespace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/install-deps.sh
-tools/build.sh build -Dwerror=true
+if [ "$(id -u)" -ne 0 ]; then
+	echo "demo: must run as root (it installs Debian packages, and ibemu mounts a FUSE filesystem): sudo $0" >&2
+	exit 1
+fi
+
+# colour on a terminal only, and never with NO_COLOR set
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+	bold=$'\033[1m' plain=$'\033[0m'
+else
+	bold='' plain=''
+fi
+say() { printf '%s\n' "$*" >&2; }
+
+say "demo: checking the Debian packages it needs (the build, OpenSM, infiniband-diags)"
+tools/install-deps.sh demo
+if [ ! -x build/tools/ibemu ]; then
+	say "demo: building ibemu in build/ (the first build takes a few minutes on 2 cores)"
+fi
+# meson's progress on a terminal; its log only when the build fails
+meson_progress=build.compile.log
+tools/build.sh build -Dwerror=true &
+builder=$!
+if [ -t 2 ]; then
+	while kill -0 $builder 2>/dev/null; do
+		line=$(tail -c 300 "$meson_progress" 2>/dev/null | tr '\r' '\n' | grep -o '\[[0-9]*/[0-9]*\]' | tail -1 || true)
+		[ -n "$line" ] && printf '\rdemo: compiling %s ' "$line" >&2
+		sleep 1
+	done
+	printf '\r\033[K' >&2
+fi
+wait $builder
 ibemu=$PWD/build/tools/ibemu
+say "demo: ibemu is built: $ibemu (installed: meson install -C build)"
+
 instance=demo-$$
 work=$(mktemp -d /tmp/ibemu-demo.XXXXXX)
 export IBEMU_RUN_DIR=$work/run
 cleanup() {
-	[ -n "${sm:-}" ] && kill "$sm" 2>/dev/null
-	"$ibemu" down --instance $instance >/dev/null 2>&1 || true
+	# down stops OpenSM first, then the devices
+	"$ibemu" down --instance $instance --kill-clients >/dev/null 2>&1 || true
 	rm -rf "$work"
 }
 trap cleanup EXIT
 
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+step() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
 run() { printf '$ %s\n' "$*"; "$ibemu" exec --instance $instance -- "$@"; }
 
 step "the built-in default fabric"
@@ -25,14 +58,9 @@ step "ibemu up: two of its CAs become local HCAs"
 "$ibemu" up --instance $instance
 step "ibstat before a subnet manager runs"
 run ibstat ibemu0 1
-step "OpenSM as the master SM on ibemu0"
-OSM_CACHE_DIR=$work "$ibemu" exec --instance $instance -- opensm -g 0x0002c90300000101 -f "$work/opensm.log" -s 0 \
-	>"$work/opensm.out" 2>&1 &
-sm=$!
-for _ in $(seq 150); do
-	"$ibemu" exec --instance $instance -- ibstat ibemu0 1 2>/dev/null | grep -q 'State: Active' && break
-	sleep 0.2
-done
+"$ibemu" down --instance $instance >/dev/null
+step "ibemu up --sm: the same, with OpenSM run by the instance; up returns once the subnet is up"
+"$ibemu" up --instance $instance --sm
 run sminfo
 step "ibstat after SUBNET UP"
 run ibstat ibemu0 1
@@ -41,10 +69,12 @@ run ibnetdiscover
 step "perfquery on the local port"
 run perfquery
 step "ibping from ibemu0 to ibemu1, across both switches"
+lid=$("$ibemu" exec --instance $instance -- cat /sys/class/infiniband/ibemu1/ports/1/lid)
 "$ibemu" exec --instance $instance -- ibping -S -C ibemu1 >/dev/null 2>&1 &
-server=$!
-sleep 0.5
-run ibping -C ibemu0 -c 3 3
-kill $server 2>/dev/null || true
-step "ibemu down"
-"$ibemu" down --instance $instance
+for _ in $(seq 50); do # until the server answers
+	"$ibemu" exec --instance $instance -- ibping -C ibemu0 -c 1 $((lid)) >/dev/null 2>&1 && break
+	sleep 0.2
+done
+run ibping -C ibemu0 -c 3 $((lid))
+step "ibemu down --kill-clients: the ibping server, then OpenSM, then the devices"
+"$ibemu" down --instance $instance --kill-clients

@@ -7,6 +7,9 @@
 // Threads: main runs the io_context, which owns the subnet, the emulated
 // host and the FUSE session. One short-lived thread does the mounts that
 // need the FUSE filesystem answering (it touches no emu state).
+//
+// With --sm it also runs OpenSM in the instance (tools/sm_process.h) and at
+// shutdown stops it before any device goes.
 #include "cuse_dev/cuse_devices.h"
 #include "cuse_dev/fuse_fs.h"
 #include "emu/hca_attrs.h"
@@ -15,6 +18,7 @@
 #include "tools/fabric_source.h"
 #include "tools/instance.h"
 #include "tools/namespace.h"
+#include "tools/sm_process.h"
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
@@ -30,6 +34,7 @@
 #include <cstring>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -49,7 +54,12 @@ struct Options {
 	std::string logLevel = "info";
 	bool global = false;
 	unsigned spinUs = 50;
+	bool sm = false;                 /* run OpenSM in the instance */
+	std::vector<std::string> smArgs; /* its arguments, after -- */
 };
+
+/* How long OpenSM gets to exit after SIGTERM before SIGKILL */
+constexpr std::chrono::seconds kSmGrace{ 5 };
 
 /* Finds a CA by node id, description or GUID. */
 fabric::Node *findCa(fabric::Subnet &subnet, const std::string &what)
@@ -100,6 +110,7 @@ private:
 	void startMounter();
 	void awaitStop();
 	void stop(int code);
+	void teardown();
 	void ready();
 	nlohmann::ordered_json describe() const;
 	std::string liveStatus() const;
@@ -113,7 +124,9 @@ private:
 	std::unique_ptr<cuse_dev::FuseFs> fs_;
 	std::unique_ptr<cuse_dev::CuseDevices> cuse_;
 	bool useCuse_ = false;
+	std::unique_ptr<tools::SmProcess> sm_;
 	std::thread mounter_;
+	bool stopping_ = false;
 	int exitCode_ = 0;
 };
 
@@ -189,6 +202,9 @@ nlohmann::ordered_json Daemon::describe() const
 		devs.push_back(d);
 	}
 	j["devices"] = devs;
+	if (sm_)
+		j["sm"] = { { "pid", sm_->pid() }, { "state", sm_->state() }, { "log", sm_->logFile() },
+			    { "output", sm_->outFile() } };
 	return j;
 }
 
@@ -224,12 +240,31 @@ std::string Daemon::liveStatus() const
 	for (const auto &[pid, pages] : host_->pinned().all())
 		pinned.push_back({ { "pid", pid }, { "pinned_pages", pages }, { "pinned_bytes", pages * emu::kPageSize } });
 	j["pinned"] = pinned;
+	/* who holds the devices, by the process that opened them */
+	std::map<pid_t, unsigned> openers;
+	if (fs_)
+		fs_->openers(openers);
+	if (cuse_)
+		cuse_->openers(openers);
+	nlohmann::ordered_json clients = nlohmann::ordered_json::array();
+	for (const auto &[pid, files] : openers)
+		clients.push_back({ { "pid", pid }, { "files", files } });
+	j["clients"] = clients;
 	j["dropped_packets"] = subnet_.droppedPackets();
 	return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 void Daemon::ready()
 {
+	if (opts_.sm) {
+		std::string err;
+		sm_ = std::make_unique<tools::SmProcess>(io_, inst_.runDir + "/opensm");
+		if (sm_->start(opts_.smArgs, err) != 0) {
+			spdlog::error("{}", err);
+			stop(1);
+			return;
+		}
+	}
 	std::string tmp = inst_.readyFile() + ".tmp";
 	std::ofstream(tmp) << describe().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 	rename(tmp.c_str(), inst_.readyFile().c_str());
@@ -246,9 +281,23 @@ void Daemon::awaitStop()
 	});
 }
 
+/* OpenSM first, and only once it is gone everything else: it hangs when
+ * its files vanish under it. */
 void Daemon::stop(int code)
 {
+	if (stopping_)
+		return;
+	stopping_ = true;
 	exitCode_ = code;
+	if (sm_ && sm_->running()) {
+		sm_->stop(kSmGrace, [this] { teardown(); });
+		return;
+	}
+	teardown();
+}
+
+void Daemon::teardown()
+{
 	/* clients first: every open file dies and every parked request is
 	 * answered, then the mount goes */
 	if (host_)
@@ -418,6 +467,7 @@ int Daemon::run()
 	io_.run();
 	if (mounter_.joinable())
 		mounter_.join();
+	sm_.reset();
 	cuse_.reset();
 	fs_.reset();
 	host_.reset();
@@ -440,6 +490,8 @@ int main(int argc, char **argv)
 	app.add_option("--log-level", opts.logLevel, "trace, debug, info, warn, error");
 	app.add_flag("--global", opts.global, "CUSE only: devices and sysfs visible host-wide, no namespace");
 	app.add_option("--spin-us", opts.spinUs, "Stay awake this long after a request before sleeping (0: never spin)");
+	app.add_flag("--sm", opts.sm, "Run OpenSM in the instance (cache, temp files and log in the run directory)");
+	app.add_option("opensm_args", opts.smArgs, "With --sm: OpenSM's own arguments, after --");
 	CLI11_PARSE(app, argc, argv);
 
 	tools::Instance inst;

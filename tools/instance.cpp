@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -128,12 +130,40 @@ bool trustedRunDir(const Instance &inst, std::string &err)
 	return parentSafe(parentOf(inst.runDir), err) && dirSafe(inst.runDir, err);
 }
 
+bool removeRunDir(const Instance &inst, std::string &err)
+{
+	if (!trustedRunDir(inst, err))
+		return false;
+	/* never descend into a mount (a killed --global daemon leaves its
+	 * FUSE mount and bind mounts of host directories behind) */
+	std::ifstream mounts("/proc/self/mountinfo");
+	std::string line;
+	while (std::getline(mounts, line)) {
+		std::istringstream f(line);
+		std::string id, parent, dev, root, point;
+		f >> id >> parent >> dev >> root >> point;
+		if (point == inst.runDir || point.compare(0, inst.runDir.size() + 1, inst.runDir + "/") == 0) {
+			err = "not removing " + inst.runDir + ": " + point + " is still mounted (umount it first)";
+			return false;
+		}
+	}
+	/* remove_all removes symbolic links, never what they point to */
+	std::error_code ec;
+	std::filesystem::remove_all(inst.runDir, ec);
+	if (ec) {
+		err = "cannot remove " + inst.runDir + ": " + ec.message();
+		return false;
+	}
+	return true;
+}
+
 int runningPid(const Instance &inst, std::string *err)
 {
 	int fd = open(inst.pidFile().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		if (err && errno == EACCES)
-			*err = "cannot read " + inst.pidFile() + " (permission denied): run as root";
+			*err = "instance \"" + inst.name + "\" is root's: " + inst.pidFile() +
+			       " is readable by root only, so only root can see or control it (sudo ibemu ...)";
 		return 0;
 	}
 	/* who holds the daemon's lock? (F_GETLK reports a conflicting holder) */

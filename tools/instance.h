@@ -38,6 +38,11 @@ bool prepareRunDir(const Instance &inst, std::string &err);
 /* The same checks on an existing run directory, creating nothing. */
 bool trustedRunDir(const Instance &inst, std::string &err);
 
+/* Removes the run directory of an instance that is not running, after the
+ * same checks. false with the reason in err (a mount left behind by a
+ * killed --global daemon, for one). */
+bool removeRunDir(const Instance &inst, std::string &err);
+
 /* The pid of the running daemon of this instance, or 0. When the pid file
  * exists but cannot be read (not root) err says so. */
 int runningPid(const Instance &inst, std::string *err = nullptr);

@@ -3,6 +3,7 @@
 // `ibemu up | down | exec | shell | status`: running instances of ibemud.
 #include "tools/commands.h"
 #include "tools/instance.h"
+#include "tools/live_state.h"
 #include "tools/namespace.h"
 
 #include <nlohmann/json.hpp>
@@ -40,119 +41,33 @@ std::string selfDir()
 	return p.substr(0, p.rfind('/'));
 }
 
-std::string tail(const std::string &path, size_t lines)
-{
-	std::ifstream in(path);
-	std::vector<std::string> all;
-	std::string l;
-	while (std::getline(in, l))
-		all.push_back(l);
-	std::string out;
-	for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); i++)
-		out += "  " + all[i] + "\n";
-	return out;
-}
-
-/* A JSON file the daemon wrote; false when missing or not (yet) whole. */
-bool loadJson(const std::string &path, nlohmann::json &j)
-{
-	std::ifstream in(path);
-	if (!in)
-		return false;
-	try {
-		in >> j;
-	} catch (const std::exception &) {
-		return false;
-	}
-	return true;
-}
-
 /* What the daemon reported when its devices became ready. */
 bool loadReady(const Instance &inst, nlohmann::json &j) { return loadJson(inst.readyFile(), j); }
 
-/* The scheduler state of a process (R, S, D, T, ...), from /proc. */
-char processState(int pid)
+
+/* ibemud: next to ibemu in a build tree, in ../sbin when installed */
+std::string daemonPath()
 {
-	std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-	std::string line;
-	std::getline(in, line);
-	size_t close = line.rfind(')');
-	return close != std::string::npos && close + 2 < line.size() ? line[close + 2] : '?';
+	for (const std::string &p : { selfDir() + "/ibemud", selfDir() + "/../sbin/ibemud",
+				      std::string(IBEMU_SBINDIR) + "/ibemud" })
+		if (access(p.c_str(), X_OK) == 0)
+			return p;
+	return selfDir() + "/ibemud";
 }
 
-/* Live state from the daemon's filesystem, reached through its root in
- * /proc (it is mounted in the daemon's namespace only). The daemon answers
- * that read itself, so a stopped or stuck daemon would hold us forever: the
- * read happens in a child that is killed if no answer comes in time. */
-bool loadLive(const Instance &inst, int pid, nlohmann::json &j, std::string &why)
+/* "1 switch", "2 switches" */
+std::string count(int n, const char *one, const char *many)
 {
-	char st = processState(pid);
-	if (st == 'T' || st == 't') {
-		why = "ibemud (pid " + std::to_string(pid) + ") is stopped (SIGSTOP?): no live state; `kill -CONT " +
-		      std::to_string(pid) + "` resumes it";
-		return false;
-	}
-	int fds[2];
-	if (pipe2(fds, O_CLOEXEC) != 0)
-		return false;
-	pid_t child = fork();
-	if (child < 0) {
-		close(fds[0]);
-		close(fds[1]);
-		return false;
-	}
-	if (child == 0) {
-		close(fds[0]);
-		std::ifstream in("/proc/" + std::to_string(pid) + "/root" + inst.fsDir() + "/status.json");
-		std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-		for (size_t at = 0; at < text.size();) {
-			ssize_t n = write(fds[1], text.data() + at, text.size() - at);
-			if (n <= 0)
-				_exit(1);
-			at += size_t(n);
-		}
-		_exit(in.bad() ? 1 : 0);
-	}
-	close(fds[1]);
-	std::string text;
-	auto deadline = std::chrono::steady_clock::now() + 5s;
-	bool answered = false;
-	for (;;) {
-		auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-		pollfd p{ fds[0], POLLIN, 0 };
-		if (left.count() <= 0 || poll(&p, 1, int(left.count())) <= 0)
-			break;
-		char buf[65536];
-		ssize_t n = read(fds[0], buf, sizeof buf);
-		if (n <= 0) {
-			answered = n == 0;
-			break;
-		}
-		text.append(buf, size_t(n));
-	}
-	close(fds[0]);
-	if (!answered) {
-		kill(child, SIGKILL);
-		why = "ibemud (pid " + std::to_string(pid) + ") did not answer within 5 s; showing what it reported at start";
-	}
-	int status;
-	waitpid(child, &status, 0);
-	if (!answered || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return false;
-	try {
-		j = nlohmann::json::parse(text);
-	} catch (const std::exception &) {
-		return false;
-	}
-	return true;
+	return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
 void printDevices(const nlohmann::json &j)
 {
-	printf("ibemu instance \"%s\" is up (pid %d, %s transport, fabric %s: %d switches, %d CAs, %d links)\n",
+	const auto &f = j["fabric"];
+	printf("ibemu instance \"%s\" is up (pid %d, %s transport, fabric %s: %s, %s, %s)\n",
 	       j.value("instance", "").c_str(), j.value("pid", 0), j.value("transport", "").c_str(),
-	       j.value("topology", "").c_str(), j["fabric"].value("switches", 0), j["fabric"].value("cas", 0),
-	       j["fabric"].value("links", 0));
+	       j.value("topology", "").c_str(), count(f.value("switches", 0), "switch", "switches").c_str(),
+	       count(f.value("cas", 0), "CA", "CAs").c_str(), count(f.value("links", 0), "link", "links").c_str());
 	for (const auto &d : j["devices"]) {
 		printf("  %s  node GUID %s  \"%s\"\n", d.value("ibdev", "").c_str(), d.value("node_guid", "").c_str(),
 		       d.value("node", "").c_str());
@@ -172,6 +87,15 @@ void printDevices(const nlohmann::json &j)
 			printf("\n");
 		}
 	}
+	if (j.contains("sm")) {
+		const auto &sm = j["sm"];
+		printf("  OpenSM: %s", sm.value("state", "").c_str());
+		if (sm.value("pid", 0))
+			printf(", pid %d", sm.value("pid", 0));
+		if (sm.contains("sminfo"))
+			printf(", %s", sm.value("sminfo", "").c_str());
+		printf("\n    log %s\n", sm.value("log", "").c_str());
+	}
 	if (j.contains("pinned") && !j["pinned"].empty()) {
 		printf("  pinned memory (RLIMIT_MEMLOCK accounting):\n");
 		for (const auto &p : j["pinned"])
@@ -179,6 +103,13 @@ void printDevices(const nlohmann::json &j)
 			       static_cast<unsigned long long>(p.value("pinned_pages", 0ull)),
 			       static_cast<unsigned long long>(p.value("pinned_bytes", 0ull) / 1024));
 	}
+}
+
+void printClients(const std::vector<Client> &clients, int smPid = 0)
+{
+	for (const auto &c : clients)
+		printf("    pid %d (%s): %s%s\n", c.pid, c.command.c_str(), count(int(c.files), "file", "files").c_str(),
+		       c.pid == smPid ? " (the instance's SM)" : "");
 }
 
 bool instanceOf(const std::string &name, Instance &inst)
@@ -191,10 +122,76 @@ bool instanceOf(const std::string &name, Instance &inst)
 	return true;
 }
 
-int up(const std::vector<std::string> &daemonArgs, const Instance &inst, bool json)
+/* The instance's run directory goes, or stays when asked; says which. */
+void leaveRunDir(const Instance &inst, bool keepLogs, const char *cmd)
+{
+	if (keepLogs) {
+		/* after a failed up, next to its error */
+		fprintf(strcmp(cmd, "up") == 0 ? stderr : stdout, "ibemu %s: logs kept in %s\n", cmd, inst.runDir.c_str());
+		return;
+	}
+	std::string err;
+	if (!removeRunDir(inst, err))
+		fprintf(stderr, "ibemu %s: %s\n", cmd, err.c_str());
+}
+
+/* SIGTERM to the daemon (it stops OpenSM, then its devices) and wait for
+ * it; SIGKILL after 30 s. false when it had to be killed. */
+bool stopDaemon(int pid, const char *cmd)
+{
+	kill(pid, SIGTERM);
+	/* `up` is its parent: reap it, or it would linger as a zombie */
+	for (int i = 0; i < 1500 && waitpid(pid, nullptr, WNOHANG) <= 0 && kill(pid, 0) == 0; i++)
+		std::this_thread::sleep_for(20ms);
+	if (kill(pid, 0) != 0)
+		return true;
+	/* the instance goes, but a daemon that needed this is a bug: say so */
+	fprintf(stderr, "ibemu %s: ibemud (pid %d) did not stop in 30 s; killed it\n", cmd, pid);
+	kill(pid, SIGKILL);
+	return false;
+}
+
+/* Why `up --sm` is not done yet: a port not ACTIVE, the SM gone, or "" when
+ * every local port is ACTIVE and sminfo sees a MASTER. fatal: no point in
+ * waiting any longer. */
+std::string notUpYet(const Instance &inst, int pid, bool &fatal)
+{
+	fatal = false;
+	nlohmann::json j;
+	std::string why;
+	if (kill(pid, 0) != 0) {
+		fatal = true;
+		return "ibemud exited";
+	}
+	if (!loadLive(inst, pid, j, why))
+		return why.empty() ? "no status from ibemud" : why;
+	if (j.contains("sm") && j["sm"].value("state", "") != "running") {
+		fatal = true;
+		return "OpenSM " + j["sm"].value("state", "");
+	}
+	for (const auto &d : j["devices"])
+		for (const auto &p : d["ports"])
+			if (p.value("state", "") != "ACTIVE")
+				return d.value("ibdev", "") + " port " + std::to_string(p.value("port", 0)) + " is " +
+				       p.value("state", "?") + ", not ACTIVE";
+	std::string state = smState(pid, why);
+	if (state != "SMINFO_MASTER")
+		return state.empty() ? why : "sminfo reports " + state + ", not SMINFO_MASTER";
+	return "";
+}
+
+struct UpOpts {
+	std::string instance, topology, gen, local, transport = "auto", logLevel = "info";
+	bool global = false, json = false, sm = false, keepLogs = false;
+	unsigned waitTimeout = 60;
+	std::vector<std::string> smArgs;
+};
+
+int up(const std::vector<std::string> &daemonArgs, const Instance &inst, const UpOpts &o)
 {
 	if (geteuid() != 0) {
-		fprintf(stderr, "ibemu up: must run as root (ibemud mounts a FUSE filesystem and a namespace)\n");
+		fprintf(stderr, "ibemu up: must run as root (ibemud mounts a FUSE filesystem and a namespace); try "
+				"`sudo ibemu up`\n");
 		return 1;
 	}
 	if (access("/dev/fuse", R_OK | W_OK) != 0) {
@@ -213,7 +210,7 @@ int up(const std::vector<std::string> &daemonArgs, const Instance &inst, bool js
 	}
 	unlink(inst.readyFile().c_str());
 
-	std::string daemon = selfDir() + "/ibemud";
+	std::string daemon = daemonPath();
 	pid_t pid = fork();
 	if (pid < 0) {
 		perror("ibemu up: fork");
@@ -238,49 +235,113 @@ int up(const std::vector<std::string> &daemonArgs, const Instance &inst, bool js
 		fprintf(stderr, "cannot run %s: %s\n", daemon.c_str(), strerror(errno));
 		_exit(127);
 	}
-	for (auto deadline = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < deadline;) {
+
+	/* the devices, then (--sm) an SM that made every local port ACTIVE */
+	nlohmann::json ready;
+	std::string why;
+	bool fatal = false;
+	auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.waitTimeout);
+	while (std::chrono::steady_clock::now() < deadline) {
 		int status;
 		if (waitpid(pid, &status, WNOHANG) == pid) {
-			fprintf(stderr, "ibemu up: ibemud failed to start (exit %d):\n%s", WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-				tail(inst.outFile(), 20).c_str());
+			fprintf(stderr, "ibemu up: ibemud failed to start (exit %d):\n%s",
+				WIFEXITED(status) ? WEXITSTATUS(status) : -1, tail(inst.outFile(), 20).c_str());
+			leaveRunDir(inst, o.keepLogs, "up");
 			return 1;
 		}
-		nlohmann::json j;
-		if (loadReady(inst, j)) {
-			if (json)
-				printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-			else
-				printDevices(j);
-			return 0;
+		if (ready.empty() && !loadReady(inst, ready)) {
+			std::this_thread::sleep_for(20ms);
+			continue;
 		}
-		std::this_thread::sleep_for(20ms);
+		if (!o.sm)
+			break;
+		why = notUpYet(inst, pid, fatal);
+		if (why.empty() || fatal)
+			break;
+		std::this_thread::sleep_for(200ms);
 	}
-	kill(pid, SIGTERM);
-	fprintf(stderr, "ibemu up: ibemud did not become ready in 60 s:\n%s", tail(inst.outFile(), 20).c_str());
+	if (!ready.empty() && (!o.sm || why.empty())) {
+		nlohmann::json live; /* with --sm: the ports as the SM left them */
+		std::string ignored;
+		if (o.sm && loadLive(inst, pid, live, ignored))
+			ready = live;
+		if (o.json)
+			printf("%s\n", ready.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+		else
+			printDevices(ready);
+		return 0;
+	}
+	if (ready.empty())
+		fprintf(stderr, "ibemu up: ibemud did not become ready in %u s:\n%s", o.waitTimeout,
+			tail(inst.outFile(), 20).c_str());
+	else {
+		/* an OpenSM that exited said why on its output; a running one logs */
+		std::string log = inst.runDir + (fatal ? "/opensm/opensm.out" : "/opensm/opensm.log");
+		if (fatal)
+			fprintf(stderr, "ibemu up: the subnet did not come up: %s\n", why.c_str());
+		else
+			fprintf(stderr, "ibemu up: the subnet did not come up in %u s: %s\n", o.waitTimeout, why.c_str());
+		/* OpenSM prints its complaint about arguments first, then usage */
+		fprintf(stderr, "%s %s:\n%s", fatal ? "the start of" : "the end of", log.c_str(), tail(log, 10, fatal).c_str());
+	}
+	stopDaemon(pid, "up");
+	waitpid(pid, nullptr, 0);
+	leaveRunDir(inst, o.keepLogs, "up");
 	return 1;
 }
 
-int down(const Instance &inst)
+/* Not running, or not ours to see: the reason for a command's error. */
+std::string notRunning(const Instance &inst, const std::string &why, const char *hint)
+{
+	if (!why.empty())
+		return why;
+	return "instance \"" + inst.name + "\" is not running" + hint;
+}
+
+int down(const Instance &inst, bool killClients, bool keepLogs)
 {
 	std::string why;
 	int pid = runningPid(inst, &why);
 	if (!pid) {
-		if (!why.empty())
-			fprintf(stderr, "ibemu down: %s\n", why.c_str());
-		else
-			fprintf(stderr, "ibemu down: instance \"%s\" is not running\n", inst.name.c_str());
+		fprintf(stderr, "ibemu down: %s\n", notRunning(inst, why, "").c_str());
 		return 1;
 	}
-	kill(pid, SIGTERM);
-	for (int i = 0; i < 500 && kill(pid, 0) == 0; i++)
-		std::this_thread::sleep_for(20ms);
-	if (kill(pid, 0) == 0) {
-		/* the instance goes, but a daemon that needed this is a bug: say so */
-		fprintf(stderr, "ibemu down: ibemud (pid %d) did not stop in 10 s; killed it\n", pid);
-		kill(pid, SIGKILL);
+	/* who still holds the devices (OpenSM is the daemon's to stop) */
+	nlohmann::json live;
+	std::vector<Client> clients;
+	if (loadLive(inst, pid, live, why))
+		clients = clientsOf(inst, live, live.contains("sm") ? live["sm"].value("pid", 0) : 0);
+	if (!clients.empty() && killClients) {
+		printf("ibemu down: ending %s holding the devices:\n", count(int(clients.size()), "process", "processes").c_str());
+		printClients(clients);
+		for (const auto &c : clients)
+			kill(c.pid, SIGTERM);
+		for (int i = 0; i < 250; i++) {
+			bool left = false;
+			for (const auto &c : clients)
+				left |= kill(c.pid, 0) == 0;
+			if (!left)
+				break;
+			std::this_thread::sleep_for(20ms);
+		}
+		for (const auto &c : clients)
+			if (kill(c.pid, 0) == 0) {
+				printf("ibemu down: pid %d (%s) did not end within 5 s of SIGTERM: SIGKILL\n", c.pid,
+				       c.command.c_str());
+				kill(c.pid, SIGKILL);
+			}
+	} else if (!clients.empty()) {
+		printf("ibemu down: %s still %s the devices; their files fail from now on (--kill-clients ends "
+		       "them first):\n",
+		       count(int(clients.size()), "process", "processes").c_str(), clients.size() == 1 ? "holds" : "hold");
+		printClients(clients);
+	}
+	if (!stopDaemon(pid, "down")) {
+		printf("ibemu down: logs kept in %s\n", inst.runDir.c_str());
 		return 1;
 	}
 	printf("ibemu instance \"%s\" is down\n", inst.name.c_str());
+	leaveRunDir(inst, keepLogs, "down");
 	return 0;
 }
 
@@ -289,11 +350,7 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd)
 	std::string why;
 	int pid = runningPid(inst, &why);
 	if (!pid) {
-		if (!why.empty())
-			fprintf(stderr, "ibemu exec: %s\n", why.c_str());
-		else
-			fprintf(stderr, "ibemu exec: instance \"%s\" is not running (`ibemu up` first)\n",
-				inst.name.c_str());
+		fprintf(stderr, "ibemu exec: %s\n", notRunning(inst, why, " (`ibemu up` first)").c_str());
 		return 1;
 	}
 	char cwd[PATH_MAX];
@@ -316,24 +373,81 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd)
 	return 127;
 }
 
+int status(const Instance &inst, bool json)
+{
+	nlohmann::json j;
+	std::string why;
+	int pid = runningPid(inst, &why);
+	if (!pid && !why.empty()) { /* cannot tell: not ours to see */
+		fprintf(stderr, "ibemu status: %s\n", why.c_str());
+		return 1;
+	}
+	bool live = pid && loadLive(inst, pid, j, why);
+	if (!why.empty())
+		fprintf(stderr, "ibemu status: %s\n", why.c_str());
+	if (!pid || !(live || loadReady(inst, j))) {
+		if (json)
+			printf("{\"instance\":\"%s\",\"running\":false}\n", inst.name.c_str());
+		else
+			printf("ibemu instance \"%s\" is not running\n", inst.name.c_str());
+		return 3;
+	}
+	j["running"] = true;
+	std::vector<Client> clients;
+	if (live) {
+		int smPid = j.contains("sm") ? j["sm"].value("pid", 0) : 0;
+		if (smPid) {
+			std::string state = smState(pid, why);
+			j["sm"]["sminfo"] = state.empty() ? why : state;
+		}
+		clients = clientsOf(inst, j, 0);
+		nlohmann::json cl = nlohmann::json::array();
+		for (const auto &c : clients)
+			cl.push_back({ { "pid", c.pid }, { "command", c.command }, { "files", c.files } });
+		j["clients"] = cl;
+	}
+	if (json) {
+		printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+		return 0;
+	}
+	printDevices(j);
+	if (!clients.empty()) {
+		printf("  processes holding its devices:\n");
+		printClients(clients, j.contains("sm") ? j["sm"].value("pid", 0) : 0);
+	}
+	return 0;
+}
+
+/* --instance: the name given, else $IBEMU_INSTANCE (set by `ibemu exec`),
+ * else "default" */
+std::string defaultInstance()
+{
+	const char *e = getenv("IBEMU_INSTANCE");
+	return e && *e ? e : "default";
+}
+
 } /* namespace */
 
 void addInstanceCommands(CLI::App &app, int &exitCode)
 {
-	struct UpOpts {
-		std::string instance = "default", topology, gen, local, transport = "auto", logLevel = "info";
-		bool global = false, json = false;
-	};
+	const std::string instanceHelp = "Instance name (default: $IBEMU_INSTANCE, else \"default\")";
 	auto u = std::make_shared<UpOpts>();
+	u->instance = defaultInstance();
 	CLI::App *upCmd = app.add_subcommand("up", "Start an instance in the background and wait until it is ready");
-	upCmd->add_option("--instance", u->instance, "Instance name (default: default)");
+	upCmd->add_option("--instance", u->instance, instanceHelp);
 	auto *topo = upCmd->add_option("--topology", u->topology, "Topology file (ibnetdiscover format)");
 	upCmd->add_option("--gen", u->gen, "Generate the fabric, e.g. fat-tree:levels=2,hosts=16,radix=8")->excludes(topo);
 	upCmd->add_option("--local", u->local, "CAs to make local: node ids, descriptions or GUIDs, comma-separated");
 	upCmd->add_option("--transport", u->transport, "auto, cuse or fuse")->check(CLI::IsMember({ "auto", "cuse", "fuse" }));
 	upCmd->add_option("--log-level", u->logLevel, "trace, debug, info, warn, error");
 	upCmd->add_flag("--global", u->global, "CUSE only: show the devices host-wide");
+	upCmd->add_flag("--sm", u->sm,
+			"Run OpenSM in the instance and wait until every local port is ACTIVE and an SM is MASTER");
+	upCmd->add_option("--wait-timeout", u->waitTimeout, "Seconds to wait for the devices (and with --sm the subnet)")
+		->capture_default_str();
+	upCmd->add_flag("--keep-logs", u->keepLogs, "Keep the run directory and its logs if up fails");
 	upCmd->add_flag("--json", u->json, "Print what is exposed as JSON");
+	upCmd->add_option("opensm_args", u->smArgs, "With --sm: arguments for OpenSM, after --");
 	upCmd->callback([u, &exitCode] {
 		Instance inst;
 		if (!instanceOf(u->instance, inst))
@@ -341,6 +455,10 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 		if (u->global && (u->transport == "fuse" || access("/dev/cuse", R_OK | W_OK) != 0)) {
 			fprintf(stderr, "ibemu up: --global needs the CUSE transport (/dev/cuse): FUSE devices are only "
 					"visible through `ibemu exec`\n");
+			return void(exitCode = 2);
+		}
+		if (!u->smArgs.empty() && !u->sm) {
+			fprintf(stderr, "ibemu up: arguments after -- are OpenSM's, and need --sm\n");
 			return void(exitCode = 2);
 		}
 		std::vector<std::string> args{ "--instance", u->instance, "--transport", u->transport, "--log-level", u->logLevel };
@@ -358,33 +476,47 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 			args.insert(args.end(), { "--local", u->local });
 		if (u->global)
 			args.push_back("--global");
-		exitCode = up(args, inst, u->json);
+		if (u->sm) {
+			args.push_back("--sm");
+			args.push_back("--");
+			args.insert(args.end(), u->smArgs.begin(), u->smArgs.end());
+		}
+		exitCode = up(args, inst, *u);
 	});
 
-	auto downName = std::make_shared<std::string>("default");
-	CLI::App *downCmd = app.add_subcommand("down", "Stop an instance; its clients get errors, its mounts go");
-	downCmd->add_option("--instance", *downName, "Instance name");
-	downCmd->callback([downName, &exitCode] {
+	struct DownOpts {
+		std::string instance;
+		bool killClients = false, keepLogs = false;
+	};
+	auto d = std::make_shared<DownOpts>();
+	d->instance = defaultInstance();
+	CLI::App *downCmd = app.add_subcommand("down", "Stop an instance: OpenSM first, then its devices and mounts");
+	downCmd->add_option("--instance", d->instance, instanceHelp);
+	downCmd->add_flag("--kill-clients", d->killClients,
+			  "End the processes that hold its devices first (SIGTERM, SIGKILL after 5 s)");
+	downCmd->add_flag("--keep-logs", d->keepLogs, "Keep the run directory and its logs");
+	downCmd->callback([d, &exitCode] {
 		Instance inst;
-		exitCode = instanceOf(*downName, inst) ? down(inst) : 2;
+		exitCode = instanceOf(d->instance, inst) ? down(inst, d->killClients, d->keepLogs) : 2;
 	});
 
 	struct ExecOpts {
-		std::string instance = "default";
+		std::string instance;
 		std::vector<std::string> cmd;
 	};
 	auto e = std::make_shared<ExecOpts>();
+	e->instance = defaultInstance();
 	CLI::App *execCmd = app.add_subcommand("exec", "Run a command that sees the instance's devices and sysfs");
-	execCmd->add_option("--instance", e->instance, "Instance name");
+	execCmd->add_option("--instance", e->instance, instanceHelp);
 	execCmd->add_option("cmd", e->cmd, "Command and arguments (after --)")->required();
 	execCmd->callback([e, &exitCode] {
 		Instance inst;
 		exitCode = instanceOf(e->instance, inst) ? exec(inst, e->cmd) : 2;
 	});
 
-	auto shellName = std::make_shared<std::string>("default");
+	auto shellName = std::make_shared<std::string>(defaultInstance());
 	CLI::App *shellCmd = app.add_subcommand("shell", "An interactive shell that sees the instance's devices");
-	shellCmd->add_option("--instance", *shellName, "Instance name");
+	shellCmd->add_option("--instance", *shellName, instanceHelp);
 	shellCmd->callback([shellName, &exitCode] {
 		Instance inst;
 		const char *sh = getenv("SHELL");
@@ -392,35 +524,17 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 	});
 
 	struct StatusOpts {
-		std::string instance = "default";
+		std::string instance;
 		bool json = false;
 	};
 	auto st = std::make_shared<StatusOpts>();
-	CLI::App *statusCmd = app.add_subcommand("status", "Is an instance running, and what does it expose");
-	statusCmd->add_option("--instance", st->instance, "Instance name");
+	st->instance = defaultInstance();
+	CLI::App *statusCmd = app.add_subcommand("status", "Is an instance running, what does it expose, who uses it");
+	statusCmd->add_option("--instance", st->instance, instanceHelp);
 	statusCmd->add_flag("--json", st->json, "JSON output");
 	statusCmd->callback([st, &exitCode] {
 		Instance inst;
-		if (!instanceOf(st->instance, inst))
-			return void(exitCode = 2);
-		nlohmann::json j;
-		std::string why;
-		int pid = runningPid(inst, &why);
-		bool live = pid && loadLive(inst, pid, j, why);
-		if (!why.empty())
-			fprintf(stderr, "ibemu status: %s\n", why.c_str());
-		if (!pid || !(live || loadReady(inst, j))) {
-			if (st->json)
-				printf("{\"instance\":\"%s\",\"running\":false}\n", inst.name.c_str());
-			else
-				printf("ibemu instance \"%s\" is not running\n", inst.name.c_str());
-			return void(exitCode = 3);
-		}
-		j["running"] = true;
-		if (st->json)
-			printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-		else
-			printDevices(j);
+		exitCode = instanceOf(st->instance, inst) ? status(inst, st->json) : 2;
 	});
 }
 

@@ -89,16 +89,18 @@ expect_eq "saquery on the fat tree (many segments)" 24 "$(grep -c 'NodeRecord du
 # through a libibumad buffer (not page-aligned, split by the kernel over
 # several requests) and saquery reads it the same way; every record arrives
 C=e2e-big-$$
-"$ibemu" up --instance $C --gen torus:dims=40x40,hosts-per-switch=1 >/dev/null
-start_opensm $C 0x0002c90300000011
+# OpenSM run by the instance (up --sm), bound to sw1's HCA
+out=$("$ibemu" up --instance $C --gen torus:dims=40x40,hosts-per-switch=1 --sm --wait-timeout 600 \
+	-- -g 0x0002c90300000011 -s 0 2>&1)
+expect_eq "up --sm brings up a 1,600-switch torus" 0 $?
 # the SA answers once the first sweep is over, a while after MASTER
 wait_for $C 600 sh -c 'saquery -s | grep -q EndPortLid'
-expect_eq "OpenSM brings up a 1,600-switch torus and its SA answers" 0 $?
+expect_eq "and its SA answers" 0 $?
 out=$(inst $C saquery -t 60000 NR)
 expect_eq "saquery: 3,200 NodeRecords (~350 KiB)" 3200 "$(grep -c 'NodeRecord dump' <<<"$out")"
 out=$(inst $C saquery -t 60000 LFTR)
 expect_eq "saquery: 81,600 LFT records (~5.6 MiB), all of them" 81600 "$(grep -c 'LFT Record dump' <<<"$out")"
-expect_eq "OpenSM logged no MAD errors" 0 "$(grep -c 'ERR 3111' "$work/$C.osm/opensm.log")"
+expect_eq "OpenSM logged no MAD errors" 0 "$(grep -c 'ERR 3111' "$IBEMU_RUN_DIR/$C/opensm/opensm.log")"
 down_inst $C
 
 # --- performance counters
@@ -191,6 +193,48 @@ if [ ! -e /dev/cuse ]; then
 	expect_eq "up --transport cuse without CUSE fails" 1 $?
 	expect_match "and says why" '/dev/cuse is missing' "$out"
 fi
+
+# --- up --sm: OpenSM run by the instance, its cache and log in the run
+# directory; down --kill-clients ends the users first, OpenSM next, and
+# leaves no process, mount or directory behind
+S=e2e-sm-$$
+out=$("$ibemu" up --instance $S --sm 2>&1)
+expect_eq "up --sm" 0 $?
+expect_eq "up --sm returns with both local ports ACTIVE" 2 "$(grep -c 'ACTIVE/LinkUp' <<<"$out")"
+out=$(IBEMU_INSTANCE=$S "$ibemu" status)
+expect_match "status (instance from IBEMU_INSTANCE) shows the SM" "OpenSM: running, pid [0-9]+, SMINFO_MASTER" "$out"
+expect_match "its log is in the run directory" "log $IBEMU_RUN_DIR/$S/opensm/opensm.log" "$out"
+expect_eq "its cache too, not the machine's" 0 "$(test -s "$IBEMU_RUN_DIR/$S/opensm/cache/guid2lid"; echo $?)"
+smpid=$("$ibemu" status --instance $S --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["sm"]["pid"])')
+lid1=$(inst $S cat /sys/class/infiniband/ibemu1/ports/1/lid)
+inst $S ibping -S -C ibemu1 >/dev/null 2>&1 &
+pinger=$!
+wait_for $S 30 ibping -C ibemu0 -c 1 $((lid1))
+expect_eq "ibping from ibemu0 to ibemu1" 0 $?
+out=$(inst $S perfquery -C ibemu1)
+expect_match "perfquery on the other HCA" 'PortXmitPkts:\.+[1-9]' "$out"
+out=$("$ibemu" status --instance $S)
+expect_match "status names the ibping server as a client" "pid [0-9]+ \(ibping\): 1 file" "$out"
+out=$("$ibemu" down --instance $S --kill-clients 2>&1)
+expect_eq "down --kill-clients" 0 $?
+expect_match "says whom it ended" "ending 1 process holding the devices" "$out"
+wait $pinger 2>/dev/null
+expect_eq "the client is gone" 1 "$(kill -0 $pinger 2>/dev/null; echo $?)"
+expect_eq "OpenSM is gone" 1 "$(kill -0 "$smpid" 2>/dev/null; echo $?)"
+expect_eq "the run directory is gone" 1 "$(test -e "$IBEMU_RUN_DIR/$S"; echo $?)"
+out=$("$ibemu" up --instance $S --sm -- --no-such-option 2>&1)
+expect_eq "up --sm with OpenSM failing exits 1" 1 $?
+expect_match "and says why" "OpenSM exited with status .*unrecognized option" "$(tr '\n' ' ' <<<"$out")"
+expect_eq "and leaves no run directory" 1 "$(test -e "$IBEMU_RUN_DIR/$S"; echo $?)"
+out=$("$ibemu" up --instance $S --sm --keep-logs -- --no-such-option 2>&1)
+expect_match "--keep-logs keeps them" "logs kept in $IBEMU_RUN_DIR/$S" "$out"
+expect_eq "with OpenSM's output" 0 "$(grep -qs 'unrecognized option' "$IBEMU_RUN_DIR/$S/opensm/opensm.out"; echo $?)"
+sanitizer_check $S
+rm -rf "${IBEMU_RUN_DIR:?}/$S"
+out=$("$ibemu" frobnicate 2>&1)
+expect_match "an unknown subcommand is named" "frobnicate" "$out"
+out=$("$ibemu" --version)
+expect_match "--version" '^ibemu [0-9]+\.[0-9]+' "$out"
 
 # --- down while clients are blocked in a read, a write and an issm open:
 # each gets an error, none hangs, and the daemon stops without a kill

@@ -86,14 +86,17 @@ sanitizer_check() {
 }
 
 # down_inst INSTANCE: its SM first, then the instance; down must stop the
-# daemon without a forced kill, and the daemon must be clean
+# daemon without a forced kill, the daemon must be clean, and the run
+# directory goes (kept by --keep-logs until the daemon's output is read)
 down_inst() {
 	stop_opensm "$1"
 	local out
-	out=$("$ibemu" down --instance "$1" 2>&1)
+	out=$("$ibemu" down --keep-logs --instance "$1" 2>&1)
 	expect_eq "down $1 exits 0" 0 $?
-	[ -n "$out" ] && ! grep -q 'is down' <<<"$out" && printf '  down said: %s\n' "$out"
+	out=$(grep -v -e 'is down' -e 'logs kept in' <<<"$out")
+	[ -n "$out" ] && printf '  down said: %s\n' "$out"
 	sanitizer_check "$1"
+	rm -rf "${IBEMU_RUN_DIR:?}/$1"
 }
 
 # every instance still up, then the leftovers

@@ -211,7 +211,7 @@ int main(int argc, char **argv)
 	Side req;
 	setUp(req, argv[2]);
 	static char src[kLen];
-	ibv_mr *srcMr = ibv_reg_mr(req.pd, src, sizeof src, IBV_ACCESS_LOCAL_WRITE);
+	ibv_mr *srcMr = ibv_reg_mr(req.pd, src, sizeof src, static_cast<int>(IBV_ACCESS_LOCAL_WRITE));
 	if (!srcMr)
 		die("reg_mr");
 
