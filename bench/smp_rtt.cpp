@@ -46,10 +46,10 @@ int main(int argc, char **argv)
 	for (int i = 0; i < count; i++) {
 		memset(send.data(), 0, size);
 		auto *mad = reinterpret_cast<uint8_t *>(umad_get_mad(send.data()));
-		mad[0] = 1;      /* base version */
-		mad[1] = 0x81;   /* directed route */
-		mad[2] = 1;      /* class version */
-		mad[3] = 1;      /* Get */
+		mad[0] = 1; /* base version */
+		mad[1] = 0x81; /* directed route */
+		mad[2] = 1; /* class version */
+		mad[3] = 1; /* Get */
 		mad[7] = static_cast<uint8_t>(path.size() - 1); /* hop count */
 		uint32_t tid = static_cast<uint32_t>(i + 1);
 		memcpy(mad + 12, &tid, 4);

@@ -122,7 +122,8 @@ double writeBw(End &a, End &b, size_t size, int iters)
 	int posted = 0, done = 0;
 	while (done < iters) {
 		while (posted < iters && posted - done < 16) {
-			ibv_sge sge{ reinterpret_cast<uint64_t>(a.buf.data()), static_cast<uint32_t>(size), a.mr->lkey };
+			ibv_sge sge{ reinterpret_cast<uint64_t>(a.buf.data()), static_cast<uint32_t>(size),
+				     a.mr->lkey };
 			ibv_send_wr wr{}, *bad;
 			wr.sg_list = &sge;
 			wr.num_sge = 1;

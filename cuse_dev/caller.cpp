@@ -2,14 +2,14 @@
 // Copyright (c) 2026 the ibemu authors
 #include "cuse_dev/caller.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
-#include <sys/syscall.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -105,8 +105,8 @@ bool Continuation::continues(pid_t t)
 	return false;
 }
 
-int takeWrite(pid_t tid, const char *buf, size_t size, size_t maxLen, Continuation &rest,
-	      std::vector<uint8_t> &storage, const uint8_t *&data, CallerIo &io)
+int takeWrite(pid_t tid, const char *buf, size_t size, size_t maxLen, Continuation &rest, std::vector<uint8_t> &storage,
+	      const uint8_t *&data, CallerIo &io)
 {
 	if (rest.continues(tid)) {
 		rest.left -= std::min(size, rest.left);

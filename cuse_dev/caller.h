@@ -29,9 +29,9 @@ int writeCaller(pid_t tid, uint64_t addr, const void *data, size_t len);
 
 /* The caller's read() or write() system call that a request belongs to. */
 struct CallerIo {
-	long nr = 0;       /* SYS_read or SYS_write */
+	long nr = 0; /* SYS_read or SYS_write */
 	uint64_t addr = 0; /* its buffer */
-	size_t count = 0;  /* its size */
+	size_t count = 0; /* its size */
 };
 
 /* The kernel hands a read() or write() bigger than one request (max_write,
@@ -44,7 +44,7 @@ struct CallerIo {
 struct Continuation {
 	pid_t tid = 0;
 	CallerIo io;
-	size_t left = 0;           /* bytes of the system call still to come */
+	size_t left = 0; /* bytes of the system call still to come */
 	std::vector<uint8_t> data; /* read: what is left to hand out */
 
 	void clear() { *this = Continuation{}; }
@@ -63,8 +63,8 @@ CallerIo callerIo(pid_t tid, long nr, size_t chunk);
  * write() in data (io.count bytes; read from the caller into storage when
  * the kernel split it), or -ENOMEM when that is longer than maxLen, or
  * -EFAULT. After handling the data, call expectRest(). */
-int takeWrite(pid_t tid, const char *buf, size_t size, size_t maxLen, Continuation &rest,
-	      std::vector<uint8_t> &storage, const uint8_t *&data, CallerIo &io);
+int takeWrite(pid_t tid, const char *buf, size_t size, size_t maxLen, Continuation &rest, std::vector<uint8_t> &storage,
+	      const uint8_t *&data, CallerIo &io);
 /* The whole write() of `len` bytes was handled from a first request of
  * `first`: its other requests are to be acknowledged. */
 void expectRest(Continuation &rest, pid_t tid, const CallerIo &io, size_t first);

@@ -4,9 +4,9 @@
 #define FUSE_USE_VERSION 35
 #include "cuse_dev/cuse_devices.h"
 
-#include "cuse_dev/umad_files.h"
 #include "cuse_dev/process_access.h"
 #include "cuse_dev/session_pump.h"
+#include "cuse_dev/umad_files.h"
 #include "cuse_dev/verbs_files.h"
 #include "emu/host.h"
 
@@ -30,7 +30,7 @@ namespace {
 struct Device {
 	struct CuseDevices::Impl *owner;
 	NodeKind kind;
-	emu::UmadPort *port = nullptr;     /* umad, issm */
+	emu::UmadPort *port = nullptr; /* umad, issm */
 	emu::VerbsDevice *verbs = nullptr; /* uverbs */
 	std::string devName; /* relative to /dev */
 	fuse_session *se = nullptr;
@@ -38,7 +38,10 @@ struct Device {
 	std::unique_ptr<SessionPump> pump;
 };
 
-Device &dev(fuse_req_t req) { return *static_cast<Device *>(fuse_req_userdata(req)); }
+Device &dev(fuse_req_t req)
+{
+	return *static_cast<Device *>(fuse_req_userdata(req));
+}
 
 const char *kindName(NodeKind k)
 {
@@ -60,8 +63,7 @@ struct CuseDevices::Impl {
 
 	Impl(boost::asio::io_context &i, emu::Host &h, std::string p, unsigned spin)
 		: io(i), host(h), prefix(std::move(p)), files(i), verbsFiles(i, h), spinUs(spin)
-	{
-	}
+	{}
 };
 
 namespace {
@@ -71,7 +73,10 @@ void cdOpen(fuse_req_t req, fuse_file_info *fi)
 	Device &d = dev(req);
 	d.owner->files.open(req, *d.port, d.kind == NodeKind::Issm, fi);
 }
-void cdRead(fuse_req_t req, size_t size, off_t, fuse_file_info *fi) { dev(req).owner->files.read(req, size, fi); }
+void cdRead(fuse_req_t req, size_t size, off_t, fuse_file_info *fi)
+{
+	dev(req).owner->files.read(req, size, fi);
+}
 void cdWrite(fuse_req_t req, const char *buf, size_t size, off_t, fuse_file_info *fi)
 {
 	dev(req).owner->files.write(req, buf, size, fi);
@@ -81,15 +86,24 @@ void cdIoctl(fuse_req_t req, int cmd, void *arg, fuse_file_info *fi, unsigned fl
 {
 	dev(req).owner->files.ioctl(req, static_cast<unsigned>(cmd), arg, fi, flags, in, inSize, outSize);
 }
-void cdPoll(fuse_req_t req, fuse_file_info *fi, fuse_pollhandle *ph) { dev(req).owner->files.poll(req, fi, ph); }
-void cdRelease(fuse_req_t req, fuse_file_info *fi) { dev(req).owner->files.release(req, fi); }
+void cdPoll(fuse_req_t req, fuse_file_info *fi, fuse_pollhandle *ph)
+{
+	dev(req).owner->files.poll(req, fi, ph);
+}
+void cdRelease(fuse_req_t req, fuse_file_info *fi)
+{
+	dev(req).owner->files.release(req, fi);
+}
 
 void uvOpen(fuse_req_t req, fuse_file_info *fi)
 {
 	Device &d = dev(req);
 	d.owner->verbsFiles.open(req, *d.verbs, fi);
 }
-void uvRead(fuse_req_t req, size_t size, off_t, fuse_file_info *fi) { dev(req).owner->verbsFiles.read(req, size, fi); }
+void uvRead(fuse_req_t req, size_t size, off_t, fuse_file_info *fi)
+{
+	dev(req).owner->verbsFiles.read(req, size, fi);
+}
 void uvWrite(fuse_req_t req, const char *buf, size_t size, off_t, fuse_file_info *fi)
 {
 	dev(req).owner->verbsFiles.write(req, buf, size, fi);
@@ -98,8 +112,14 @@ void uvIoctl(fuse_req_t req, int cmd, void *, fuse_file_info *fi, unsigned, cons
 {
 	dev(req).owner->verbsFiles.ioctl(req, static_cast<unsigned>(cmd), fi);
 }
-void uvPoll(fuse_req_t req, fuse_file_info *fi, fuse_pollhandle *ph) { dev(req).owner->verbsFiles.poll(req, fi, ph); }
-void uvRelease(fuse_req_t req, fuse_file_info *fi) { dev(req).owner->verbsFiles.release(req, fi); }
+void uvPoll(fuse_req_t req, fuse_file_info *fi, fuse_pollhandle *ph)
+{
+	dev(req).owner->verbsFiles.poll(req, fi, ph);
+}
+void uvRelease(fuse_req_t req, fuse_file_info *fi)
+{
+	dev(req).owner->verbsFiles.release(req, fi);
+}
 
 const cuse_lowlevel_ops kVerbsOps = [] {
 	cuse_lowlevel_ops ops{};
@@ -132,8 +152,7 @@ bool cuseAvailable()
 
 CuseDevices::CuseDevices(boost::asio::io_context &io, emu::Host &host, std::string prefix, unsigned spinUs)
 	: impl_(std::make_unique<Impl>(io, host, std::move(prefix), spinUs))
-{
-}
+{}
 
 CuseDevices::~CuseDevices()
 {

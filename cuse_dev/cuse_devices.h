@@ -15,8 +15,8 @@
 
 #include <map>
 #include <memory>
-#include <sys/types.h>
 #include <string>
+#include <sys/types.h>
 #include <utility>
 
 namespace ibemu::emu {

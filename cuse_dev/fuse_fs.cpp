@@ -6,9 +6,9 @@
 #define FUSE_USE_VERSION 35
 #include "cuse_dev/fuse_fs.h"
 
-#include "cuse_dev/umad_files.h"
 #include "cuse_dev/session_pump.h"
 #include "cuse_dev/sysfs.h"
+#include "cuse_dev/umad_files.h"
 #include "emu/host.h"
 #include "emu/umad_abi.h"
 
@@ -75,7 +75,10 @@ struct FuseFs::Impl {
 
 namespace {
 
-FuseFs::Impl &self(fuse_req_t req) { return *static_cast<FuseFs::Impl *>(fuse_req_userdata(req)); }
+FuseFs::Impl &self(fuse_req_t req)
+{
+	return *static_cast<FuseFs::Impl *>(fuse_req_userdata(req));
+}
 
 void fsLookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
@@ -111,7 +114,8 @@ void fsReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file
 		return (void)fuse_reply_err(req, ENOTDIR);
 	std::vector<char> buf(size);
 	size_t used = 0;
-	std::vector<std::pair<std::string, const SysfsNode *>> entries{ { ".", n }, { "..", n->parent ? n->parent : n } };
+	std::vector<std::pair<std::string, const SysfsNode *>> entries{ { ".", n },
+									{ "..", n->parent ? n->parent : n } };
 	for (const auto &c : n->children)
 		entries.emplace_back(c->name, c.get());
 	for (size_t i = static_cast<size_t>(off); i < entries.size(); i++) {
@@ -247,7 +251,8 @@ FuseFs::FuseFs(boost::asio::io_context &io, emu::Host &host, const Options &opts
 		for (const auto &hca : host.hcas())
 			for (const auto &u : hca->umadPorts) {
 				for (bool issm : { false, true }) {
-					SysfsNode *f = dev->addFile((issm ? "issm" : "umad") + std::to_string(u->devNum()), nullptr, 0600);
+					SysfsNode *f = dev->addFile(
+						(issm ? "issm" : "umad") + std::to_string(u->devNum()), nullptr, 0600);
 					s.devices[f] = { u.get(), issm };
 				}
 				s.umadFiles.watch(*u);

@@ -18,9 +18,9 @@
 
 #include <functional>
 #include <map>
-#include <sys/types.h>
 #include <memory>
 #include <string>
+#include <sys/types.h>
 #include <utility>
 
 namespace ibemu::emu {

@@ -133,8 +133,7 @@ void ProcessAccess::closeMemory(int mem)
 namespace {
 
 /* pread/pwrite until done: 0, or -errno (-EFAULT for a hole) */
-template <typename Io, typename Ptr>
-int wholeIo(Io io, int fd, Ptr p, size_t len, uint64_t addr)
+template <typename Io, typename Ptr> int wholeIo(Io io, int fd, Ptr p, size_t len, uint64_t addr)
 {
 	while (len) {
 		ssize_t n = io(fd, p, len, static_cast<off_t>(addr));

@@ -23,8 +23,7 @@ struct SessionPump::Buffer {
 SessionPump::SessionPump(boost::asio::io_context &io, fuse_session *se, unsigned spinUs)
 	: io_(io), se_(se), spin_(std::chrono::microseconds(spinUs)), buf_(std::make_unique<Buffer>()),
 	  alive_(std::make_shared<bool>(true))
-{
-}
+{}
 
 SessionPump::~SessionPump()
 {

@@ -10,8 +10,8 @@
 
 #include <cerrno>
 #include <cinttypes>
-#include <cstdio>
 #include <cstdarg>
+#include <cstdio>
 #include <cstring>
 
 namespace ibemu::cuse_dev {
@@ -59,7 +59,10 @@ std::string fmt(const char *f, ...)
 	return buf;
 }
 
-SysfsValue text(std::string s) { return { 0, std::move(s) }; }
+SysfsValue text(std::string s)
+{
+	return { 0, std::move(s) };
+}
 
 /* counters/: sysfs.c's pma_attrs_ext, as the PMA's ClassPortInfo has
  * ExtWidth: the 64-bit data and packet counters */
@@ -165,7 +168,8 @@ void buildPort(SysfsNode &ports, unsigned num, emu::MadPort &mad)
 SysfsNode *addDeviceAttr(SysfsNode &dir, const char *name, const emu::Hca &hca,
 			 std::string (*show)(const emu::DeviceAttr &), uint32_t mode = 0444)
 {
-	return dir.addFile(name, [&hca, show] { return text(show(emu::queryDevice(hca))); }, mode);
+	return dir.addFile(
+		name, [&hca, show] { return text(show(emu::queryDevice(hca))); }, mode);
 }
 
 /* class/infiniband/<dev>: the device's attributes and its ports */

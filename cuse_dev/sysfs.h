@@ -58,7 +58,7 @@ struct DevNumbers {
 void buildSysfs(SysfsNode &root, emu::Host &host, const DevNumbers &numbers);
 
 /* Kernel formats, shared with tests */
-std::string formatGuid(uint64_t guid);     /* 0002:c903:0000:1001 */
+std::string formatGuid(uint64_t guid); /* 0002:c903:0000:1001 */
 std::string formatGid(const uint8_t *gid); /* fe80:0000:...:1001 */
 
 } /* namespace ibemu::cuse_dev */

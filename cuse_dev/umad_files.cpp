@@ -43,7 +43,8 @@ struct UmadFiles::PendingIssm {
 	OpenLimit::Slot slot;
 };
 
-UmadFiles::UmadFiles(boost::asio::io_context &io) : io_(io), opens_(kFhTag | 1) {}
+UmadFiles::UmadFiles(boost::asio::io_context &io) : io_(io), opens_(kFhTag | 1)
+{}
 
 UmadFiles::~UmadFiles()
 {
@@ -137,8 +138,8 @@ void UmadFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_in
 	const uint8_t *data;
 	CallerIo io;
 	/* at most the longest message the MAD layer takes */
-	int t = takeWrite(tid, buf, size, o->umad->hdrSize() + emu::rmpp::kMaxMessageBytes, o->writeRest, storage,
-			  data, io);
+	int t = takeWrite(tid, buf, size, o->umad->hdrSize() + emu::rmpp::kMaxMessageBytes, o->writeRest, storage, data,
+			  io);
 	if (t < 0)
 		return (void)fuse_reply_err(req, -t);
 	if (t > 0) /* the rest of a big write, handled already */
@@ -150,8 +151,8 @@ void UmadFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_in
 	fuse_reply_write(req, size);
 }
 
-void UmadFiles::ioctl(fuse_req_t req, unsigned cmd, void *userArg, fuse_file_info *fi, unsigned flags,
-			const void *in, size_t inSize, size_t outSize)
+void UmadFiles::ioctl(fuse_req_t req, unsigned cmd, void *userArg, fuse_file_info *fi, unsigned flags, const void *in,
+		      size_t inSize, size_t outSize)
 {
 	Open *o = opens_.find(fi->fh);
 	if (!o)
@@ -168,9 +169,10 @@ void UmadFiles::ioctl(fuse_req_t req, unsigned cmd, void *userArg, fuse_file_inf
 		 * the registration when that copy faults; ib_umad_reg_agent()
 		 * unregisters then. So copy it here first. */
 		size_t idAt = cmd == IB_USER_MAD_REGISTER_AGENT ? offsetof(ib_user_mad_reg_req, id)
-								 : offsetof(ib_user_mad_reg_req2, id);
+								: offsetof(ib_user_mad_reg_req2, id);
 		pid_t tid = fuse_req_ctx(req)->pid;
-		if (writeCaller(tid, reinterpret_cast<uintptr_t>(userArg) + idAt, arg.data() + idAt, sizeof(uint32_t))) {
+		if (writeCaller(tid, reinterpret_cast<uintptr_t>(userArg) + idAt, arg.data() + idAt,
+				sizeof(uint32_t))) {
 			uint32_t id;
 			memcpy(&id, arg.data() + idAt, sizeof id);
 			o->umad->ioctl(IB_USER_MAD_UNREGISTER_AGENT, reinterpret_cast<uint8_t *>(&id), sizeof id);
@@ -193,7 +195,7 @@ void UmadFiles::release(fuse_req_t req, fuse_file_info *fi)
 	std::unique_ptr<Open> o = opens_.remove(fi->fh);
 	if (o && o->issm)
 		o->port->issmRelease(); /* ib_umad_sm_close() */
-	o.reset();                      /* a umad file's close: ib_umad_close() */
+	o.reset(); /* a umad file's close: ib_umad_close() */
 	if (req)
 		fuse_reply_err(req, 0);
 }

@@ -34,8 +34,7 @@ struct VerbsFiles::Open {
 };
 
 VerbsFiles::VerbsFiles(boost::asio::io_context &io, emu::Host &host) : io_(io), host_(host), opens_(1)
-{
-}
+{}
 
 VerbsFiles::~VerbsFiles()
 {

@@ -24,7 +24,7 @@ struct DeviceAttr {
 	uint64_t nodeGuid = 0;
 	uint64_t sysImageGuid = 0;
 	uint16_t vendorPartId = 0; /* NodeInfo:DeviceID */
-	std::string nodeDesc;      /* NodeDescription */
+	std::string nodeDesc; /* NodeDescription */
 };
 
 DeviceAttr queryDevice(const Hca &hca);
@@ -40,7 +40,7 @@ struct PortAttr {
 	uint16_t smLid = 0;
 	uint8_t lmc = 0;
 	uint8_t smSl = 0;
-	uint32_t capMask = 0;    /* port_cap_flags */
+	uint32_t capMask = 0; /* port_cap_flags */
 	uint8_t activeWidth = 0; /* a LinkWidth bit; 0 while the link never trained */
 	fabric::Speed activeSpeed = fabric::Speed::SDR;
 	unsigned gidTblLen = 0;

@@ -31,7 +31,7 @@ namespace ibemu::emu {
 struct Hca {
 	std::string name; /* the ib device name, e.g. "mlx5_0" */
 	fabric::Node *node = nullptr;
-	std::vector<std::unique_ptr<MadPort>> madPorts;   /* index = port number - 1 */
+	std::vector<std::unique_ptr<MadPort>> madPorts; /* index = port number - 1 */
 	std::vector<std::unique_ptr<UmadPort>> umadPorts; /* index = port number - 1 */
 	std::unique_ptr<VerbsDevice> verbs;
 	unsigned verbsNum = 0; /* N of uverbsN */

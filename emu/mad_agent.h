@@ -32,15 +32,15 @@ struct RmppRecvState;
 /* Sender state of an RMPP-active send (mad_rmpp.cpp). */
 struct RmppSendState {
 	uint32_t segCount = 0;
-	uint32_t segNum = 0;  /* last segment posted */
+	uint32_t segNum = 0; /* last segment posted */
 	uint32_t lastAck = 0; /* highest segment ACKed */
-	uint32_t newwin = 1;  /* highest segment the receiver accepts */
+	uint32_t newwin = 1; /* highest segment the receiver accepts */
 	uint32_t maxRetries = 0;
 };
 
 /* Address of a MAD: the AH of a send, or the source of a receive (wc + GRH). */
 struct MadAddress {
-	uint16_t lid = 0;      /* send: DLID; receive: SLID */
+	uint16_t lid = 0; /* send: DLID; receive: SLID */
 	uint8_t sl = 0;
 	uint8_t pathBits = 0;
 	uint32_t remoteQpn = 0; /* send: destination QP; receive: source QP */
@@ -61,10 +61,10 @@ struct MadRecv {
 };
 
 enum class SendStatus {
-	Success,         /* sent, and answered if an answer was awaited */
+	Success, /* sent, and answered if an answer was awaited */
 	ResponseTimeout, /* IB_WC_RESP_TIMEOUT_ERR: no answer after all retries */
-	Flushed,         /* IB_WC_WR_FLUSH_ERR: the agent went away */
-	Aborted,         /* RMPP transfer aborted or stopped by the peer */
+	Flushed, /* IB_WC_WR_FLUSH_ERR: the agent went away */
+	Aborted, /* RMPP transfer aborted or stopped by the peer */
 };
 
 /* The owner of an agent; callbacks run on the io_context thread. */
@@ -88,17 +88,17 @@ struct MadRegistration {
 /* An outstanding send. */
 struct MadSend {
 	MadAgent *agent = nullptr;
-	uint64_t cookie = 0;      /* the client's handle for it */
-	uint64_t tid = 0;         /* after hi_tid rewrite */
+	uint64_t cookie = 0; /* the client's handle for it */
+	uint64_t tid = 0; /* after hi_tid rewrite */
 	uint8_t mgmtClass = 0;
 	MadAddress ah;
 	std::vector<uint8_t> msg; /* the whole message (RMPP: headers + all data + pad) */
-	size_t hdrLen = 24;       /* class header end: where RMPP segment payloads start */
+	size_t hdrLen = 24; /* class header end: where RMPP segment payloads start */
 	size_t dataLen = 0;
 	uint32_t timeoutMs = 0;
-	uint32_t retries = 0;     /* as posted */
+	uint32_t retries = 0; /* as posted */
 	uint32_t retriesLeft = 0;
-	bool rmppActive = false;  /* the MAD layer segments it */
+	bool rmppActive = false; /* the MAD layer segments it */
 	bool awaitingResponse = false;
 	bool done = false;
 	MadTimer timer;

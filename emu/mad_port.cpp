@@ -30,9 +30,15 @@ bool isVendorRange2(uint8_t c)
 	return c >= IB_MGMT_CLASS_VENDOR_RANGE2_START && c <= IB_MGMT_CLASS_VENDOR_RANGE2_END;
 }
 
-uint32_t ouiOf(const std::array<uint8_t, 3> &o) { return uint32_t(o[0]) << 16 | uint32_t(o[1]) << 8 | o[2]; }
+uint32_t ouiOf(const std::array<uint8_t, 3> &o)
+{
+	return uint32_t(o[0]) << 16 | uint32_t(o[1]) << 8 | o[2];
+}
 
-uint64_t tidOf(const uint8_t *mad) { return overlay<ib_mad_hdr>(mad)->tid.get(); }
+uint64_t tidOf(const uint8_t *mad)
+{
+	return overlay<ib_mad_hdr>(mad)->tid.get();
+}
 
 } /* namespace */
 
@@ -50,7 +56,10 @@ uint32_t MadClients::alloc(MadAgent *agent)
 	return id;
 }
 
-void MadClients::free(uint32_t hiTid) { agents_.erase(hiTid); }
+void MadClients::free(uint32_t hiTid)
+{
+	agents_.erase(hiTid);
+}
 
 MadAgent *MadClients::find(uint32_t hiTid) const
 {
@@ -75,8 +84,7 @@ size_t madDataOffset(uint8_t mgmtClass)
 bool isRmppClass(uint8_t mgmtClass)
 {
 	return mgmtClass == IB_MGMT_CLASS_SUBN_ADM || mgmtClass == IB_MGMT_CLASS_DEVICE_MGMT ||
-	       mgmtClass == IB_MGMT_CLASS_DEVICE_ADM || mgmtClass == IB_MGMT_CLASS_BIS ||
-	       isVendorRange2(mgmtClass);
+		mgmtClass == IB_MGMT_CLASS_DEVICE_ADM || mgmtClass == IB_MGMT_CLASS_BIS || isVendorRange2(mgmtClass);
 }
 
 /* ---------------- agents ---------------- */
@@ -85,8 +93,7 @@ MadSend::~MadSend() = default;
 
 MadAgent::MadAgent(MadPort &port, uint8_t qpn, uint32_t hiTid, AgentClient *client, MemoryBudget *budget)
 	: port_(port), qpn_(qpn), hiTid_(hiTid), client_(client), budget_(budget)
-{
-}
+{}
 
 MadAgent::~MadAgent() = default;
 
@@ -179,8 +186,8 @@ void MadPort::unregisterAgent(MadAgent *agent)
 {
 	if (agent->hasReg_) { /* only the table its registration went into */
 		const MadRegistration &reg = agent->reg_;
-		auto it = table_.find({ reg.classVersion, reg.mgmtClass,
-					isVendorRange2(reg.mgmtClass) ? ouiOf(reg.oui) : 0 });
+		auto it = table_.find(
+			{ reg.classVersion, reg.mgmtClass, isVendorRange2(reg.mgmtClass) ? ouiOf(reg.oui) : 0 });
 		if (it != table_.end()) {
 			for (auto &slot : it->second)
 				if (slot == agent)
@@ -208,7 +215,10 @@ MadAgent *MadPort::findRequestAgent(const uint8_t *mad) const
 
 /* ---------------- GIDs and addresses ---------------- */
 
-unsigned MadPort::gidTableLen() const { return port_.guidCap; }
+unsigned MadPort::gidTableLen() const
+{
+	return port_.guidCap;
+}
 
 bool MadPort::gid(unsigned index, fabric::Gid &out) const
 {
@@ -228,7 +238,7 @@ Packet MadPort::packetFor(const MadAgent &agent, const MadAddress &ah, const uin
 	memcpy(pkt.mad.data(), mad, kMadSize);
 	const ib_smp &s = *overlay<ib_smp>(mad);
 	bool drStart = s.mgmt_class == IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE &&
-		       (smpIsResponse(s) ? s.dr_dlid.get() : s.dr_slid.get()) == IB_LID_PERMISSIVE;
+		(smpIsResponse(s) ? s.dr_dlid.get() : s.dr_slid.get()) == IB_LID_PERMISSIVE;
 	if (drStart) {
 		pkt.slid = pkt.dlid = IB_LID_PERMISSIVE;
 	} else {
@@ -460,7 +470,7 @@ void MadPort::process(const Packet &pkt)
 	/* The HCA's own agents first (the driver's process_mad). PerfMgt requests
 	 * go to a user agent instead when one registered for them. */
 	bool pmaClaimed = h.mgmt_class == IB_MGMT_CLASS_PERF_MGMT && !isResponseMad(h) &&
-			  findRequestAgent(pkt.mad.data());
+		findRequestAgent(pkt.mad.data());
 	Mad reply;
 	switch (fabric::processMad(subnet_, port_, pkt, reply, pmaClaimed)) {
 	case fabric::MadResult::Consumed:

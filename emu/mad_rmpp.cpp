@@ -24,11 +24,23 @@ namespace ibemu::emu {
 
 namespace {
 
-uint32_t be32At(const uint8_t *p) { return overlay<be32>(p)->get(); }
-void setBe32At(uint8_t *p, uint32_t v) { overlay<be32>(p)->set(v); }
+uint32_t be32At(const uint8_t *p)
+{
+	return overlay<be32>(p)->get();
+}
+void setBe32At(uint8_t *p, uint32_t v)
+{
+	overlay<be32>(p)->set(v);
+}
 
-size_t segSize(const MadSend &s) { return kMadSize - s.hdrLen; }
-size_t padOf(const MadSend &s) { return s.msg.size() - s.hdrLen - s.dataLen; }
+size_t segSize(const MadSend &s)
+{
+	return kMadSize - s.hdrLen;
+}
+size_t padOf(const MadSend &s)
+{
+	return s.msg.size() - s.hdrLen - s.dataLen;
+}
 
 /* The address a reply to a MAD from `src` goes to. */
 MadAddress replyAddress(const MadAddress &src)
@@ -40,8 +52,8 @@ MadAddress replyAddress(const MadAddress &src)
 
 /* An ACK/ABORT built from a received segment: its headers, the method's
  * response bit flipped (so it travels the other way), ACTIVE set. */
-void formatControl(const uint8_t *from, size_t hdrLen, uint8_t type, uint8_t status, uint32_t seg,
-		   uint32_t newwin, uint8_t *out)
+void formatControl(const uint8_t *from, size_t hdrLen, uint8_t type, uint8_t status, uint32_t seg, uint32_t newwin,
+		   uint8_t *out)
 {
 	memset(out, 0, kMadSize);
 	memcpy(out, from, hdrLen);
@@ -126,7 +138,7 @@ struct RmppEngine {
 			port.transmit(agent, send->ah, seg);
 		}
 		uint32_t ms = send->timeoutMs == 0 || send->timeoutMs > rmpp::kAckTimeoutMs ? rmpp::kAckTimeoutMs
-											     : send->timeoutMs;
+											    : send->timeoutMs;
 		port.armTimer(send, ms);
 	}
 
@@ -189,8 +201,8 @@ struct RmppEngine {
 		uint8_t status = mad[27];
 		MadSend *send = port.findSend(agent, mad, recv.src, true);
 		bool valid = rmpp::type(mad) == IB_MGMT_RMPP_TYPE_STOP
-				     ? status == IB_MGMT_RMPP_STATUS_RESX
-				     : status >= IB_MGMT_RMPP_STATUS_ABORT_MIN && status <= IB_MGMT_RMPP_STATUS_ABORT_MAX;
+			? status == IB_MGMT_RMPP_STATUS_RESX
+			: status >= IB_MGMT_RMPP_STATUS_ABORT_MIN && status <= IB_MGMT_RMPP_STATUS_ABORT_MAX;
 		abortSend(port, agent, send);
 		if (!valid)
 			sendAbort(port, agent, mad, recv.src, IB_MGMT_RMPP_STATUS_BAD_STATUS);
@@ -293,7 +305,8 @@ struct RmppEngine {
 				return RecvResult::Consumed;
 			if (agent.rmppRecvs_.size() >= rmpp::kMaxRecvRecords) {
 				/* out of reassembly resources: the sender stops (IBA 13.6.3) */
-				sendControl(port, agent, mad, recv.src, IB_MGMT_RMPP_TYPE_STOP, IB_MGMT_RMPP_STATUS_RESX, 0, 0);
+				sendControl(port, agent, mad, recv.src, IB_MGMT_RMPP_TYPE_STOP,
+					    IB_MGMT_RMPP_STATUS_RESX, 0, 0);
 				return RecvResult::Consumed;
 			}
 			const ib_mad_hdr &h = *overlay<ib_mad_hdr>(mad);
@@ -308,7 +321,8 @@ struct RmppEngine {
 			r->hdrLen = madDataOffset(h.mgmt_class);
 			r->budget = agent.budget();
 			if (!r->hold(1, recv.mad)) {
-				sendControl(port, agent, mad, recv.src, IB_MGMT_RMPP_TYPE_STOP, IB_MGMT_RMPP_STATUS_RESX, 0, 0);
+				sendControl(port, agent, mad, recv.src, IB_MGMT_RMPP_TYPE_STOP,
+					    IB_MGMT_RMPP_STATUS_RESX, 0, 0);
 				return RecvResult::Consumed;
 			}
 			agent.rmppRecvs_.emplace(keyOf(recv), r);

@@ -53,13 +53,13 @@ struct RmppRecvState {
 	MadAddress src; /* where ACKs go */
 	size_t hdrLen = 0;
 	std::map<uint32_t, std::vector<uint8_t>> segs; /* by segment number */
-	uint32_t segNum = 1;  /* highest in-order segment */
+	uint32_t segNum = 1; /* highest in-order segment */
 	uint32_t lastAck = 0;
 	uint32_t newwin = 1;
 	State state = State::Active;
 	MadTimer timer; /* 40 s reassembly limit, then the 10 s keep */
 	MemoryBudget *budget = nullptr; /* the receiving agent's user's */
-	size_t charged = 0;             /* bytes of segments held, charged to it */
+	size_t charged = 0; /* bytes of segments held, charged to it */
 
 	explicit RmppRecvState(boost::asio::io_context &io) : timer(io) {}
 	~RmppRecvState();
@@ -83,9 +83,18 @@ constexpr uint32_t kKeepCompletedMs = 10000;
 constexpr size_t kMaxRecvRecords = 1024;
 constexpr size_t kMaxMessageBytes = size_t(128) << 20;
 
-inline uint8_t flags(const uint8_t *mad) { return mad[26] & 0x7; }
-inline uint8_t type(const uint8_t *mad) { return mad[25]; }
-inline bool active(const uint8_t *mad) { return flags(mad) & IB_MGMT_RMPP_FLAG_ACTIVE; }
+inline uint8_t flags(const uint8_t *mad)
+{
+	return mad[26] & 0x7;
+}
+inline uint8_t type(const uint8_t *mad)
+{
+	return mad[25];
+}
+inline bool active(const uint8_t *mad)
+{
+	return flags(mad) & IB_MGMT_RMPP_FLAG_ACTIVE;
+}
 
 /* Starts an RMPP-active send: sets up the segments and sends the first window. */
 void startSend(MadPort &port, MadAgent &agent, const std::shared_ptr<MadSend> &send);
@@ -94,8 +103,8 @@ void sendTimeout(MadPort &port, MadAgent &agent, const std::shared_ptr<MadSend> 
 
 enum class RecvResult {
 	PassThrough, /* not for the RMPP engine: deliver as it is */
-	Consumed,    /* a segment or control MAD the engine kept or answered */
-	Completed,   /* `recv` now holds the reassembled message */
+	Consumed, /* a segment or control MAD the engine kept or answered */
+	Completed, /* `recv` now holds the reassembled message */
 };
 /* A MAD of an RMPP class arrived for a kernel-RMPP agent. */
 RecvResult receive(MadPort &port, MadAgent &agent, MadRecv &recv);

@@ -6,8 +6,7 @@
 
 namespace ibemu::emu {
 
-int PinnedVm::pin(UserAccess &ua, pid_t tid, uint64_t addr, uint64_t len, bool writable, pid_t &pid,
-		  uint64_t &npages)
+int PinnedVm::pin(UserAccess &ua, pid_t tid, uint64_t addr, uint64_t len, bool writable, pid_t &pid, uint64_t &npages)
 {
 	/* 1. the range must not wrap, even once rounded up to a page */
 	uint64_t end = addr + len;

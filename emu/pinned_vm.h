@@ -20,8 +20,7 @@ public:
 	/* ib_umem_get(): charges the pages of [addr, addr+len) to tid's process.
 	 * Returns 0 with pid and npages set (what release() needs), or
 	 * -EINVAL, -EPERM, -ENOMEM, -EFAULT in the kernel's order. */
-	int pin(UserAccess &ua, pid_t tid, uint64_t addr, uint64_t len, bool writable, pid_t &pid,
-		uint64_t &npages);
+	int pin(UserAccess &ua, pid_t tid, uint64_t addr, uint64_t len, bool writable, pid_t &pid, uint64_t &npages);
 	/* ib_umem_release() */
 	void release(pid_t pid, uint64_t npages);
 

@@ -107,16 +107,22 @@ constexpr unsigned iocEncode(unsigned dir, unsigned type, unsigned nr, unsigned 
 	return (dir << 30) | (size << 16) | (type << 8) | nr;
 }
 constexpr unsigned IOC_NONE = 0, IOC_WRITE = 1, IOC_READ = 2;
-constexpr unsigned iocSize(unsigned cmd) { return (cmd >> 16) & 0x3fff; }
-constexpr unsigned iocDir(unsigned cmd) { return cmd >> 30; }
+constexpr unsigned iocSize(unsigned cmd)
+{
+	return (cmd >> 16) & 0x3fff;
+}
+constexpr unsigned iocDir(unsigned cmd)
+{
+	return cmd >> 30;
+}
 
 constexpr unsigned IB_IOCTL_MAGIC = 0x1b;
-constexpr unsigned IB_USER_MAD_REGISTER_AGENT =
-	iocEncode(IOC_READ | IOC_WRITE, IB_IOCTL_MAGIC, 1, sizeof(ib_user_mad_reg_req));
+constexpr unsigned IB_USER_MAD_REGISTER_AGENT = iocEncode(IOC_READ | IOC_WRITE, IB_IOCTL_MAGIC, 1,
+							  sizeof(ib_user_mad_reg_req));
 constexpr unsigned IB_USER_MAD_UNREGISTER_AGENT = iocEncode(IOC_WRITE, IB_IOCTL_MAGIC, 2, sizeof(uint32_t));
 constexpr unsigned IB_USER_MAD_ENABLE_PKEY = iocEncode(IOC_NONE, IB_IOCTL_MAGIC, 3, 0);
-constexpr unsigned IB_USER_MAD_REGISTER_AGENT2 =
-	iocEncode(IOC_READ | IOC_WRITE, IB_IOCTL_MAGIC, 4, sizeof(ib_user_mad_reg_req2));
+constexpr unsigned IB_USER_MAD_REGISTER_AGENT2 = iocEncode(IOC_READ | IOC_WRITE, IB_IOCTL_MAGIC, 4,
+							   sizeof(ib_user_mad_reg_req2));
 static_assert(IB_USER_MAD_REGISTER_AGENT == 0xc01c1b01);
 static_assert(IB_USER_MAD_UNREGISTER_AGENT == 0x40041b02);
 static_assert(IB_USER_MAD_ENABLE_PKEY == 0x00001b03);

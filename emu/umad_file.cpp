@@ -355,7 +355,8 @@ int UmadFile::registerAgent(const ib_user_mad_reg_req &req, bool v2, uint32_t fl
 			return -EINVAL;
 		reg.mgmtClass = req.mgmt_class;
 		reg.classVersion = req.mgmt_class_version;
-		reg.oui = { static_cast<uint8_t>(oui >> 16), static_cast<uint8_t>(oui >> 8), static_cast<uint8_t>(oui) };
+		reg.oui = { static_cast<uint8_t>(oui >> 16), static_cast<uint8_t>(oui >> 8),
+			    static_cast<uint8_t>(oui) };
 		for (unsigned m = 0; m < 128; m++)
 			reg.methods[m] = (methodMask[m / 8] >> (m % 8)) & 1;
 	}

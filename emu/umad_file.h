@@ -84,8 +84,8 @@ private:
 	struct Outstanding {
 		MadAgent *agent;
 		ib_user_mad_hdr hdr; /* as written, for timeout reports */
-		uint8_t madHdr[24];  /* with the TID rewritten */
-		size_t bytes;        /* the message's length */
+		uint8_t madHdr[24]; /* with the TID rewritten */
+		size_t bytes; /* the message's length */
 	};
 
 	void killed();
@@ -104,7 +104,7 @@ private:
 	std::array<MadAgent *, IB_UMAD_MAX_AGENTS> agents_{};
 	std::deque<RecvPacket> recv_;
 	size_t recvBytes_ = 0;
-	std::unordered_map<uint64_t, Outstanding> sends_;       /* by cookie */
+	std::unordered_map<uint64_t, Outstanding> sends_; /* by cookie */
 	std::unordered_multimap<uint64_t, uint64_t> sendTids_; /* TID -> cookie: is_duplicate() */
 	size_t sendBytes_ = 0;
 	std::list<UmadFile *>::iterator portLink_; /* in port_.files_ */

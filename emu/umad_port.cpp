@@ -15,15 +15,17 @@ namespace ibemu::emu {
 
 UmadPort::UmadPort(MadPort &mad, unsigned devNum, std::string ibdev)
 	: mad_(mad), devNum_(devNum), ibdev_(std::move(ibdev))
-{
-}
+{}
 
 UmadPort::~UmadPort()
 {
 	kill();
 }
 
-unsigned UmadPort::portNum() const { return mad_.port().num; }
+unsigned UmadPort::portNum() const
+{
+	return mad_.port().num;
+}
 
 int UmadPort::issmOpen()
 {
@@ -66,7 +68,10 @@ void UmadPort::kill()
 }
 
 namespace issm {
-unsigned poll() { return POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM; }
+unsigned poll()
+{
+	return POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;
+}
 } /* namespace issm */
 
 } /* namespace ibemu::emu */

@@ -69,9 +69,18 @@ private:
 
 /* issm file operations: only open and release do anything (kernel umad_sm_fops). */
 namespace issm {
-constexpr int readOrWrite() { return -EINVAL; /* no read/write method */ }
-constexpr int ioctl() { return -ENOTTY; /* no unlocked_ioctl */ }
-constexpr int llseek() { return -ESPIPE; /* no_llseek */ }
+constexpr int readOrWrite()
+{
+	return -EINVAL; /* no read/write method */
+}
+constexpr int ioctl()
+{
+	return -ENOTTY; /* no unlocked_ioctl */
+}
+constexpr int llseek()
+{
+	return -ESPIPE; /* no_llseek */
+}
 unsigned poll(); /* DEFAULT_POLLMASK */
 } /* namespace issm */
 

@@ -16,9 +16,9 @@ class UverbsFile;
 
 /* What ib_umem_get needs to know about the registering process. */
 struct ProcessCreds {
-	pid_t pid = 0;              /* thread group id: the mm that pins */
-	uint64_t memlockSoft = 0;   /* soft RLIMIT_MEMLOCK in bytes (~0: unlimited) */
-	bool capIpcLock = false;    /* CAP_IPC_LOCK in the effective set */
+	pid_t pid = 0; /* thread group id: the mm that pins */
+	uint64_t memlockSoft = 0; /* soft RLIMIT_MEMLOCK in bytes (~0: unlimited) */
+	bool capIpcLock = false; /* CAP_IPC_LOCK in the effective set */
 };
 
 class UserAccess {

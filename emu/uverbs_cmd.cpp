@@ -131,8 +131,9 @@ int UverbsFile::createAh(Request &r)
 	Pd *pd = nullptr;
 	int ret = portValid(dev_, cmd.attr.port_num) ? get(cmd.pd_handle, pd) : -EINVAL;
 	/* qib_check_ah(): an SL, a unicast DLID, or a multicast one with a GRH */
-	if (!ret && (cmd.attr.sl > 15 || cmd.attr.dlid == 0 ||
-		     (cmd.attr.dlid >= 0xc000 && cmd.attr.dlid != 0xffff && !cmd.attr.is_global)))
+	if (!ret &&
+	    (cmd.attr.sl > 15 || cmd.attr.dlid == 0 ||
+	     (cmd.attr.dlid >= 0xc000 && cmd.attr.dlid != 0xffff && !cmd.attr.is_global)))
 		ret = -EINVAL;
 	if (!ret && dev_.full(UType::Ah))
 		ret = -ENOMEM;
@@ -177,8 +178,8 @@ int UverbsFile::regMr(Request &r)
 		return -EINVAL;
 	if (dev_.full(UType::Mr))
 		return -ENOMEM;
-	bool writable = cmd.access_flags & (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
-					    IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_MW_BIND);
+	bool writable = cmd.access_flags &
+		(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_MW_BIND);
 	auto mr = std::make_unique<Mr>();
 	if (int ret = pinned_.pin(ua_, r.tid, cmd.start, cmd.length, writable, mr->pid, mr->npages))
 		return ret;
@@ -351,7 +352,7 @@ int UverbsFile::createQp(Request &r)
 	qp->sqSigAll = cmd.sq_sig_all;
 	qp->userHandle = cmd.user_handle;
 	uint32_t qpn = dev_.addQp(qp.get());
-	ib_uverbs_create_qp_resp resp{ res.handle(), qpn, qp->maxSendWr, qp->maxRecvWr, qp->maxSendSge, qp->maxRecvSge,
+	ib_uverbs_create_qp_resp resp{ res.handle(),  qpn, qp->maxSendWr, qp->maxRecvWr, qp->maxSendSge, qp->maxRecvSge,
 				       qp->maxInline, 0 };
 	if (int ret = respond(r, &resp, sizeof resp)) {
 		dev_.removeQp(qp.get());

@@ -94,12 +94,16 @@ const UverbsFile::Method *UverbsFile::method(uint32_t command, bool &known)
 {
 	static const auto legacy = [] {
 		std::array<Method, CMD_LEGACY_COUNT> t{};
-		t[CMD_GET_CONTEXT] = { &UverbsFile::getContext, sizeof(ib_uverbs_get_context), sizeof(ib_uverbs_get_context_resp) };
-		t[CMD_QUERY_DEVICE] = { &UverbsFile::queryDevice, sizeof(ib_uverbs_query_device), sizeof(ib_uverbs_query_device_resp) };
-		t[CMD_QUERY_PORT] = { &UverbsFile::queryPort, sizeof(ib_uverbs_query_port), sizeof(ib_uverbs_query_port_resp) };
+		t[CMD_GET_CONTEXT] = { &UverbsFile::getContext, sizeof(ib_uverbs_get_context),
+				       sizeof(ib_uverbs_get_context_resp) };
+		t[CMD_QUERY_DEVICE] = { &UverbsFile::queryDevice, sizeof(ib_uverbs_query_device),
+					sizeof(ib_uverbs_query_device_resp) };
+		t[CMD_QUERY_PORT] = { &UverbsFile::queryPort, sizeof(ib_uverbs_query_port),
+				      sizeof(ib_uverbs_query_port_resp) };
 		t[CMD_ALLOC_PD] = { &UverbsFile::allocPd, sizeof(ib_uverbs_alloc_pd), sizeof(ib_uverbs_alloc_pd_resp) };
 		t[CMD_DEALLOC_PD] = { &UverbsFile::deallocPd, sizeof(ib_uverbs_dealloc_pd), 0 };
-		t[CMD_CREATE_AH] = { &UverbsFile::createAh, sizeof(ib_uverbs_create_ah), sizeof(ib_uverbs_create_ah_resp) };
+		t[CMD_CREATE_AH] = { &UverbsFile::createAh, sizeof(ib_uverbs_create_ah),
+				     sizeof(ib_uverbs_create_ah_resp) };
 		t[CMD_MODIFY_AH] = { &UverbsFile::notSupported, 0, 0 };
 		t[CMD_QUERY_AH] = { &UverbsFile::notSupported, 0, 0 };
 		t[CMD_DESTROY_AH] = { &UverbsFile::destroyAh, sizeof(ib_uverbs_destroy_ah), 0 };
@@ -108,24 +112,36 @@ const UverbsFile::Method *UverbsFile::method(uint32_t command, bool &known)
 		t[CMD_QUERY_MR] = { &UverbsFile::notSupported, 0, 0 };
 		t[CMD_DEREG_MR] = { &UverbsFile::deregMr, sizeof(ib_uverbs_dereg_mr), 0 };
 		t[CMD_BIND_MW] = { &UverbsFile::notSupported, 0, 0 };
-		t[CMD_CREATE_COMP_CHANNEL] = { &UverbsFile::createCompChannel, sizeof(ib_uverbs_create_comp_channel), sizeof(ib_uverbs_create_comp_channel_resp) };
-		t[CMD_CREATE_CQ] = { &UverbsFile::createCq, sizeof(ib_uverbs_create_cq), sizeof(ib_uverbs_create_cq_resp) };
-		t[CMD_RESIZE_CQ] = { &UverbsFile::resizeCq, sizeof(ib_uverbs_resize_cq), sizeof(ib_uverbs_resize_cq_resp) };
-		t[CMD_DESTROY_CQ] = { &UverbsFile::destroyCq, sizeof(ib_uverbs_destroy_cq), sizeof(ib_uverbs_destroy_cq_resp) };
+		t[CMD_CREATE_COMP_CHANNEL] = { &UverbsFile::createCompChannel, sizeof(ib_uverbs_create_comp_channel),
+					       sizeof(ib_uverbs_create_comp_channel_resp) };
+		t[CMD_CREATE_CQ] = { &UverbsFile::createCq, sizeof(ib_uverbs_create_cq),
+				     sizeof(ib_uverbs_create_cq_resp) };
+		t[CMD_RESIZE_CQ] = { &UverbsFile::resizeCq, sizeof(ib_uverbs_resize_cq),
+				     sizeof(ib_uverbs_resize_cq_resp) };
+		t[CMD_DESTROY_CQ] = { &UverbsFile::destroyCq, sizeof(ib_uverbs_destroy_cq),
+				      sizeof(ib_uverbs_destroy_cq_resp) };
 		t[CMD_POLL_CQ] = { &UverbsFile::pollCq, sizeof(ib_uverbs_poll_cq), sizeof(ib_uverbs_poll_cq_resp) };
 		t[CMD_PEEK_CQ] = { &UverbsFile::notSupported, 0, 0 };
 		t[CMD_REQ_NOTIFY_CQ] = { &UverbsFile::reqNotifyCq, sizeof(ib_uverbs_req_notify_cq), 0 };
-		t[CMD_CREATE_QP] = { &UverbsFile::createQp, sizeof(ib_uverbs_create_qp), sizeof(ib_uverbs_create_qp_resp) };
+		t[CMD_CREATE_QP] = { &UverbsFile::createQp, sizeof(ib_uverbs_create_qp),
+				     sizeof(ib_uverbs_create_qp_resp) };
 		t[CMD_QUERY_QP] = { &UverbsFile::queryQp, sizeof(ib_uverbs_query_qp), sizeof(ib_uverbs_query_qp_resp) };
 		t[CMD_MODIFY_QP] = { &UverbsFile::modifyQp, sizeof(ib_uverbs_modify_qp), 0 };
-		t[CMD_DESTROY_QP] = { &UverbsFile::destroyQp, sizeof(ib_uverbs_destroy_qp), sizeof(ib_uverbs_destroy_qp_resp) };
-		t[CMD_POST_SEND] = { &UverbsFile::postSend, sizeof(ib_uverbs_post_send), sizeof(ib_uverbs_post_send_resp) };
-		t[CMD_POST_RECV] = { &UverbsFile::postRecv, sizeof(ib_uverbs_post_recv), sizeof(ib_uverbs_post_recv_resp) };
-		t[CMD_CREATE_SRQ] = { &UverbsFile::createSrq, sizeof(ib_uverbs_create_srq), sizeof(ib_uverbs_create_srq_resp) };
+		t[CMD_DESTROY_QP] = { &UverbsFile::destroyQp, sizeof(ib_uverbs_destroy_qp),
+				      sizeof(ib_uverbs_destroy_qp_resp) };
+		t[CMD_POST_SEND] = { &UverbsFile::postSend, sizeof(ib_uverbs_post_send),
+				     sizeof(ib_uverbs_post_send_resp) };
+		t[CMD_POST_RECV] = { &UverbsFile::postRecv, sizeof(ib_uverbs_post_recv),
+				     sizeof(ib_uverbs_post_recv_resp) };
+		t[CMD_CREATE_SRQ] = { &UverbsFile::createSrq, sizeof(ib_uverbs_create_srq),
+				      sizeof(ib_uverbs_create_srq_resp) };
 		t[CMD_MODIFY_SRQ] = { &UverbsFile::modifySrq, sizeof(ib_uverbs_modify_srq), 0 };
-		t[CMD_QUERY_SRQ] = { &UverbsFile::querySrq, sizeof(ib_uverbs_query_srq), sizeof(ib_uverbs_query_srq_resp) };
-		t[CMD_DESTROY_SRQ] = { &UverbsFile::destroySrq, sizeof(ib_uverbs_destroy_srq), sizeof(ib_uverbs_destroy_srq_resp) };
-		t[CMD_POST_SRQ_RECV] = { &UverbsFile::postSrqRecv, sizeof(ib_uverbs_post_recv), sizeof(ib_uverbs_post_recv_resp) };
+		t[CMD_QUERY_SRQ] = { &UverbsFile::querySrq, sizeof(ib_uverbs_query_srq),
+				     sizeof(ib_uverbs_query_srq_resp) };
+		t[CMD_DESTROY_SRQ] = { &UverbsFile::destroySrq, sizeof(ib_uverbs_destroy_srq),
+				       sizeof(ib_uverbs_destroy_srq_resp) };
+		t[CMD_POST_SRQ_RECV] = { &UverbsFile::postSrqRecv, sizeof(ib_uverbs_post_recv),
+					 sizeof(ib_uverbs_post_recv_resp) };
 		return t;
 	}();
 	static const Method exQueryDevice = { &UverbsFile::exQueryDevice, sizeof(ib_uverbs_ex_query_device),

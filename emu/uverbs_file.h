@@ -77,8 +77,7 @@ public:
 		uint64_t response; /* user pointer; 0 for commands without one */
 		size_t outLen;
 
-		template <typename T>
-		T cmd() const
+		template <typename T> T cmd() const
 		{
 			T t{};
 			memcpy(&t, in, std::min(sizeof t, inLen));
@@ -101,8 +100,7 @@ private:
 	/* handle lookups: 0, -ENOENT (not in this file's table) or -EINVAL
 	 * (another type) */
 	int lookup(uint32_t handle, UType type, UObject *&out) const;
-	template <typename T>
-	int get(uint32_t handle, T *&out) const
+	template <typename T> int get(uint32_t handle, T *&out) const
 	{
 		UObject *o;
 		if (int ret = lookup(handle, T::kType, o))

@@ -13,8 +13,7 @@
 
 namespace ibemu::emu {
 
-template <typename T>
-class Idr {
+template <typename T> class Idr {
 public:
 	/* A handle held for a create in progress (uobj_alloc): commit() fills
 	 * it (uobj_alloc_commit); a create that returns early without
@@ -63,8 +62,7 @@ public:
 		return obj;
 	}
 	bool empty() const { return slots_.size() == free_.size(); }
-	template <typename Fn>
-	void forEach(Fn &&fn) const
+	template <typename Fn> void forEach(Fn &&fn) const
 	{
 		for (const auto &s : slots_)
 			if (s)

@@ -83,14 +83,22 @@ uint8_t ibSpeed(fabric::Speed s)
 {
 	using fabric::Speed;
 	switch (s) {
-	case Speed::SDR: return 1;
-	case Speed::DDR: return 2;
-	case Speed::QDR: return 4;
-	case Speed::FDR10: return 8;
-	case Speed::FDR: return 16;
-	case Speed::EDR: return 32;
-	case Speed::HDR: return 64;
-	case Speed::NDR: return 128;
+	case Speed::SDR:
+		return 1;
+	case Speed::DDR:
+		return 2;
+	case Speed::QDR:
+		return 4;
+	case Speed::FDR10:
+		return 8;
+	case Speed::FDR:
+		return 16;
+	case Speed::EDR:
+		return 32;
+	case Speed::HDR:
+		return 64;
+	case Speed::NDR:
+		return 128;
 	}
 	return 1;
 }
@@ -130,12 +138,24 @@ bool VerbsDevice::full(UType t) const
 {
 	uint32_t limit = 0;
 	switch (t) {
-	case UType::Pd: limit = limits_.maxPd; break;
-	case UType::Mr: limit = limits_.maxMr; break;
-	case UType::Cq: limit = limits_.maxCq; break;
-	case UType::Qp: limit = limits_.maxQp; break;
-	case UType::Srq: limit = limits_.maxSrq; break;
-	case UType::Ah: limit = limits_.maxAh; break;
+	case UType::Pd:
+		limit = limits_.maxPd;
+		break;
+	case UType::Mr:
+		limit = limits_.maxMr;
+		break;
+	case UType::Cq:
+		limit = limits_.maxCq;
+		break;
+	case UType::Qp:
+		limit = limits_.maxQp;
+		break;
+	case UType::Srq:
+		limit = limits_.maxSrq;
+		break;
+	case UType::Ah:
+		limit = limits_.maxAh;
+		break;
 	}
 	return objects_[static_cast<size_t>(t)] >= long(limit);
 }

@@ -49,13 +49,13 @@ struct Mr final : UObject {
 	static constexpr UType kType = UType::Mr;
 	Mr() : UObject(kType) {}
 	Pd *pd = nullptr;
-	uint64_t start = 0;  /* user virtual address */
-	uint64_t iova = 0;   /* the address the keys use */
+	uint64_t start = 0; /* user virtual address */
+	uint64_t iova = 0; /* the address the keys use */
 	uint64_t length = 0;
 	uint32_t access = 0;
 	uint32_t lkey = 0;
 	uint32_t rkey = 0;
-	pid_t pid = 0;       /* the process charged for the pages */
+	pid_t pid = 0; /* the process charged for the pages */
 	std::shared_ptr<const int> mem; /* its address space (UserAccess::openMemory), shared by the process's MRs */
 	uint64_t npages = 0; /* charged at registration */
 };
@@ -116,7 +116,7 @@ struct SendWqe {
 	/* the responder has executed it and only the ACK (or response) was lost:
 	 * a retry must not execute it again (the PSN duplicate rules) */
 	bool delivered = false;
-	bool timedOut = false;   /* the last try was lost; its ACK timer ran out */
+	bool timedOut = false; /* the last try was lost; its ACK timer ran out */
 	uint64_t atomicOrig = 0; /* an executed atomic's result */
 };
 
@@ -147,9 +147,9 @@ struct Qp final : UObject {
 
 	std::deque<SendWqe> sq;
 	std::deque<RecvWqe> rq;
-	MadTimer timer;           /* ACK timeout / RNR retry of the head WQE */
-	bool waiting = false;     /* the head WQE waits for the timer */
-	uint64_t waitSeq = 0;     /* which wait a timer handler belongs to */
+	MadTimer timer; /* ACK timeout / RNR retry of the head WQE */
+	bool waiting = false; /* the head WQE waits for the timer */
+	uint64_t waitSeq = 0; /* which wait a timer handler belongs to */
 	const Qp *rnrTarget = nullptr; /* the responder that sent the RNR NAK */
 	std::shared_ptr<int> alive = std::make_shared<int>(0); /* for timer handlers */
 	uint32_t eventsReported = 0;

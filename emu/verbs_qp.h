@@ -19,24 +19,24 @@ class VerbsDevice;
  * rdmavt's RVT_PROCESS_SEND_OK (carry on with the WQE in progress) has no
  * flag here: a message executes whole, so only starting the next counts. */
 enum : unsigned {
-	kPostSendOk = 1u << 0,        /* POST_SEND accepts work requests */
-	kPostRecvOk = 1u << 1,        /* POST_RECV accepts work requests */
-	kProcessRecvOk = 1u << 2,     /* requests from the wire are executed (the responder) */
+	kPostSendOk = 1u << 0, /* POST_SEND accepts work requests */
+	kPostRecvOk = 1u << 1, /* POST_RECV accepts work requests */
+	kProcessRecvOk = 1u << 2, /* requests from the wire are executed (the responder) */
 	kProcessNextSendOk = 1u << 3, /* the send queue starts its next WQE */
-	kFlushSend = 1u << 4,         /* queued sends complete as flushed */
-	kFlushRecv = 1u << 5,         /* receives, queued or newly posted, complete as flushed */
+	kFlushSend = 1u << 4, /* queued sends complete as flushed */
+	kFlushRecv = 1u << 5, /* receives, queued or newly posted, complete as flushed */
 };
 
 /* rdmavt's SQE also has RVT_FLUSH_SEND; ibemu's send queue holds in SQE,
  * which no transition enters (a send error takes the QP to ERR). */
 inline constexpr unsigned kQpStateOps[IB_QPS_ERR + 1] = {
-	0,                                                               /* RESET */
-	kPostRecvOk,                                                     /* INIT */
-	kPostRecvOk | kProcessRecvOk,                                    /* RTR */
+	0, /* RESET */
+	kPostRecvOk, /* INIT */
+	kPostRecvOk | kProcessRecvOk, /* RTR */
 	kPostRecvOk | kProcessRecvOk | kPostSendOk | kProcessNextSendOk, /* RTS */
-	kPostRecvOk | kProcessRecvOk | kPostSendOk,                      /* SQD */
-	kPostRecvOk | kProcessRecvOk | kPostSendOk,                      /* SQE */
-	kPostRecvOk | kFlushRecv | kPostSendOk | kFlushSend,             /* ERR */
+	kPostRecvOk | kProcessRecvOk | kPostSendOk, /* SQD */
+	kPostRecvOk | kProcessRecvOk | kPostSendOk, /* SQE */
+	kPostRecvOk | kFlushRecv | kPostSendOk | kFlushSend, /* ERR */
 };
 
 inline unsigned qpStateOps(QpState s)

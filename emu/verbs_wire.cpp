@@ -75,8 +75,8 @@ int copySegs(UserAccess &ua, const std::vector<Seg> &src, const std::vector<Seg>
 }
 
 /* Local SGEs: lkey, PD, bounds and (for writes) IB_ACCESS_LOCAL_WRITE. */
-bool resolveLocal(const VerbsDevice &dev, const Pd *pd, const std::vector<Sge> &sges, bool write,
-		  std::vector<Seg> &out, uint64_t &total)
+bool resolveLocal(const VerbsDevice &dev, const Pd *pd, const std::vector<Sge> &sges, bool write, std::vector<Seg> &out,
+		  uint64_t &total)
 {
 	total = 0;
 	for (const Sge &s : sges) {
@@ -95,8 +95,8 @@ bool resolveLocal(const VerbsDevice &dev, const Pd *pd, const std::vector<Sge> &
 }
 
 /* A remote address: rkey, PD, bounds and the access the operation needs. */
-bool resolveRemote(const VerbsDevice &dev, const Pd *pd, uint32_t rkey, uint64_t va, uint64_t len,
-		   uint32_t access, Seg &out)
+bool resolveRemote(const VerbsDevice &dev, const Pd *pd, uint32_t rkey, uint64_t va, uint64_t len, uint32_t access,
+		   Seg &out)
 {
 	const Mr *mr = dev.mrByKey(rkey);
 	if (!mr || mr->pd != pd || mr->rkey != rkey || !(mr->access & access))
@@ -132,9 +132,10 @@ std::chrono::nanoseconds ackTimeout(uint8_t timeout)
 /* The RNR NAK timer field (IBA table 45), in microseconds. */
 std::chrono::microseconds rnrDelay(uint8_t code)
 {
-	static const uint32_t us[32] = { 655360, 10,    20,    30,    40,    60,    80,    120,   160,   240,  320,
-					 480,    640,   960,   1280,  1920,  2560,  3840,  5120,  7680,  10240, 15360,
-					 20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520 };
+	static const uint32_t us[32] = { 655360, 10,    20,    30,     40,     60,     80,     120,
+					 160,    240,   320,   480,    640,    960,    1280,   1920,
+					 2560,   3840,  5120,  7680,   10240,  15360,  20480,  30720,
+					 40960,  61440, 81920, 122880, 163840, 245760, 327680, 491520 };
 	return std::chrono::microseconds(us[code & 31]);
 }
 
@@ -403,8 +404,8 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	const uint32_t dqpn = ud ? w.wr.wr.ud.remote_qpn : qp.destQpn;
 	uint32_t reqPackets = (isRead || isAtomic) ? 1 : packetsFor(len, mtu);
 	uint64_t reqBytes = isRead ? wireBytes(0, 1, 16, 0)
-			    : isAtomic ? wireBytes(0, 1, 28, 0)
-			    : wireBytes(len, reqPackets, (isWrite ? 16 : 0) + (hasImm ? 4 : 0), ud ? 8 : 0);
+		: isAtomic         ? wireBytes(0, 1, 28, 0)
+				   : wireBytes(len, reqPackets, (isWrite ? 16 : 0) + (hasImm ? 4 : 0), ud ? 8 : 0);
 
 	/* RC: the local ACK timer runs out after every lost try; after the
 	 * retry_cnt-th retry has timed out too, the WQE fails. */
@@ -434,8 +435,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		return lost();
 	VerbsDevice *rdev = host_.verbsAt(*dst);
 	Qp *rqp = rdev ? rdev->qp(dqpn) : nullptr;
-	if (!rqp || rqp->qpType != qp.qpType || rqp->portNum != dst->num ||
-	    !(qpStateOps(rqp->state) & kProcessRecvOk))
+	if (!rqp || rqp->qpType != qp.qpType || rqp->portNum != dst->num || !(qpStateOps(rqp->state) & kProcessRecvOk))
 		return lost();
 	if (!pkeysMatch(pkeyAt(*src, qp.pkeyIndex), pkeyAt(*dst, rqp->pkeyIndex))) {
 		if (dst->pkeyViolations < 0xffff)
@@ -515,7 +515,9 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	if (isWrite || isRead || isAtomic) {
 		uint64_t va = isAtomic ? w.wr.wr.atomic.remote_addr : w.wr.wr.rdma.remote_addr;
 		uint32_t rkey = isAtomic ? w.wr.wr.atomic.rkey : w.wr.wr.rdma.rkey;
-		uint32_t need = isWrite ? IB_ACCESS_REMOTE_WRITE : isRead ? IB_ACCESS_REMOTE_READ : IB_ACCESS_REMOTE_ATOMIC;
+		uint32_t need = isWrite ? IB_ACCESS_REMOTE_WRITE
+			: isRead        ? IB_ACCESS_REMOTE_READ
+					: IB_ACCESS_REMOTE_ATOMIC;
 		if (isAtomic && (va & 7))
 			return nak(IB_WC_REM_INV_REQ_ERR, IB_EVENT_QP_REQ_ERR);
 		if (isWrite && !(rqp->accessFlags & IB_ACCESS_REMOTE_WRITE))
@@ -549,8 +551,8 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			if (ua.readMemory(remote.mem, remote.addr, &orig, 8) != 0)
 				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
 			uint64_t v = op == IB_WR_ATOMIC_CMP_AND_SWP
-					     ? (orig == w.wr.wr.atomic.compare_add ? w.wr.wr.atomic.swap : orig)
-					     : orig + w.wr.wr.atomic.compare_add;
+				? (orig == w.wr.wr.atomic.compare_add ? w.wr.wr.atomic.swap : orig)
+				: orig + w.wr.wr.atomic.compare_add;
 			if (ua.writeMemory(remote.mem, remote.addr, &v, 8) != 0)
 				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
 			w.delivered = true;

@@ -13,8 +13,7 @@
 
 namespace ibemu {
 
-template <typename T, unsigned N>
-struct BigEndian {
+template <typename T, unsigned N> struct BigEndian {
 	uint8_t b[N];
 
 	constexpr T get() const
@@ -50,22 +49,26 @@ static_assert(sizeof(be32) == 4 && alignof(be32) == 1);
 static_assert(sizeof(be64) == 8 && alignof(be64) == 1);
 
 /* Nibble helpers for the many 4-bit field pairs in SMP attributes. */
-constexpr uint8_t hiNibble(uint8_t b) { return b >> 4; }
-constexpr uint8_t loNibble(uint8_t b) { return b & 0x0f; }
+constexpr uint8_t hiNibble(uint8_t b)
+{
+	return b >> 4;
+}
+constexpr uint8_t loNibble(uint8_t b)
+{
+	return b & 0x0f;
+}
 constexpr uint8_t nibbles(unsigned hi, unsigned lo)
 {
 	return static_cast<uint8_t>(((hi & 0xf) << 4) | (lo & 0xf));
 }
 
 /* Overlay a wire struct on a byte buffer; the structs all have alignment 1. */
-template <typename T>
-T *overlay(uint8_t *p)
+template <typename T> T *overlay(uint8_t *p)
 {
 	static_assert(alignof(T) == 1);
 	return reinterpret_cast<T *>(p);
 }
-template <typename T>
-const T *overlay(const uint8_t *p)
+template <typename T> const T *overlay(const uint8_t *p)
 {
 	static_assert(alignof(T) == 1);
 	return reinterpret_cast<const T *>(p);

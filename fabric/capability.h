@@ -39,15 +39,13 @@ enum : uint32_t {
 
 /* A CA port: what a ConnectX HCA advertises, minus automatic path migration,
  * which the emulator does not model. */
-constexpr uint32_t kCaPortCapMask = IB_PORT_TRAP_SUP | IB_PORT_SL_MAP_SUP |
-				    IB_PORT_SYS_IMAGE_GUID_SUP | IB_PORT_EXTENDED_SPEEDS_SUP |
-				    IB_PORT_CM_SUP | IB_PORT_VENDOR_CLASS_SUP |
-				    IB_PORT_CAP_MASK_NOTICE_SUP | IB_PORT_CLIENT_REG_SUP;
+constexpr uint32_t kCaPortCapMask = IB_PORT_TRAP_SUP | IB_PORT_SL_MAP_SUP | IB_PORT_SYS_IMAGE_GUID_SUP |
+	IB_PORT_EXTENDED_SPEEDS_SUP | IB_PORT_CM_SUP | IB_PORT_VENDOR_CLASS_SUP | IB_PORT_CAP_MASK_NOTICE_SUP |
+	IB_PORT_CLIENT_REG_SUP;
 
 /* Switch management port 0. */
-constexpr uint32_t kSwitchPort0CapMask = IB_PORT_TRAP_SUP | IB_PORT_SL_MAP_SUP |
-					 IB_PORT_SYS_IMAGE_GUID_SUP |
-					 IB_PORT_EXTENDED_SPEEDS_SUP;
+constexpr uint32_t kSwitchPort0CapMask = IB_PORT_TRAP_SUP | IB_PORT_SL_MAP_SUP | IB_PORT_SYS_IMAGE_GUID_SUP |
+	IB_PORT_EXTENDED_SPEEDS_SUP;
 
 /* Mellanox's OUI and ConnectX-5 / InfiniScale IV device ids, so that tools that
  * print vendor and device names show something familiar. (The switch id is

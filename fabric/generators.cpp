@@ -77,8 +77,8 @@ std::string name(const char *prefix, unsigned i, unsigned width = 3)
 
 } /* namespace */
 
-int generateFatTree(Subnet &subnet, unsigned levels, unsigned hosts, unsigned radix,
-		    const LinkSpec &link, std::string &err)
+int generateFatTree(Subnet &subnet, unsigned levels, unsigned hosts, unsigned radix, const LinkSpec &link,
+		    std::string &err)
 {
 	if (levels != 2 && levels != 3) {
 		err = "a fat tree has 2 or 3 levels";
@@ -99,7 +99,7 @@ int generateFatTree(Subnet &subnet, unsigned levels, unsigned hosts, unsigned ra
 		unsigned long max = 2UL * half * half;
 		if (hosts > max) {
 			err = "a 2-level fat tree of radix " + std::to_string(radix) + " holds at most " +
-			      std::to_string(max) + " hosts";
+				std::to_string(max) + " hosts";
 			return -EINVAL;
 		}
 		unsigned leaves = (hosts + half - 1) / half;
@@ -120,8 +120,8 @@ int generateFatTree(Subnet &subnet, unsigned levels, unsigned hosts, unsigned ra
 	unsigned long perPod = 1UL * half * half;
 	unsigned long max = perPod * radix;
 	if (hosts > max) {
-		err = "a 3-level fat tree of radix " + std::to_string(radix) + " holds at most " +
-		      std::to_string(max) + " hosts";
+		err = "a 3-level fat tree of radix " + std::to_string(radix) + " holds at most " + std::to_string(max) +
+			" hosts";
 		return -EINVAL;
 	}
 	unsigned pods = static_cast<unsigned>((hosts + perPod - 1) / perPod);
@@ -151,8 +151,7 @@ int generateFatTree(Subnet &subnet, unsigned levels, unsigned hosts, unsigned ra
 	return 0;
 }
 
-int generateRing(Subnet &subnet, unsigned switches, unsigned hostsPerSwitch, const LinkSpec &link,
-		 std::string &err)
+int generateRing(Subnet &subnet, unsigned switches, unsigned hostsPerSwitch, const LinkSpec &link, std::string &err)
 {
 	if (switches < 3) {
 		err = "a ring needs at least 3 switches";
@@ -176,8 +175,8 @@ int generateRing(Subnet &subnet, unsigned switches, unsigned hostsPerSwitch, con
 	return 0;
 }
 
-int generateTorus(Subnet &subnet, const std::vector<unsigned> &dims, unsigned hostsPerSwitch,
-		  const LinkSpec &link, std::string &err)
+int generateTorus(Subnet &subnet, const std::vector<unsigned> &dims, unsigned hostsPerSwitch, const LinkSpec &link,
+		  std::string &err)
 {
 	if (dims.size() != 2 && dims.size() != 3) {
 		err = "a torus has 2 or 3 dimensions";

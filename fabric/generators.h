@@ -26,15 +26,14 @@ struct LinkSpec {
  * (radix/2)^2 core switches (at most radix^3/4 hosts).
  * Returns 0, or -EINVAL with a message in err.
  */
-int generateFatTree(Subnet &subnet, unsigned levels, unsigned hosts, unsigned radix,
-		    const LinkSpec &link, std::string &err);
+int generateFatTree(Subnet &subnet, unsigned levels, unsigned hosts, unsigned radix, const LinkSpec &link,
+		    std::string &err);
 
 /* `switches` switches in a ring, each with `hostsPerSwitch` CAs. */
-int generateRing(Subnet &subnet, unsigned switches, unsigned hostsPerSwitch, const LinkSpec &link,
-		 std::string &err);
+int generateRing(Subnet &subnet, unsigned switches, unsigned hostsPerSwitch, const LinkSpec &link, std::string &err);
 
 /* A 2D or 3D torus of switches with wrap-around links, hosts on each switch. */
-int generateTorus(Subnet &subnet, const std::vector<unsigned> &dims, unsigned hostsPerSwitch,
-		  const LinkSpec &link, std::string &err);
+int generateTorus(Subnet &subnet, const std::vector<unsigned> &dims, unsigned hostsPerSwitch, const LinkSpec &link,
+		  std::string &err);
 
 } /* namespace ibemu::fabric */

@@ -43,8 +43,7 @@ Speed fastestEnabled(const Port &p)
 
 uint8_t widestCommon(const Port &a, const Port &b)
 {
-	uint8_t common = a.linkWidthEnabled & a.linkWidthSupported & b.linkWidthEnabled &
-			 b.linkWidthSupported;
+	uint8_t common = a.linkWidthEnabled & a.linkWidthSupported & b.linkWidthEnabled & b.linkWidthSupported;
 	for (uint8_t w : { kWidth12x, kWidth8x, kWidth4x, kWidth2x, kWidth1x })
 		if (common & w)
 			return w;

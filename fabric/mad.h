@@ -158,24 +158,38 @@ constexpr size_t kSmpDataOffset = offsetof(ib_smp, data);
 /* GMP attributes of classes without a class header (PMA) start at byte 64 too. */
 constexpr size_t kPmaDataOffset = 64;
 
-inline ib_mad_hdr *madHdr(Mad &m) { return overlay<ib_mad_hdr>(m.data()); }
-inline const ib_mad_hdr *madHdr(const Mad &m) { return overlay<ib_mad_hdr>(m.data()); }
-inline ib_smp *smp(Mad &m) { return overlay<ib_smp>(m.data()); }
-inline const ib_smp *smp(const Mad &m) { return overlay<ib_smp>(m.data()); }
+inline ib_mad_hdr *madHdr(Mad &m)
+{
+	return overlay<ib_mad_hdr>(m.data());
+}
+inline const ib_mad_hdr *madHdr(const Mad &m)
+{
+	return overlay<ib_mad_hdr>(m.data());
+}
+inline ib_smp *smp(Mad &m)
+{
+	return overlay<ib_smp>(m.data());
+}
+inline const ib_smp *smp(const Mad &m)
+{
+	return overlay<ib_smp>(m.data());
+}
 
 /* kernel ib_response_mad(): is this MAD a response (no TID rewrite, routed by TID)? */
 inline bool isResponseMad(const ib_mad_hdr &h)
 {
 	return (h.method & IB_MGMT_METHOD_RESP) || h.method == IB_MGMT_METHOD_TRAP_REPRESS ||
-	       (h.mgmt_class == IB_MGMT_CLASS_BM && (h.attr_mod.get() & 1));
+		(h.mgmt_class == IB_MGMT_CLASS_BM && (h.attr_mod.get() & 1));
 }
 
 inline bool isSmpClass(uint8_t mgmtClass)
 {
-	return mgmtClass == IB_MGMT_CLASS_SUBN_LID_ROUTED ||
-	       mgmtClass == IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE;
+	return mgmtClass == IB_MGMT_CLASS_SUBN_LID_ROUTED || mgmtClass == IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE;
 }
 
-inline bool smpIsResponse(const ib_smp &s) { return s.status.get() & IB_SMP_DIRECTION; }
+inline bool smpIsResponse(const ib_smp &s)
+{
+	return s.status.get() & IB_SMP_DIRECTION;
+}
 
 } /* namespace ibemu */

@@ -48,8 +48,8 @@ struct PortCounters {
 	uint16_t xmitDiscards = 0;
 	uint8_t xmitConstraintErrors = 0;
 	uint8_t rcvConstraintErrors = 0;
-	uint8_t localLinkIntegrityErrors = 0;  /* 4 bits */
-	uint8_t excessiveBufferOverruns = 0;   /* 4 bits */
+	uint8_t localLinkIntegrityErrors = 0; /* 4 bits */
+	uint8_t excessiveBufferOverruns = 0; /* 4 bits */
 	uint16_t vl15Dropped = 0;
 	uint32_t xmitData = 0; /* 32-bit saturating view, in 4-octet words */
 	uint32_t rcvData = 0;
@@ -89,7 +89,7 @@ struct Port {
 	uint8_t linkWidthActive = 0;
 	Speed speedSupported = Speed::SDR; /* the fastest supported speed */
 	Speed speedActive = Speed::SDR;
-	uint8_t linkSpeedEnabled = 0;    /* PortInfo:LinkSpeedEnabled bits */
+	uint8_t linkSpeedEnabled = 0; /* PortInfo:LinkSpeedEnabled bits */
 	uint8_t linkSpeedExtEnabled = 0; /* PortInfo:LinkSpeedExtEnabled bits */
 	PortState state = PortState::Down;
 	PhysState physState = PhysState::Polling;
@@ -191,10 +191,7 @@ struct Node {
 	/* The port whose PortInfo carries the node's M_Key, LID and SM LID for
 	 * node-wide purposes: port 0 on a switch, the given port otherwise. */
 	Port &mgmtPort(unsigned arrivalPort) { return isSwitch() ? port(0) : port(arrivalPort); }
-	const Port &mgmtPort(unsigned arrivalPort) const
-	{
-		return isSwitch() ? port(0) : port(arrivalPort);
-	}
+	const Port &mgmtPort(unsigned arrivalPort) const { return isSwitch() ? port(0) : port(arrivalPort); }
 };
 
 } /* namespace ibemu::fabric */

@@ -15,8 +15,7 @@ namespace {
 
 constexpr uint8_t kPmaRespTimeValue = 18;
 
-template <typename T>
-T saturatingSum(uint64_t a, uint64_t b)
+template <typename T> T saturatingSum(uint64_t a, uint64_t b)
 {
 	uint64_t max = static_cast<T>(~T{ 0 });
 	uint64_t s = a + b;
@@ -33,12 +32,12 @@ void accumulate(PortCounters &sum, const PortCounters &c)
 	sum.linkDowned = saturatingSum<uint8_t>(sum.linkDowned, c.linkDowned);
 	sum.rcvErrors = saturatingSum<uint16_t>(sum.rcvErrors, c.rcvErrors);
 	sum.rcvRemotePhysErrors = saturatingSum<uint16_t>(sum.rcvRemotePhysErrors, c.rcvRemotePhysErrors);
-	sum.rcvSwitchRelayErrors =
-		saturatingSum<uint16_t>(sum.rcvSwitchRelayErrors, c.rcvSwitchRelayErrors);
+	sum.rcvSwitchRelayErrors = saturatingSum<uint16_t>(sum.rcvSwitchRelayErrors, c.rcvSwitchRelayErrors);
 	sum.xmitDiscards = saturatingSum<uint16_t>(sum.xmitDiscards, c.xmitDiscards);
 	sum.xmitConstraintErrors = saturatingSum<uint8_t>(sum.xmitConstraintErrors, c.xmitConstraintErrors);
 	sum.rcvConstraintErrors = saturatingSum<uint8_t>(sum.rcvConstraintErrors, c.rcvConstraintErrors);
-	sum.localLinkIntegrityErrors = std::min<unsigned>(0xf, sum.localLinkIntegrityErrors + c.localLinkIntegrityErrors);
+	sum.localLinkIntegrityErrors = std::min<unsigned>(0xf,
+							  sum.localLinkIntegrityErrors + c.localLinkIntegrityErrors);
 	sum.excessiveBufferOverruns = std::min<unsigned>(0xf, sum.excessiveBufferOverruns + c.excessiveBufferOverruns);
 	sum.vl15Dropped = saturatingSum<uint16_t>(sum.vl15Dropped, c.vl15Dropped);
 	sum.xmitData = saturatingSum<uint32_t>(sum.xmitData, c.xmitData);
@@ -161,8 +160,7 @@ MadResult pmaProcess(Subnet &, Port &port, const Packet &in, Mad &reply)
 	const ib_mad_hdr &h = *madHdr(in.mad);
 	Node &node = *port.node;
 
-	if (isResponseMad(h) || h.method == IB_MGMT_METHOD_TRAP ||
-	    h.method == IB_MGMT_METHOD_REPORT)
+	if (isResponseMad(h) || h.method == IB_MGMT_METHOD_TRAP || h.method == IB_MGMT_METHOD_REPORT)
 		return MadResult::PassUp;
 	if (h.base_version != 1)
 		return MadResult::Consumed;

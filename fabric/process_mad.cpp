@@ -10,8 +10,7 @@
 
 namespace ibemu::fabric {
 
-MadResult processMad(Subnet &subnet, Port &port, const Packet &in, Mad &reply,
-		     bool pmaClaimedByHost)
+MadResult processMad(Subnet &subnet, Port &port, const Packet &in, Mad &reply, bool pmaClaimedByHost)
 {
 	const ib_mad_hdr &h = *madHdr(in.mad);
 	if (isSmpClass(h.mgmt_class)) {

@@ -14,8 +14,8 @@ struct Port;
 /* The kernel's IB_MAD_RESULT_* outcomes of process_mad. */
 enum class MadResult {
 	Consumed, /* handled, nothing to send (also: M_Key violation, TrapRepress) */
-	Reply,    /* `reply` holds the response to send back */
-	PassUp,   /* not for the node's agents: give it to the host's MAD layer */
+	Reply, /* `reply` holds the response to send back */
+	PassUp, /* not for the node's agents: give it to the host's MAD layer */
 };
 
 /*
@@ -24,8 +24,7 @@ enum class MadResult {
  * be done. `pmaClaimedByHost` makes PerfMgt requests pass up (a user agent
  * registered for the class on a local HCA, as the kernel lets it).
  */
-MadResult processMad(Subnet &subnet, Port &port, const Packet &in, Mad &reply,
-		     bool pmaClaimedByHost = false);
+MadResult processMad(Subnet &subnet, Port &port, const Packet &in, Mad &reply, bool pmaClaimedByHost = false);
 
 /*
  * The kernel's generate_unmatched_resp(): a Get or Set nobody claimed is

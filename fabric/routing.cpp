@@ -26,8 +26,7 @@ bool isDrSmp(const Packet &pkt)
 	return pkt.isVl15() && pkt.mad[1] == IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE;
 }
 
-template <typename T>
-void addSaturating(T &counter, uint64_t n)
+template <typename T> void addSaturating(T &counter, uint64_t n)
 {
 	constexpr uint64_t max = static_cast<T>(~T{ 0 });
 	uint64_t v = counter + n;

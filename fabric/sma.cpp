@@ -85,11 +85,16 @@ uint16_t nodeInfo(SmpCall &c)
 /* ---------------- PortInfo ---------------- */
 
 /* PortInfo:LinkSpeedSupported, LinkSpeedExtSupported */
-uint8_t speedSupportedBits(const Port &p) { return linkSpeedMaskUpTo(p.speedSupported); }
-uint8_t extSpeedSupportedBits(const Port &p) { return linkSpeedExtMaskUpTo(p.speedSupported); }
+uint8_t speedSupportedBits(const Port &p)
+{
+	return linkSpeedMaskUpTo(p.speedSupported);
+}
+uint8_t extSpeedSupportedBits(const Port &p)
+{
+	return linkSpeedExtMaskUpTo(p.speedSupported);
+}
 
-void encodePortInfo(const Node &node, const Port &p, uint8_t localPortNum, bool hideMkey,
-		    ib_port_info &pi)
+void encodePortInfo(const Node &node, const Port &p, uint8_t localPortNum, bool hideMkey, ib_port_info &pi)
 {
 	bool ext = node.mgmtPort(p.num).capMask & IB_PORT_EXTENDED_SPEEDS_SUP;
 
@@ -127,8 +132,7 @@ void encodePortInfo(const Node &node, const Port &p, uint8_t localPortNum, bool 
 	pi.link_roundtrip_latency = p.linkRoundTripLatency;
 	pi.cap_mask2 = p.capMask2;
 	if (ext) {
-		pi.link_speed_ext_active_supported =
-			nibbles(linkSpeedExtBits(p.speedActive), extSpeedSupportedBits(p));
+		pi.link_speed_ext_active_supported = nibbles(linkSpeedExtBits(p.speedActive), extSpeedSupportedBits(p));
 		pi.link_speed_ext_enabled = p.linkSpeedExtEnabled & 0x1f;
 	}
 }
@@ -172,8 +176,7 @@ uint16_t setPortStates(SmpCall &c, Port &p, PortState ps, uint8_t phys)
 	}
 	if (phys == static_cast<uint8_t>(PhysState::Disabled))
 		c.subnet.setDisabled(p, true);
-	else if (phys == static_cast<uint8_t>(PhysState::Polling) ||
-		 phys == static_cast<uint8_t>(PhysState::Sleep)) {
+	else if (phys == static_cast<uint8_t>(PhysState::Polling) || phys == static_cast<uint8_t>(PhysState::Sleep)) {
 		if (p.physState == PhysState::Disabled)
 			c.subnet.setDisabled(p, false);
 		else if (ps == PortState::Down)
@@ -344,13 +347,12 @@ uint16_t switchInfo(SmpCall &c)
 	si.default_port = st.defaultPort;
 	si.default_mcast_primary_port = st.defaultMcastPrimaryPort;
 	si.default_mcast_not_primary_port = st.defaultMcastNotPrimaryPort;
-	si.lifetime_psc_optsl2vl = static_cast<uint8_t>((st.lifeTimeValue << 3) |
-							(st.portStateChange ? IB_SWITCH_PSC : 0) |
-							(st.optimizedSl2Vl & 3));
+	si.lifetime_psc_optsl2vl = static_cast<uint8_t>(
+		(st.lifeTimeValue << 3) | (st.portStateChange ? IB_SWITCH_PSC : 0) | (st.optimizedSl2Vl & 3));
 	si.lids_per_port = st.lidsPerPort;
 	si.partition_enforcement_cap = st.partitionEnforcementCap;
-	si.enforcement_caps_port0 = static_cast<uint8_t>(
-		(st.enforcementCaps << 4) | (st.enhancedPort0 ? IB_SWITCH_ENHANCED_PORT0 : 0));
+	si.enforcement_caps_port0 = static_cast<uint8_t>((st.enforcementCaps << 4) |
+							 (st.enhancedPort0 ? IB_SWITCH_ENHANCED_PORT0 : 0));
 	si.mcast_fdb_top = st.mcastFdbTop;
 	return 0;
 }
@@ -556,8 +558,8 @@ uint16_t mlnxExtPortInfo(SmpCall &c)
 
 /* ---------------- traps ---------------- */
 
-void sendTrap(Subnet &subnet, Node &node, Port &from, uint16_t trapNum, uint8_t type,
-	      const uint8_t *details, size_t detailsLen)
+void sendTrap(Subnet &subnet, Node &node, Port &from, uint16_t trapNum, uint8_t type, const uint8_t *details,
+	      size_t detailsLen)
 {
 	Port &mgmt = node.mgmtPort(from.num);
 	if (mgmt.smLid == 0 || mgmt.lid == 0 || mgmt.state != PortState::Active)

@@ -7,17 +7,29 @@ namespace ibemu::fabric::smi {
 
 namespace {
 
-bool validPort(uint8_t port, uint8_t numPorts) { return port >= 1 && port <= numPorts; }
+bool validPort(uint8_t port, uint8_t numPorts)
+{
+	return port >= 1 && port <= numPorts;
+}
 
-Decision drop() { return {}; }
-Decision local() { return { Action::Local, 0, 0 }; }
+Decision drop()
+{
+	return {};
+}
+Decision local()
+{
+	return { Action::Local, 0, 0 };
+}
 Decision viaPort(uint8_t port, uint8_t numPorts)
 {
 	if (!validPort(port, numPorts))
 		return drop();
 	return { Action::SendPort, port, 0 };
 }
-Decision viaLid(uint16_t lid) { return { Action::SendLid, 0, lid }; }
+Decision viaLid(uint16_t lid)
+{
+	return { Action::SendLid, 0, lid };
+}
 
 } /* namespace */
 

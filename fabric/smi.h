@@ -19,10 +19,10 @@
 namespace ibemu::fabric::smi {
 
 enum class Action {
-	Drop,      /* discard silently (spec C14-9:5, C14-13:5 and friends) */
-	Local,     /* give it to this node's SMA, or up to the SM on this node */
-	SendPort,  /* transmit out of Decision::port */
-	SendLid,   /* LID-route it to Decision::lid (the LID-routed segment) */
+	Drop, /* discard silently (spec C14-9:5, C14-13:5 and friends) */
+	Local, /* give it to this node's SMA, or up to the SM on this node */
+	SendPort, /* transmit out of Decision::port */
+	SendLid, /* LID-route it to Decision::lid (the LID-routed segment) */
 };
 
 struct Decision {

@@ -43,31 +43,31 @@ struct ib_port_info {
 	uint8_t link_width_enabled;
 	uint8_t link_width_supported;
 	uint8_t link_width_active;
-	uint8_t linkspeed_portstate;           /* LinkSpeedSupported(7:4) PortState(3:0) */
-	uint8_t portphysstate_linkdown;        /* PortPhysicalState(7:4) LinkDownDefaultState(3:0) */
-	uint8_t mkeyprot_resv_lmc;             /* M_KeyProtectBits(7:6) LMC(2:0) */
-	uint8_t linkspeedactive_enabled;       /* LinkSpeedActive(7:4) LinkSpeedEnabled(3:0) */
-	uint8_t neighbormtu_mastersmsl;        /* NeighborMTU(7:4) MasterSMSL(3:0) */
-	uint8_t vlcap_inittype;                /* VLCap(7:4) InitType(3:0) */
+	uint8_t linkspeed_portstate; /* LinkSpeedSupported(7:4) PortState(3:0) */
+	uint8_t portphysstate_linkdown; /* PortPhysicalState(7:4) LinkDownDefaultState(3:0) */
+	uint8_t mkeyprot_resv_lmc; /* M_KeyProtectBits(7:6) LMC(2:0) */
+	uint8_t linkspeedactive_enabled; /* LinkSpeedActive(7:4) LinkSpeedEnabled(3:0) */
+	uint8_t neighbormtu_mastersmsl; /* NeighborMTU(7:4) MasterSMSL(3:0) */
+	uint8_t vlcap_inittype; /* VLCap(7:4) InitType(3:0) */
 	uint8_t vl_high_limit;
 	uint8_t vl_arb_high_cap;
 	uint8_t vl_arb_low_cap;
-	uint8_t inittypereply_mtucap;          /* InitTypeReply(7:4) MTUCap(3:0) */
-	uint8_t vlstallcnt_hoqlife;            /* VLStallCount(7:5) HOQLife(4:0) */
+	uint8_t inittypereply_mtucap; /* InitTypeReply(7:4) MTUCap(3:0) */
+	uint8_t vlstallcnt_hoqlife; /* VLStallCount(7:5) HOQLife(4:0) */
 	uint8_t operationalvl_pei_peo_fpi_fpo; /* OperationalVLs(7:4) enforcement(3:0) */
 	be16 mkey_violations;
 	be16 pkey_violations;
 	be16 qkey_violations;
 	uint8_t guid_cap;
-	uint8_t clientrereg_resv_subnetto;     /* ClientReregister(7) SubnetTimeOut(4:0) */
-	uint8_t resv_resptimevalue;            /* RespTimeValue(4:0) */
+	uint8_t clientrereg_resv_subnetto; /* ClientReregister(7) SubnetTimeOut(4:0) */
+	uint8_t resv_resptimevalue; /* RespTimeValue(4:0) */
 	uint8_t localphyerrors_overrunerrors;
 	be16 max_credit_hint;
-	uint8_t link_speed_ext2;               /* XDR fields, unused */
+	uint8_t link_speed_ext2; /* XDR fields, unused */
 	be24 link_roundtrip_latency;
 	be16 cap_mask2;
 	uint8_t link_speed_ext_active_supported; /* LinkSpeedExtActive(7:4) Supported(3:0) */
-	uint8_t link_speed_ext_enabled;        /* LinkSpeedExtEnabled(4:0) */
+	uint8_t link_speed_ext_enabled; /* LinkSpeedExtEnabled(4:0) */
 };
 static_assert(sizeof(ib_port_info) == 64);
 static_assert(offsetof(ib_port_info, lid) == 16);
@@ -88,7 +88,7 @@ struct ib_switch_info {
 	uint8_t default_port;
 	uint8_t default_mcast_primary_port;
 	uint8_t default_mcast_not_primary_port;
-	uint8_t lifetime_psc_optsl2vl;  /* LifeTimeValue(7:3) PortStateChange(2) OptSL2VL(1:0) */
+	uint8_t lifetime_psc_optsl2vl; /* LifeTimeValue(7:3) PortStateChange(2) OptSL2VL(1:0) */
 	be16 lids_per_port;
 	be16 partition_enforcement_cap;
 	uint8_t enforcement_caps_port0; /* InEnf(7) OutEnf(6) FilterRawIn(5) FilterRawOut(4) EnhancedPort0(3) */
@@ -104,9 +104,9 @@ constexpr uint8_t IB_SWITCH_ENHANCED_PORT0 = 0x08;
 
 /* Notice (Trap), 14.2.5.1 / 13.4.8.2: the first 64 bytes, carried in an SMP. */
 struct ib_notice {
-	uint8_t generic_type;     /* IsGeneric(7) Type(6:0) */
-	be24 producer_type;       /* or VendorID */
-	be16 trap_num;            /* or DeviceID */
+	uint8_t generic_type; /* IsGeneric(7) Type(6:0) */
+	be24 producer_type; /* or VendorID */
+	be16 trap_num; /* or DeviceID */
 	be16 issuer_lid;
 	be16 toggle_count;
 	uint8_t data_details[54];

@@ -31,7 +31,7 @@ struct TopoPort {
 	uint8_t peerPort = 0;
 	std::string alias; /* `@[p] "alias"` name, module-qualified */
 	uint64_t guid = 0; /* from `(guid)`, 0 if not given */
-	uint16_t lid = 0;  /* CA/router port lines: `# lid N lmc M` */
+	uint16_t lid = 0; /* CA/router port lines: `# lid N lmc M` */
 	uint8_t lmc = 0;
 	uint8_t widthEnabled = 0; /* PortInfo:LinkWidthEnabled, 0 = node default */
 	uint8_t speedEnabled = 0; /* PortInfo:LinkSpeedEnabled, 0 = node default */
@@ -78,8 +78,7 @@ struct TopologyError {
 
 /* Parses text. Returns 0, or -EINVAL with `err` filled in. `fileName` is used
  * in messages and to resolve `include` relative to its directory. */
-int parseTopology(std::string_view text, const std::string &fileName, Topology &out,
-		  TopologyError &err);
+int parseTopology(std::string_view text, const std::string &fileName, Topology &out, TopologyError &err);
 /* Reads and parses a file; -ENOENT etc. when it cannot be read. */
 int loadTopologyFile(const std::string &path, Topology &out, TopologyError &err);
 

@@ -59,8 +59,8 @@ int Builder::assignGuids(std::vector<uint64_t> &guids)
 		if (!fresh) {
 			const TopoNode &o = topo.nodes[it->second];
 			return fail(n.file, n.line,
-				    "node GUID " + hex(n.guid) + " of \"" + n.id + "\" is already used by \"" +
-					    o.id + "\" (" + topo.files[o.file] + ":" + std::to_string(o.line) + ")");
+				    "node GUID " + hex(n.guid) + " of \"" + n.id + "\" is already used by \"" + o.id +
+					    "\" (" + topo.files[o.file] + ":" + std::to_string(o.line) + ")");
 		}
 		guids[i] = n.guid;
 	}
@@ -119,8 +119,9 @@ int Builder::createNodes()
 			if (tp.alias.size() && tp.peer.empty() && !tp.speed && !tp.widthEnabled)
 				continue;
 			widthSup |= tp.widthEnabled;
-			Speed s = tp.speed ? *tp.speed
-					   : speedFromBits(tp.speedEnabled, tp.extSpeedEnabled == 0xff ? 0 : tp.extSpeedEnabled);
+			Speed s = tp.speed
+				? *tp.speed
+				: speedFromBits(tp.speedEnabled, tp.extSpeedEnabled == 0xff ? 0 : tp.extSpeedEnabled);
 			if (s > speedSup)
 				speedSup = s;
 		}
@@ -195,7 +196,7 @@ int Builder::resolvePeer(const TopoNode &tn, const TopoPort &tp, size_t &peerIdx
 			g.remove_prefix(2);
 		uint64_t guid = 0;
 		bool ok = !g.empty() && g.size() <= 16 &&
-			  g.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos;
+			g.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos;
 		if (ok)
 			guid = std::stoull(std::string(g), nullptr, 16);
 		Node *n = ok ? subnet.findNodeByGuid(guid) : nullptr;
@@ -225,7 +226,8 @@ int Builder::connectAll()
 			if (int rc = resolvePeer(tn, tp, peerIdx, peerPort))
 				return rc;
 			if (peerIdx == i && peerPort == tp.num)
-				return fail(tp.file, tp.line, "port " + std::to_string(tp.num) + " is cabled to itself");
+				return fail(tp.file, tp.line,
+					    "port " + std::to_string(tp.num) + " is cabled to itself");
 
 			/* If the peer describes its end, both must agree. */
 			if (const TopoPort *back = portLine(peerIdx, peerPort); back && !back->peer.empty()) {
@@ -235,11 +237,12 @@ int Builder::connectAll()
 					return rc;
 				if (backIdx != i || backPort != tp.num)
 					return fail(tp.file, tp.line,
-						    "\"" + tn.id + "\"[" + std::to_string(tp.num) + "] is cabled to \"" +
-							    topo.nodes[peerIdx].id + "\"[" + std::to_string(peerPort) +
-							    "], but " + topo.files[back->file] + ":" +
-							    std::to_string(back->line) + " cables that port to \"" +
-							    topo.nodes[backIdx].id + "\"[" + std::to_string(backPort) + "]");
+						    "\"" + tn.id + "\"[" + std::to_string(tp.num) +
+							    "] is cabled to \"" + topo.nodes[peerIdx].id + "\"[" +
+							    std::to_string(peerPort) + "], but " +
+							    topo.files[back->file] + ":" + std::to_string(back->line) +
+							    " cables that port to \"" + topo.nodes[backIdx].id + "\"[" +
+							    std::to_string(backPort) + "]");
 			}
 
 			Port &a = built[i]->port(tp.num);

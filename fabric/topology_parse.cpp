@@ -88,7 +88,10 @@ int readText(const std::string &path, std::string &text, std::string &err)
 	return 0;
 }
 
-bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+bool isSpace(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
+}
 
 std::string_view trim(std::string_view s)
 {
@@ -221,8 +224,7 @@ struct Parser {
 
 	std::string qualify(std::string_view id) const
 	{
-		if (module.empty() || id.find('#') != std::string_view::npos ||
-		    id.find('@') != std::string_view::npos)
+		if (module.empty() || id.find('#') != std::string_view::npos || id.find('@') != std::string_view::npos)
 			return std::string(id);
 		return module + "#" + std::string(id);
 	}
@@ -297,9 +299,8 @@ int Parser::parseLine(std::string_view raw)
 	    startsWithNoCase(line, "hcaguids") || startsWithNoCase(line, "rtguid") ||
 	    startsWithNoCase(line, "vendid") || startsWithNoCase(line, "devid") ||
 	    startsWithNoCase(line, "sysimgguid") || startsWithNoCase(line, "width") ||
-	    startsWithNoCase(line, "speed") || startsWithNoCase(line, "extspeed") ||
-	    startsWithNoCase(line, "module") || startsWithNoCase(line, "pdebug") ||
-	    startsWithNoCase(line, "include") || startsWithNoCase(line, "do ") ||
+	    startsWithNoCase(line, "speed") || startsWithNoCase(line, "extspeed") || startsWithNoCase(line, "module") ||
+	    startsWithNoCase(line, "pdebug") || startsWithNoCase(line, "include") || startsWithNoCase(line, "do ") ||
 	    startsWithNoCase(line, "do\t")) {
 		bool handled = false;
 		if (int rc = parseKeyword(line, handled))
@@ -313,7 +314,7 @@ int Parser::parseLine(std::string_view raw)
 		NodeType type;
 	};
 	static const HeaderKw kHeaders[] = {
-		{ "Switch", NodeType::Switch }, { "Hca", NodeType::CA }, { "Ca", NodeType::CA },
+		{ "Switch", NodeType::Switch }, { "Hca", NodeType::CA },    { "Ca", NodeType::CA },
 		{ "Router", NodeType::Router }, { "Rt", NodeType::Router },
 	};
 	for (const auto &h : kHeaders) {
@@ -652,8 +653,8 @@ int Parser::parsePortNumber(std::string_view &s, uint8_t &out)
 		return fail("port number must be closed with ']'");
 	s.remove_prefix(1);
 	if (num < 1 || num > current->numPorts)
-		return fail("port " + std::to_string(num) + " is out of range for \"" + current->id +
-			    "\" (1-" + std::to_string(current->numPorts) + ")");
+		return fail("port " + std::to_string(num) + " is out of range for \"" + current->id + "\" (1-" +
+			    std::to_string(current->numPorts) + ")");
 	for (const auto &p : current->ports)
 		if (p.num == num)
 			return fail("port " + std::to_string(num) + " of \"" + current->id +
@@ -793,8 +794,7 @@ int Parser::parsePortLine(std::string_view line)
 
 } /* namespace */
 
-int parseTopology(std::string_view text, const std::string &fileName, Topology &out,
-		  TopologyError &err)
+int parseTopology(std::string_view text, const std::string &fileName, Topology &out, TopologyError &err)
 {
 	out.files.push_back(fileName);
 	Parser p{ out, err };

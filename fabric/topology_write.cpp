@@ -26,9 +26,15 @@ void appendf(std::string &out, const char *fmt, ...)
 		out.append(buf, std::min<size_t>(static_cast<size_t>(n), sizeof(buf) - 1));
 }
 
-char typeLetter(NodeType t) { return t == NodeType::Switch ? 'S' : t == NodeType::CA ? 'H' : 'R'; }
+char typeLetter(NodeType t)
+{
+	return t == NodeType::Switch ? 'S' : t == NodeType::CA ? 'H' : 'R';
+}
 
-const char *typeWord(NodeType t) { return t == NodeType::Switch ? "Switch" : t == NodeType::CA ? "Ca" : "Rt"; }
+const char *typeWord(NodeType t)
+{
+	return t == NodeType::Switch ? "Switch" : t == NodeType::CA ? "Ca" : "Rt";
+}
 
 /* ibnetdiscover's id for a node: S-/H-/R- and the 16-digit GUID. */
 std::string nodeId(const Node &n)
@@ -68,11 +74,10 @@ void writeNode(std::string &out, const Node &n)
 		appendf(out, "rtguid=0x%" PRIx64 "\n", n.nodeGuid);
 		break;
 	}
-	appendf(out, "%s\t%u \"%s\"\t\t# \"%s\"", typeWord(n.type), n.numPorts, nodeId(n).c_str(),
-		n.desc.c_str());
+	appendf(out, "%s\t%u \"%s\"\t\t# \"%s\"", typeWord(n.type), n.numPorts, nodeId(n).c_str(), n.desc.c_str());
 	if (n.isSwitch())
-		appendf(out, " %s port 0 lid %u lmc %u", n.sw->enhancedPort0 ? "enhanced" : "base",
-			n.port(0).lid, n.port(0).lmc);
+		appendf(out, " %s port 0 lid %u lmc %u", n.sw->enhancedPort0 ? "enhanced" : "base", n.port(0).lid,
+			n.port(0).lmc);
 	out += '\n';
 
 	for (unsigned num = 1; num <= n.numPorts; num++) {
@@ -84,13 +89,12 @@ void writeNode(std::string &out, const Node &n)
 		if (!q.node->isSwitch())
 			appendf(peerGuid, "(%" PRIx64 ") ", q.guid);
 		if (n.isSwitch())
-			appendf(out, "[%u]\t\"%s\"[%u]%s\t\t# \"%s\" lid %u %s\n", num, nodeId(*q.node).c_str(),
-				q.num, peerGuid.c_str(), q.node->desc.c_str(), peerLid(q), linkToken(p).c_str());
+			appendf(out, "[%u]\t\"%s\"[%u]%s\t\t# \"%s\" lid %u %s\n", num, nodeId(*q.node).c_str(), q.num,
+				peerGuid.c_str(), q.node->desc.c_str(), peerLid(q), linkToken(p).c_str());
 		else
 			appendf(out, "[%u](%" PRIx64 ") \t\"%s\"[%u]%s%s\t\t# lid %u lmc %u \"%s\" lid %u %s\n", num,
-				p.guid, nodeId(*q.node).c_str(), q.num, peerGuid.empty() ? "" : " ",
-				peerGuid.c_str(), p.lid, p.lmc, q.node->desc.c_str(), peerLid(q),
-				linkToken(p).c_str());
+				p.guid, nodeId(*q.node).c_str(), q.num, peerGuid.empty() ? "" : " ", peerGuid.c_str(),
+				p.lid, p.lmc, q.node->desc.c_str(), peerLid(q), linkToken(p).c_str());
 	}
 }
 

@@ -68,10 +68,10 @@ struct SpeedRow {
 	Speed speed;
 	const char *name;
 	unsigned deciGbps;
-	uint8_t bits;        /* PortInfo:LinkSpeedActive */
-	uint8_t extBits;     /* PortInfo:LinkSpeedExtActive */
-	uint8_t upTo;        /* PortInfo:LinkSpeedSupported */
-	uint8_t extUpTo;     /* PortInfo:LinkSpeedExtSupported */
+	uint8_t bits; /* PortInfo:LinkSpeedActive */
+	uint8_t extBits; /* PortInfo:LinkSpeedExtActive */
+	uint8_t upTo; /* PortInfo:LinkSpeedSupported */
+	uint8_t extUpTo; /* PortInfo:LinkSpeedExtSupported */
 };
 constexpr std::array<SpeedRow, 8> kSpeeds = { {
 	{ Speed::SDR, "SDR", 25, 0x1, 0x0, 0x1, 0x0 },
@@ -84,7 +84,10 @@ constexpr std::array<SpeedRow, 8> kSpeeds = { {
 	{ Speed::NDR, "NDR", 1000, 0x4, 0x8, 0x7, 0xf },
 } };
 
-const SpeedRow &row(Speed s) { return kSpeeds[static_cast<unsigned>(s)]; }
+const SpeedRow &row(Speed s)
+{
+	return kSpeeds[static_cast<unsigned>(s)];
+}
 
 struct WidthRow {
 	uint8_t bit;
@@ -108,12 +111,30 @@ const WidthRow *widthRow(uint8_t bit)
 }
 } /* namespace */
 
-const char *speedName(Speed s) { return row(s).name; }
-unsigned speedDeciGbps(Speed s) { return row(s).deciGbps; }
-uint8_t linkSpeedBits(Speed s) { return row(s).bits; }
-uint8_t linkSpeedExtBits(Speed s) { return row(s).extBits; }
-uint8_t linkSpeedMaskUpTo(Speed s) { return row(s).upTo; }
-uint8_t linkSpeedExtMaskUpTo(Speed s) { return row(s).extUpTo; }
+const char *speedName(Speed s)
+{
+	return row(s).name;
+}
+unsigned speedDeciGbps(Speed s)
+{
+	return row(s).deciGbps;
+}
+uint8_t linkSpeedBits(Speed s)
+{
+	return row(s).bits;
+}
+uint8_t linkSpeedExtBits(Speed s)
+{
+	return row(s).extBits;
+}
+uint8_t linkSpeedMaskUpTo(Speed s)
+{
+	return row(s).upTo;
+}
+uint8_t linkSpeedExtMaskUpTo(Speed s)
+{
+	return row(s).extUpTo;
+}
 
 std::optional<Speed> parseSpeed(std::string_view name)
 {
@@ -160,8 +181,7 @@ std::string rateString(uint8_t widthBit, Speed s)
 	unsigned lanes = widthLanes(widthBit);
 	unsigned deci = speedDeciGbps(s) * lanes;
 	char buf[64];
-	snprintf(buf, sizeof(buf), "%u%s Gb/sec (%uX %s)", deci / 10, (deci % 10) ? ".5" : "",
-		 lanes, speedName(s));
+	snprintf(buf, sizeof(buf), "%u%s Gb/sec (%uX %s)", deci / 10, (deci % 10) ? ".5" : "", lanes, speedName(s));
 	return buf;
 }
 

@@ -48,12 +48,12 @@ enum class Speed : uint8_t { SDR, DDR, QDR, FDR10, FDR, EDR, HDR, NDR };
 /* MTU encoding, IBA 14.2.5.6 (1 = 256 ... 5 = 4096) */
 enum : uint8_t { kMtu256 = 1, kMtu512 = 2, kMtu1024 = 3, kMtu2048 = 4, kMtu4096 = 5 };
 
-const char *nodeTypeName(NodeType t);          /* "CA", "switch", "router" (sysfs names) */
-const char *portStateName(PortState s);        /* "DOWN", "INIT", "ARMED", "ACTIVE" */
-const char *physStateName(PhysState s);        /* "Polling", "LinkUp", ... */
-const char *speedName(Speed s);                /* "SDR" ... "NDR" */
+const char *nodeTypeName(NodeType t); /* "CA", "switch", "router" (sysfs names) */
+const char *portStateName(PortState s); /* "DOWN", "INIT", "ARMED", "ACTIVE" */
+const char *physStateName(PhysState s); /* "Polling", "LinkUp", ... */
+const char *speedName(Speed s); /* "SDR" ... "NDR" */
 std::optional<Speed> parseSpeed(std::string_view name);
-unsigned widthLanes(uint8_t widthBit);         /* 1, 2, 4, 8, 12; 0 if not one bit */
+unsigned widthLanes(uint8_t widthBit); /* 1, 2, 4, 8, 12; 0 if not one bit */
 std::optional<uint8_t> widthFromLanes(unsigned lanes);
 /* PortInfo:LinkWidthSupported of a port whose widest width is widthBit:
  * that width, 1x, and 4x below 8x and 12x (2x: 1x|2x, 12x: 1x|4x|12x);

@@ -114,7 +114,8 @@ bool generateFabric(const std::string &spec, Subnet &subnet)
 		std::stringstream ss(kv.count("dims") ? kv["dims"] : "2x2");
 		std::string part;
 		while (std::getline(ss, part, 'x')) {
-			if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 5) {
+			if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos ||
+			    part.size() > 5) {
 				fprintf(stderr, "ibemu: --gen: dims look like 3x3 or 2x2x2\n");
 				return false;
 			}

@@ -18,7 +18,10 @@ namespace ibemu::tools {
 
 namespace {
 
-std::string parentOf(const std::string &path) { return path.substr(0, path.rfind('/')); }
+std::string parentOf(const std::string &path)
+{
+	return path.substr(0, path.rfind('/'));
+}
 
 /* The parent must not let anyone else replace our directory: neither
  * through its permissions nor by being someone else's symbolic link (they
@@ -32,7 +35,7 @@ bool parentSafe(const std::string &dir, std::string &err)
 	}
 	if (S_ISLNK(st.st_mode) && st.st_uid != 0 && st.st_uid != geteuid()) {
 		err = dir + " is a symbolic link of another user (uid " + std::to_string(st.st_uid) +
-		      "): refusing to run there";
+			"): refusing to run there";
 		return false;
 	}
 	if (stat(dir.c_str(), &st) != 0) {
@@ -89,7 +92,8 @@ bool makeInstance(const std::string &name, Instance &out, std::string &err)
 	    name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
 		    std::string::npos) {
 		err = "instance names use letters, digits, '.', '_' and '-', start with a letter or digit, and have "
-		      "at most 64 characters: \"" + name + "\"";
+		      "at most 64 characters: \"" +
+			name + "\"";
 		return false;
 	}
 	const char *env = getenv("IBEMU_RUN_DIR");
@@ -97,7 +101,8 @@ bool makeInstance(const std::string &name, Instance &out, std::string &err)
 	if (base.front() != '/') { /* the daemon and its links need an absolute path */
 		char cwd[PATH_MAX];
 		if (!getcwd(cwd, sizeof cwd)) {
-			err = std::string("IBEMU_RUN_DIR is relative and the current directory is unknown: ") + strerror(errno);
+			err = std::string("IBEMU_RUN_DIR is relative and the current directory is unknown: ") +
+				strerror(errno);
 			return false;
 		}
 		base = std::string(cwd) + "/" + base;
@@ -163,7 +168,7 @@ int runningPid(const Instance &inst, std::string *err)
 	if (fd < 0) {
 		if (err && errno == EACCES)
 			*err = "instance \"" + inst.name + "\" is root's: " + inst.pidFile() +
-			       " is readable by root only, so only root can see or control it (sudo ibemu ...)";
+				" is readable by root only, so only root can see or control it (sudo ibemu ...)";
 		return 0;
 	}
 	/* who holds the daemon's lock? (F_GETLK reports a conflicting holder) */

@@ -42,14 +42,16 @@ std::string selfDir()
 }
 
 /* What the daemon reported when its devices became ready. */
-bool loadReady(const Instance &inst, nlohmann::json &j) { return loadJson(inst.readyFile(), j); }
-
+bool loadReady(const Instance &inst, nlohmann::json &j)
+{
+	return loadJson(inst.readyFile(), j);
+}
 
 /* ibemud: next to ibemu in a build tree, in ../sbin when installed */
 std::string daemonPath()
 {
-	for (const std::string &p : { selfDir() + "/ibemud", selfDir() + "/../sbin/ibemud",
-				      std::string(IBEMU_SBINDIR) + "/ibemud" })
+	for (const std::string &p :
+	     { selfDir() + "/ibemud", selfDir() + "/../sbin/ibemud", std::string(IBEMU_SBINDIR) + "/ibemud" })
 		if (access(p.c_str(), X_OK) == 0)
 			return p;
 	return selfDir() + "/ibemud";
@@ -72,7 +74,8 @@ void printDevices(const nlohmann::json &j)
 		printf("  %s  node GUID %s  \"%s\"\n", d.value("ibdev", "").c_str(), d.value("node_guid", "").c_str(),
 		       d.value("node", "").c_str());
 		for (const auto &p : d["ports"]) {
-			printf("    port %d: %s %s", p.value("port", 0), p.value("umad", "").c_str(), p.value("issm", "").c_str());
+			printf("    port %d: %s %s", p.value("port", 0), p.value("umad", "").c_str(),
+			       p.value("issm", "").c_str());
 			if (p.contains("state"))
 				printf("  %s/%s  LID %d  SM LID %d  %s%s  %d open", p.value("state", "").c_str(),
 				       p.value("phys_state", "").c_str(), p.value("lid", 0), p.value("sm_lid", 0),
@@ -108,8 +111,8 @@ void printDevices(const nlohmann::json &j)
 void printClients(const std::vector<Client> &clients, int smPid = 0)
 {
 	for (const auto &c : clients)
-		printf("    pid %d (%s): %s%s\n", c.pid, c.command.c_str(), count(int(c.files), "file", "files").c_str(),
-		       c.pid == smPid ? " (the instance's SM)" : "");
+		printf("    pid %d (%s): %s%s\n", c.pid, c.command.c_str(),
+		       count(int(c.files), "file", "files").c_str(), c.pid == smPid ? " (the instance's SM)" : "");
 }
 
 bool instanceOf(const std::string &name, Instance &inst)
@@ -127,7 +130,8 @@ void leaveRunDir(const Instance &inst, bool keepLogs, const char *cmd)
 {
 	if (keepLogs) {
 		/* after a failed up, next to its error */
-		fprintf(strcmp(cmd, "up") == 0 ? stderr : stdout, "ibemu %s: logs kept in %s\n", cmd, inst.runDir.c_str());
+		fprintf(strcmp(cmd, "up") == 0 ? stderr : stdout, "ibemu %s: logs kept in %s\n", cmd,
+			inst.runDir.c_str());
 		return;
 	}
 	std::string err;
@@ -173,7 +177,7 @@ std::string notUpYet(const Instance &inst, int pid, bool &fatal)
 		for (const auto &p : d["ports"])
 			if (p.value("state", "") != "ACTIVE")
 				return d.value("ibdev", "") + " port " + std::to_string(p.value("port", 0)) + " is " +
-				       p.value("state", "?") + ", not ACTIVE";
+					p.value("state", "?") + ", not ACTIVE";
 	std::string state = smState(pid, why);
 	if (state != "SMINFO_MASTER")
 		return state.empty() ? why : "sminfo reports " + state + ", not SMINFO_MASTER";
@@ -190,16 +194,19 @@ struct UpOpts {
 int up(const std::vector<std::string> &daemonArgs, const Instance &inst, const UpOpts &o)
 {
 	if (geteuid() != 0) {
-		fprintf(stderr, "ibemu up: must run as root (ibemud mounts a FUSE filesystem and a namespace); try "
-				"`sudo ibemu up`\n");
+		fprintf(stderr,
+			"ibemu up: must run as root (ibemud mounts a FUSE filesystem and a namespace); try "
+			"`sudo ibemu up`\n");
 		return 1;
 	}
 	if (access("/dev/fuse", R_OK | W_OK) != 0) {
-		fprintf(stderr, "ibemu up: /dev/fuse is missing or not accessible (%s); load the fuse module\n", strerror(errno));
+		fprintf(stderr, "ibemu up: /dev/fuse is missing or not accessible (%s); load the fuse module\n",
+			strerror(errno));
 		return 1;
 	}
 	if (int pid = runningPid(inst)) {
-		fprintf(stderr, "ibemu up: instance \"%s\" is already running (pid %d); `ibemu down --instance %s` first\n",
+		fprintf(stderr,
+			"ibemu up: instance \"%s\" is already running (pid %d); `ibemu down --instance %s` first\n",
 			inst.name.c_str(), pid, inst.name.c_str());
 		return 1;
 	}
@@ -280,9 +287,11 @@ int up(const std::vector<std::string> &daemonArgs, const Instance &inst, const U
 		if (fatal)
 			fprintf(stderr, "ibemu up: the subnet did not come up: %s\n", why.c_str());
 		else
-			fprintf(stderr, "ibemu up: the subnet did not come up in %u s: %s\n", o.waitTimeout, why.c_str());
+			fprintf(stderr, "ibemu up: the subnet did not come up in %u s: %s\n", o.waitTimeout,
+				why.c_str());
 		/* OpenSM prints its complaint about arguments first, then usage */
-		fprintf(stderr, "%s %s:\n%s", fatal ? "the start of" : "the end of", log.c_str(), tail(log, 10, fatal).c_str());
+		fprintf(stderr, "%s %s:\n%s", fatal ? "the start of" : "the end of", log.c_str(),
+			tail(log, 10, fatal).c_str());
 	}
 	stopDaemon(pid, "up");
 	waitpid(pid, nullptr, 0);
@@ -312,7 +321,8 @@ int down(const Instance &inst, bool killClients, bool keepLogs)
 	if (loadLive(inst, pid, live, why))
 		clients = clientsOf(inst, live, live.contains("sm") ? live["sm"].value("pid", 0) : 0);
 	if (!clients.empty() && killClients) {
-		printf("ibemu down: ending %s holding the devices:\n", count(int(clients.size()), "process", "processes").c_str());
+		printf("ibemu down: ending %s holding the devices:\n",
+		       count(int(clients.size()), "process", "processes").c_str());
 		printClients(clients);
 		for (const auto &c : clients)
 			kill(c.pid, SIGTERM);
@@ -333,7 +343,8 @@ int down(const Instance &inst, bool killClients, bool keepLogs)
 	} else if (!clients.empty()) {
 		printf("ibemu down: %s still %s the devices; their files fail from now on (--kill-clients ends "
 		       "them first):\n",
-		       count(int(clients.size()), "process", "processes").c_str(), clients.size() == 1 ? "holds" : "hold");
+		       count(int(clients.size()), "process", "processes").c_str(),
+		       clients.size() == 1 ? "holds" : "hold");
 		printClients(clients);
 	}
 	if (!stopDaemon(pid, "down")) {
@@ -436,14 +447,17 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 	CLI::App *upCmd = app.add_subcommand("up", "Start an instance in the background and wait until it is ready");
 	upCmd->add_option("--instance", u->instance, instanceHelp);
 	auto *topo = upCmd->add_option("--topology", u->topology, "Topology file (ibnetdiscover format)");
-	upCmd->add_option("--gen", u->gen, "Generate the fabric, e.g. fat-tree:levels=2,hosts=16,radix=8")->excludes(topo);
+	upCmd->add_option("--gen", u->gen, "Generate the fabric, e.g. fat-tree:levels=2,hosts=16,radix=8")
+		->excludes(topo);
 	upCmd->add_option("--local", u->local, "CAs to make local: node ids, descriptions or GUIDs, comma-separated");
-	upCmd->add_option("--transport", u->transport, "auto, cuse or fuse")->check(CLI::IsMember({ "auto", "cuse", "fuse" }));
+	upCmd->add_option("--transport", u->transport, "auto, cuse or fuse")
+		->check(CLI::IsMember({ "auto", "cuse", "fuse" }));
 	upCmd->add_option("--log-level", u->logLevel, "trace, debug, info, warn, error");
 	upCmd->add_flag("--global", u->global, "CUSE only: show the devices host-wide");
 	upCmd->add_flag("--sm", u->sm,
 			"Run OpenSM in the instance and wait until every local port is ACTIVE and an SM is MASTER");
-	upCmd->add_option("--wait-timeout", u->waitTimeout, "Seconds to wait for the devices (and with --sm the subnet)")
+	upCmd->add_option("--wait-timeout", u->waitTimeout,
+			  "Seconds to wait for the devices (and with --sm the subnet)")
 		->capture_default_str();
 	upCmd->add_flag("--keep-logs", u->keepLogs, "Keep the run directory and its logs if up fails");
 	upCmd->add_flag("--json", u->json, "Print what is exposed as JSON");
@@ -453,15 +467,17 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 		if (!instanceOf(u->instance, inst))
 			return void(exitCode = 2);
 		if (u->global && (u->transport == "fuse" || access("/dev/cuse", R_OK | W_OK) != 0)) {
-			fprintf(stderr, "ibemu up: --global needs the CUSE transport (/dev/cuse): FUSE devices are only "
-					"visible through `ibemu exec`\n");
+			fprintf(stderr,
+				"ibemu up: --global needs the CUSE transport (/dev/cuse): FUSE devices are only "
+				"visible through `ibemu exec`\n");
 			return void(exitCode = 2);
 		}
 		if (!u->smArgs.empty() && !u->sm) {
 			fprintf(stderr, "ibemu up: arguments after -- are OpenSM's, and need --sm\n");
 			return void(exitCode = 2);
 		}
-		std::vector<std::string> args{ "--instance", u->instance, "--transport", u->transport, "--log-level", u->logLevel };
+		std::vector<std::string> args{ "--instance", u->instance,   "--transport",
+					       u->transport, "--log-level", u->logLevel };
 		if (!u->topology.empty()) {
 			char real[PATH_MAX];
 			if (!realpath(u->topology.c_str(), real)) {

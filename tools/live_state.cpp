@@ -57,7 +57,8 @@ bool childOutput(const std::function<int(int fd)> &body, std::chrono::millisecon
 	auto deadline = std::chrono::steady_clock::now() + limit;
 	bool ended = false;
 	for (;;) {
-		auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+		auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+										  std::chrono::steady_clock::now());
 		pollfd p{ fds[0], POLLIN, 0 };
 		if (left.count() <= 0 || poll(&p, 1, int(left.count())) <= 0)
 			break;
@@ -136,7 +137,8 @@ bool loadLive(const Instance &inst, int daemonPid, nlohmann::json &j, std::strin
 	std::string pid = std::to_string(daemonPid);
 	char st = processState(daemonPid);
 	if (st == 'T' || st == 't') {
-		why = "ibemud (pid " + pid + ") is stopped (SIGSTOP?): no live state; `kill -CONT " + pid + "` resumes it";
+		why = "ibemud (pid " + pid + ") is stopped (SIGSTOP?): no live state; `kill -CONT " + pid +
+			"` resumes it";
 		return false;
 	}
 	std::string text;

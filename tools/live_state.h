@@ -25,8 +25,7 @@ bool loadLive(const Instance &inst, int daemonPid, nlohmann::json &j, std::strin
 
 /* Runs argv in the instance's namespace; its standard output in out. true
  * when it exited 0 within `limit` (it is killed after that). */
-bool runInInstance(int daemonPid, const std::vector<std::string> &argv, std::chrono::seconds limit,
-		   std::string &out);
+bool runInInstance(int daemonPid, const std::vector<std::string> &argv, std::chrono::seconds limit, std::string &out);
 
 /* The SM state sminfo reports from the first local port ("SMINFO_MASTER",
  * ...), or "" with the reason in why. */
@@ -38,7 +37,7 @@ std::string tail(const std::string &path, size_t lines, bool first = false);
 struct Client {
 	int pid;
 	std::string command; /* /proc/PID/comm */
-	unsigned files;      /* files it opened (its children may share them) */
+	unsigned files; /* files it opened (its children may share them) */
 };
 
 /* The processes in the live status' "clients" that still hold one of the

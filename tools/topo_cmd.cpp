@@ -54,15 +54,15 @@ std::string linkDesc(const Port &p)
 {
 	char buf[64];
 	unsigned lanes = widthLanes(p.linkWidthActive);
-	snprintf(buf, sizeof(buf), "%ux%s %s/%s", lanes ? lanes : 4, speedName(p.speedActive),
-		 portStateName(p.state), physStateName(p.physState));
+	snprintf(buf, sizeof(buf), "%ux%s %s/%s", lanes ? lanes : 4, speedName(p.speedActive), portStateName(p.state),
+		 physStateName(p.physState));
 	return buf;
 }
 
 void showSubnet(const Subnet &subnet, const std::string &what)
 {
-	printf("Fabric %s: %zu switches, %zu CAs, %zu routers, %zu links\n", what.c_str(),
-	       subnet.numSwitches(), subnet.numCas(), subnet.numRouters(), subnet.numLinks());
+	printf("Fabric %s: %zu switches, %zu CAs, %zu routers, %zu links\n", what.c_str(), subnet.numSwitches(),
+	       subnet.numCas(), subnet.numRouters(), subnet.numLinks());
 	for (NodeType t : { NodeType::Switch, NodeType::CA, NodeType::Router }) {
 		for (const auto &n : subnet.nodes()) {
 			if (n->type != t)
@@ -102,29 +102,31 @@ std::vector<std::string> diffSubnets(const Subnet &a, const Subnet &b)
 	for (const auto &n : a.nodes()) {
 		const Node *m = b.findNodeByGuid(n->nodeGuid);
 		if (!m) {
-			snprintf(buf, sizeof(buf), "only in the first: node 0x%016" PRIx64 " \"%s\"", n->nodeGuid, n->desc.c_str());
+			snprintf(buf, sizeof(buf), "only in the first: node 0x%016" PRIx64 " \"%s\"", n->nodeGuid,
+				 n->desc.c_str());
 			out.push_back(buf);
 			continue;
 		}
 		if (m->type != n->type || m->numPorts != n->numPorts || m->desc != n->desc) {
-			snprintf(buf, sizeof(buf), "node 0x%016" PRIx64 ": %s %u ports \"%s\" vs %s %u ports \"%s\"", n->nodeGuid,
-				 nodeTypeName(n->type), n->numPorts, n->desc.c_str(), nodeTypeName(m->type), m->numPorts,
-				 m->desc.c_str());
+			snprintf(buf, sizeof(buf), "node 0x%016" PRIx64 ": %s %u ports \"%s\" vs %s %u ports \"%s\"",
+				 n->nodeGuid, nodeTypeName(n->type), n->numPorts, n->desc.c_str(),
+				 nodeTypeName(m->type), m->numPorts, m->desc.c_str());
 			out.push_back(buf);
 			continue;
 		}
 		for (unsigned p = 1; p <= n->numPorts; p++) {
 			std::string x = cable(n->port(p)), y = cable(m->port(p));
 			if (x != y) {
-				snprintf(buf, sizeof(buf), "node 0x%016" PRIx64 " port %u: cabled to %s vs %s", n->nodeGuid, p,
-					 x.c_str(), y.c_str());
+				snprintf(buf, sizeof(buf), "node 0x%016" PRIx64 " port %u: cabled to %s vs %s",
+					 n->nodeGuid, p, x.c_str(), y.c_str());
 				out.push_back(buf);
 			}
 		}
 	}
 	for (const auto &m : b.nodes())
 		if (!a.findNodeByGuid(m->nodeGuid)) {
-			snprintf(buf, sizeof(buf), "only in the second: node 0x%016" PRIx64 " \"%s\"", m->nodeGuid, m->desc.c_str());
+			snprintf(buf, sizeof(buf), "only in the second: node 0x%016" PRIx64 " \"%s\"", m->nodeGuid,
+				 m->desc.c_str());
 			out.push_back(buf);
 		}
 	return out;
@@ -174,7 +176,7 @@ void addTopoCommands(CLI::App &app, int &exitCode)
 		if (g->kind == "fat-tree") {
 			rc = generateFatTree(subnet, g->levels, g->hosts, g->radix, link, err);
 			what = std::to_string(g->levels) + "-level fat tree, " + std::to_string(g->hosts) +
-			       " hosts, radix " + std::to_string(g->radix);
+				" hosts, radix " + std::to_string(g->radix);
 		} else if (g->kind == "ring") {
 			rc = generateRing(subnet, g->switches, g->hostsPerSwitch, link, err);
 			what = "ring of " + std::to_string(g->switches) + " switches";
@@ -217,11 +219,13 @@ void addTopoCommands(CLI::App &app, int &exitCode)
 
 	/* topo diff */
 	auto files = std::make_shared<std::vector<std::string>>();
-	CLI::App *diff = topo->add_subcommand("diff", "Compare two topologies by GUID (e.g. a file and ibnetdiscover's view)");
+	CLI::App *diff = topo->add_subcommand("diff",
+					      "Compare two topologies by GUID (e.g. a file and ibnetdiscover's view)");
 	diff->add_option("files", *files, "Two topology files; '-' for the built-in default")->expected(2)->required();
 	diff->callback([files, &exitCode] {
 		Subnet a, b;
-		if (!loadFabric((*files)[0] == "-" ? "" : (*files)[0], a) || !loadFabric((*files)[1] == "-" ? "" : (*files)[1], b)) {
+		if (!loadFabric((*files)[0] == "-" ? "" : (*files)[0], a) ||
+		    !loadFabric((*files)[1] == "-" ? "" : (*files)[1], b)) {
 			exitCode = 2;
 			return;
 		}

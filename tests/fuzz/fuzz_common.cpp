@@ -221,9 +221,10 @@ void checkBringUp()
 				MadResult xa = processMad(ref, pa, pkt, ra);
 				MadResult xb = processMad(fast, pb, pkt, rb);
 				if (xa != xb || (xa == MadResult::Reply && ra != rb))
-					setupFailed("checkBringUp: " + a.name + " attribute " + std::to_string(pr.attr) +
-						    " modifier " + std::to_string(pr.am) + " asked on port " +
-						    std::to_string(in) + " differs from MiniSm's subnet");
+					setupFailed("checkBringUp: " + a.name + " attribute " +
+						    std::to_string(pr.attr) + " modifier " + std::to_string(pr.am) +
+						    " asked on port " + std::to_string(in) +
+						    " differs from MiniSm's subnet");
 				compared++;
 			}
 		}

@@ -116,8 +116,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				subnet.sendFromNode(entry, pkt);
 			else
 				subnet.send(entry, pkt);
-			FUZZ_TRACE("%u: %s port %u: onto the wire, %llu dropped\n", n, entry.node->name.c_str(), entry.num,
-				   (unsigned long long)(subnet.droppedPackets() - dropped));
+			FUZZ_TRACE("%u: %s port %u: onto the wire, %llu dropped\n", n, entry.node->name.c_str(),
+				   entry.num, (unsigned long long)(subnet.droppedPackets() - dropped));
 		}
 
 		/* the node agents of every switch and CA, as the driver's process_mad */

@@ -73,8 +73,9 @@ struct Harness {
 		req.flags = userRmpp ? IB_USER_MAD_USER_RMPP : 0;
 		req.oui = vendor() ? kOui : 0;
 		req.rmpp_version = 1;
-		for (unsigned m : { unsigned(IB_MGMT_METHOD_GET), unsigned(IB_MGMT_METHOD_SET), unsigned(IB_MGMT_METHOD_SEND),
-				    unsigned(IB_SA_METHOD_GET_TABLE), 0x13u, 0x14u, unsigned(IB_SA_METHOD_DELETE) })
+		for (unsigned m :
+		     { unsigned(IB_MGMT_METHOD_GET), unsigned(IB_MGMT_METHOD_SET), unsigned(IB_MGMT_METHOD_SEND),
+		       unsigned(IB_SA_METHOD_GET_TABLE), 0x13u, 0x14u, unsigned(IB_SA_METHOD_DELETE) })
 			reinterpret_cast<uint8_t *>(req.method_mask)[m / 8] |= uint8_t(1u << (m % 8));
 		if (file->ioctl(IB_USER_MAD_REGISTER_AGENT2, reinterpret_cast<uint8_t *>(&req), sizeof req) != 0)
 			abort(); /* the harness's own setup */
@@ -168,8 +169,8 @@ struct Harness {
 		for (size_t i = 0; i < len; i++)
 			buf[kHdr + hdrLen() + i] = static_cast<uint8_t>(i * 7 + 3);
 		ssize_t r = file->write(buf.data(), buf.size());
-		FUZZ_TRACE("send method 0x%02x, %zu bytes, timeout %u, retries %u, flags %u: %zd\n", method, len, timeout,
-			   retries, flags, r);
+		FUZZ_TRACE("send method 0x%02x, %zu bytes, timeout %u, retries %u, flags %u: %zd\n", method, len,
+			   timeout, retries, flags, r);
 		(void)r;
 		fx.poll();
 	}
@@ -187,8 +188,8 @@ struct Harness {
 		uint32_t bit = 1u << (seg % 32);
 		bool lose = dropMask & bit;
 		dropMask &= ~bit;
-		FUZZ_TRACE("  out: DATA seg %u tid 0x%llx method 0x%02x%s\n", seg, (unsigned long long)lastTid, lastMethod,
-			   lose ? " (lost)" : "");
+		FUZZ_TRACE("  out: DATA seg %u tid 0x%llx method 0x%02x%s\n", seg, (unsigned long long)lastTid,
+			   lastMethod, lose ? " (lost)" : "");
 		return lose;
 	}
 };
@@ -234,8 +235,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			uint32_t count = in.u32();
 			ssize_t r = h.file ? h.file->read(count, out) : -EBADF;
 			FUZZ_TRACE("read(%u) = %zd: status %u, method 0x%02x, rmpp type %u status %u\n", count, r,
-				   out.size() >= 8 ? out[4] | out[5] << 8 : 0, out.size() > kHdr + 3 ? out[kHdr + 3] : 0,
-				   out.size() > kHdr + 25 ? out[kHdr + 25] : 0, out.size() > kHdr + 27 ? out[kHdr + 27] : 0);
+				   out.size() >= 8 ? out[4] | out[5] << 8 : 0,
+				   out.size() > kHdr + 3 ? out[kHdr + 3] : 0,
+				   out.size() > kHdr + 25 ? out[kHdr + 25] : 0,
+				   out.size() > kHdr + 27 ? out[kHdr + 27] : 0);
 			if (r >= 0)
 				h.file->consume();
 			break;

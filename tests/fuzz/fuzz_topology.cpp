@@ -90,7 +90,8 @@ void checkRoundTrip(const Subnet &a)
 			const Port &x = n->port(p);
 			const Port &y = m->port(p);
 			if (bool(x.peer) != bool(y.peer) ||
-			    (x.peer && (x.peer->node->nodeGuid != y.peer->node->nodeGuid || x.peer->num != y.peer->num)))
+			    (x.peer &&
+			     (x.peer->node->nodeGuid != y.peer->node->nodeGuid || x.peer->num != y.peer->num)))
 				roundTripFailed("a cable moved", text, n->name + " port " + std::to_string(p));
 		}
 	}

@@ -72,7 +72,7 @@ struct Proc {
 	bool capIpcLock;
 	std::vector<uint8_t> mem = std::vector<uint8_t>(kArena, 0);
 	uint64_t dirtyLo = kArena, dirtyHi = 0; /* what to zero for the next input */
-	uint8_t gen = 0;                        /* bumped by an exec */
+	uint8_t gen = 0; /* bumped by an exec */
 };
 
 class SandboxAccess final : public UserAccess {
@@ -219,27 +219,48 @@ SandboxAccess *sandbox;
 size_t respSize(uint32_t cmd)
 {
 	switch (cmd) {
-	case CMD_GET_CONTEXT: return sizeof(ib_uverbs_get_context_resp);
-	case CMD_QUERY_DEVICE: return sizeof(ib_uverbs_query_device_resp);
-	case CMD_QUERY_PORT: return sizeof(ib_uverbs_query_port_resp);
-	case CMD_ALLOC_PD: return sizeof(ib_uverbs_alloc_pd_resp);
-	case CMD_CREATE_AH: return sizeof(ib_uverbs_create_ah_resp);
-	case CMD_REG_MR: return sizeof(ib_uverbs_reg_mr_resp);
-	case CMD_CREATE_COMP_CHANNEL: return sizeof(ib_uverbs_create_comp_channel_resp);
-	case CMD_CREATE_CQ: return sizeof(ib_uverbs_create_cq_resp);
-	case CMD_RESIZE_CQ: return sizeof(ib_uverbs_resize_cq_resp);
-	case CMD_DESTROY_CQ: return sizeof(ib_uverbs_destroy_cq_resp);
-	case CMD_POLL_CQ: return sizeof(ib_uverbs_poll_cq_resp);
-	case CMD_CREATE_QP: return sizeof(ib_uverbs_create_qp_resp);
-	case CMD_QUERY_QP: return sizeof(ib_uverbs_query_qp_resp);
-	case CMD_DESTROY_QP: return sizeof(ib_uverbs_destroy_qp_resp);
-	case CMD_POST_SEND: return sizeof(ib_uverbs_post_send_resp);
-	case CMD_POST_RECV: return sizeof(ib_uverbs_post_recv_resp);
-	case CMD_CREATE_SRQ: return sizeof(ib_uverbs_create_srq_resp);
-	case CMD_QUERY_SRQ: return sizeof(ib_uverbs_query_srq_resp);
-	case CMD_DESTROY_SRQ: return sizeof(ib_uverbs_destroy_srq_resp);
-	case CMD_POST_SRQ_RECV: return sizeof(ib_uverbs_post_recv_resp);
-	default: return 0;
+	case CMD_GET_CONTEXT:
+		return sizeof(ib_uverbs_get_context_resp);
+	case CMD_QUERY_DEVICE:
+		return sizeof(ib_uverbs_query_device_resp);
+	case CMD_QUERY_PORT:
+		return sizeof(ib_uverbs_query_port_resp);
+	case CMD_ALLOC_PD:
+		return sizeof(ib_uverbs_alloc_pd_resp);
+	case CMD_CREATE_AH:
+		return sizeof(ib_uverbs_create_ah_resp);
+	case CMD_REG_MR:
+		return sizeof(ib_uverbs_reg_mr_resp);
+	case CMD_CREATE_COMP_CHANNEL:
+		return sizeof(ib_uverbs_create_comp_channel_resp);
+	case CMD_CREATE_CQ:
+		return sizeof(ib_uverbs_create_cq_resp);
+	case CMD_RESIZE_CQ:
+		return sizeof(ib_uverbs_resize_cq_resp);
+	case CMD_DESTROY_CQ:
+		return sizeof(ib_uverbs_destroy_cq_resp);
+	case CMD_POLL_CQ:
+		return sizeof(ib_uverbs_poll_cq_resp);
+	case CMD_CREATE_QP:
+		return sizeof(ib_uverbs_create_qp_resp);
+	case CMD_QUERY_QP:
+		return sizeof(ib_uverbs_query_qp_resp);
+	case CMD_DESTROY_QP:
+		return sizeof(ib_uverbs_destroy_qp_resp);
+	case CMD_POST_SEND:
+		return sizeof(ib_uverbs_post_send_resp);
+	case CMD_POST_RECV:
+		return sizeof(ib_uverbs_post_recv_resp);
+	case CMD_CREATE_SRQ:
+		return sizeof(ib_uverbs_create_srq_resp);
+	case CMD_QUERY_SRQ:
+		return sizeof(ib_uverbs_query_srq_resp);
+	case CMD_DESTROY_SRQ:
+		return sizeof(ib_uverbs_destroy_srq_resp);
+	case CMD_POST_SRQ_RECV:
+		return sizeof(ib_uverbs_post_recv_resp);
+	default:
+		return 0;
 	}
 }
 
@@ -277,8 +298,9 @@ struct Harness {
 		pid_t tid = c.tids[(flags >> 1) & 3];
 		bool extended = cmd & 0x40;
 		uint32_t idx = cmd & 0x3f;
-		size_t resp = extended ? (idx == EX_CMD_QUERY_DEVICE ? offsetof(ib_uverbs_ex_query_device_resp, odp_general_caps) : 0)
-				       : respSize(idx);
+		size_t resp = extended
+			? (idx == EX_CMD_QUERY_DEVICE ? offsetof(ib_uverbs_ex_query_device_resp, odp_general_caps) : 0)
+			: respSize(idx);
 		uint64_t respAt = (flags & 0x10) ? kReadOnly + 0x100 : kRespArea;
 		size_t unit = extended ? 8 : 4;
 		size_t outWords = (resp + unit - 1) / unit;
@@ -294,8 +316,9 @@ struct Harness {
 			if (!extended && idx == CMD_POLL_CQ && body.size() >= 16)
 				memcpy(&ne, body.data() + 12, 4);
 			outWords = (!extended && idx == CMD_POLL_CQ)
-					   ? (sizeof(ib_uverbs_poll_cq_resp) + std::min<uint32_t>(ne, 64) * sizeof(ib_uverbs_wc)) / 4
-					   : 0;
+				? (sizeof(ib_uverbs_poll_cq_resp) + std::min<uint32_t>(ne, 64) * sizeof(ib_uverbs_wc)) /
+					4
+				: 0;
 			break;
 		}
 		}
@@ -330,8 +353,9 @@ struct Harness {
 		if (!body.empty())
 			memcpy(buf.data() + buf.size() - body.size(), body.data(), body.size());
 		ssize_t r = c.file ? c.file->write(tid, buf.data(), buf.size()) : -EBADF;
-		FUZZ_TRACE("%c tid %d: %scommand %u (%zu bytes) = %zd%s\n", 'A' + (flags & 1), tid, extended ? "extended " : "",
-			   idx, buf.size(), r, respTrace(tid, resp, flags, !extended && idx == CMD_POLL_CQ).c_str());
+		FUZZ_TRACE("%c tid %d: %scommand %u (%zu bytes) = %zd%s\n", 'A' + (flags & 1), tid,
+			   extended ? "extended " : "", idx, buf.size(), r,
+			   respTrace(tid, resp, flags, !extended && idx == CMD_POLL_CQ).c_str());
 		(void)r;
 		if (!(flags & 0x80))
 			fx.poll();
@@ -351,8 +375,8 @@ struct Harness {
 				ib_uverbs_wc wc{};
 				if (sandbox->read(tid, kRespArea + 8 + i * sizeof wc, &wc, sizeof wc) != 0)
 					break;
-				s += ", wr " + std::to_string(wc.wr_id) + " status " + std::to_string(wc.status) + " opcode " +
-				     std::to_string(wc.opcode);
+				s += ", wr " + std::to_string(wc.wr_id) + " status " + std::to_string(wc.status) +
+					" opcode " + std::to_string(wc.opcode);
 			}
 			return s;
 		}

@@ -50,13 +50,15 @@ void put(const std::string &target, const std::string &name, const Bytes &b)
 	written++;
 }
 
-template <typename T>
-void append(Bytes &b, const T &v)
+template <typename T> void append(Bytes &b, const T &v)
 {
 	const auto *p = reinterpret_cast<const uint8_t *>(&v);
 	b.insert(b.end(), p, p + sizeof v);
 }
-void append(Bytes &b, const Bytes &v) { b.insert(b.end(), v.begin(), v.end()); }
+void append(Bytes &b, const Bytes &v)
+{
+	b.insert(b.end(), v.begin(), v.end());
+}
 void le16(Bytes &b, uint16_t v)
 {
 	b.push_back(uint8_t(v));
@@ -86,24 +88,30 @@ void topologySeeds()
 		std::string s = ss.str();
 		put("topology", e.path().filename().string(), Bytes(s.begin(), s.end()));
 	}
-	auto text = [](const std::string &name, std::string_view s) { put("topology", name, Bytes(s.begin(), s.end())); };
+	auto text = [](const std::string &name, std::string_view s) {
+		put("topology", name, Bytes(s.begin(), s.end()));
+	};
 	text("default", defaultTopology());
 	/* the fixtures are copied next to the target (tests/fuzz/run.sh) */
 	text("include", "include \"net.1\"\n\nCa 1 \"Extra\"\n[1] \"Switch1\"[8]\n");
-	text("module-alias", "module=\"left\"\nSwitch 4 \"S\"\n@[4] \"@uplink\"\n[1] \"H\"[1]\n\n"
-			     "Ca 1 \"H\"\n[1] \"S\"[1]\n\nmodule=\"\"\nSwitch 4 \"Core\"\n[1] \"left#@uplink\"\n");
-	text("masks", "width=3\nspeed=7\nextspeed=15\nSwitch 8 \"S1\" # \"sw\" enhanced port 0 lid 5 lmc 1\n"
-		      "[1] \"H1\"[1] w=1 s=1 e=0 # \"h\" lid 9 12xHDR\n[2] \"R1\"[1] # 1xFDR10\n\n"
-		      "caguid=0x1234\nsysimgguid=0x99\nCa 2 \"H1\" # \"host one\"\n"
-		      "[1](1235) \"S1\"[1] # lid 9 lmc 2 \"sw\" lid 5 4xNDR\n\n"
-		      "rtguid=0x0\nRt 1 \"R1\"\n[1] \"S1\"[2]\n");
-	text("ibnetdiscover-g", "#\n# Topology file: generated\n#\nNon-Chassis Nodes\n\nHostname: x\n"
-				"vendid=0x2c9\ndevid=0xb924\nsysimgguid=0x2c90200000001\nswitchguid=0x2c90200000001(2c90200000001)\n"
-				"Switch\t2 \"S-0002c90200000001\"\t\t# \"sw\" base port 0 lid 1 lmc 0\n"
-				"[1]\t\"H-0002c90300000100\"[1](2c90300000101) \t\t# \"h\" lid 2 4xQDR\n\n"
-				"caguid=0x2c90300000100\nCa\t1 \"H-0002c90300000100\"\t\t# \"h\"\n"
-				"[1](2c90300000101) \t\"S-0002c90200000001\"[1]\t\t# lid 2 lmc 0 \"sw\" lid 1 4xQDR\n");
-	text("ibsim-commands", "do link Switch1 1\npdebug=1\nSwitch 2 \"A\"\n[1] \"B\"[1]\nSwitch 2 \"B\"\n[1] \"A\"[1]\n[2] \"A\"\n");
+	text("module-alias",
+	     "module=\"left\"\nSwitch 4 \"S\"\n@[4] \"@uplink\"\n[1] \"H\"[1]\n\n"
+	     "Ca 1 \"H\"\n[1] \"S\"[1]\n\nmodule=\"\"\nSwitch 4 \"Core\"\n[1] \"left#@uplink\"\n");
+	text("masks",
+	     "width=3\nspeed=7\nextspeed=15\nSwitch 8 \"S1\" # \"sw\" enhanced port 0 lid 5 lmc 1\n"
+	     "[1] \"H1\"[1] w=1 s=1 e=0 # \"h\" lid 9 12xHDR\n[2] \"R1\"[1] # 1xFDR10\n\n"
+	     "caguid=0x1234\nsysimgguid=0x99\nCa 2 \"H1\" # \"host one\"\n"
+	     "[1](1235) \"S1\"[1] # lid 9 lmc 2 \"sw\" lid 5 4xNDR\n\n"
+	     "rtguid=0x0\nRt 1 \"R1\"\n[1] \"S1\"[2]\n");
+	text("ibnetdiscover-g",
+	     "#\n# Topology file: generated\n#\nNon-Chassis Nodes\n\nHostname: x\n"
+	     "vendid=0x2c9\ndevid=0xb924\nsysimgguid=0x2c90200000001\nswitchguid=0x2c90200000001(2c90200000001)\n"
+	     "Switch\t2 \"S-0002c90200000001\"\t\t# \"sw\" base port 0 lid 1 lmc 0\n"
+	     "[1]\t\"H-0002c90300000100\"[1](2c90300000101) \t\t# \"h\" lid 2 4xQDR\n\n"
+	     "caguid=0x2c90300000100\nCa\t1 \"H-0002c90300000100\"\t\t# \"h\"\n"
+	     "[1](2c90300000101) \t\"S-0002c90200000001\"[1]\t\t# lid 2 lmc 0 \"sw\" lid 1 4xQDR\n");
+	text("ibsim-commands",
+	     "do link Switch1 1\npdebug=1\nSwitch 2 \"A\"\n[1] \"B\"[1]\nSwitch 2 \"B\"\n[1] \"A\"[1]\n[2] \"A\"\n");
 }
 
 /* ------------------------------------------------------------ mad */
@@ -437,7 +445,8 @@ void umadSeeds()
 		o.op(3, 0, {});
 		o.op(2, 1, count(64 + 256));
 		/* file 0's agent is the 6th hi_tid: the request arrives with TID 6:0x30 */
-		test::UmadMsg r(0, IB_MGMT_CLASS_SUBN_ADM, IB_SA_METHOD_GET_TABLE_RESP, 0x11, (uint64_t(6) << 32) | 0x30);
+		test::UmadMsg r(0, IB_MGMT_CLASS_SUBN_ADM, IB_SA_METHOD_GET_TABLE_RESP, 0x11,
+				(uint64_t(6) << 32) | 0x30);
 		r.to(lid1, 1);
 		r.mad[26] = emu::IB_MGMT_RMPP_FLAG_ACTIVE;
 		r.mad[36 + 8 + 1] = 6; /* AttributeOffset */
@@ -722,8 +731,7 @@ struct Verbs {
 		b.push_back(uint8_t(body.size() / 4));
 		append(b, body);
 	}
-	template <typename T>
-	void cmd(uint32_t command, int client, const T &req, uint8_t extra = 0)
+	template <typename T> void cmd(uint32_t command, int client, const T &req, uint8_t extra = 0)
 	{
 		Bytes body;
 		append(body, req);
@@ -965,7 +973,7 @@ void uverbsSeeds()
 		s.max_sge = 1;
 		s.srq_limit = 2;
 		v.cmd(CMD_CREATE_SRQ, 1, s); /* B: handle 3 */
-		v.createQp(0, IB_QPT_RC);    /* A: handle 3 */
+		v.createQp(0, IB_QPT_RC); /* A: handle 3 */
 		v.createQp(1, IB_QPT_RC, 3); /* B: handle 4 */
 		v.connect(0, 3, IB_QPT_RC, lids[1], kFirstQpn);
 		v.connect(1, 4, IB_QPT_RC, lids[0], kFirstQpn);
@@ -1002,7 +1010,7 @@ void uverbsSeeds()
 		v.cmd(CMD_REQ_NOTIFY_CQ, 0, ib_uverbs_req_notify_cq{ 2, 0 });
 		v.cmd(CMD_CREATE_COMP_CHANNEL, 0, ib_uverbs_create_comp_channel{});
 		v.raw(CMD_MODIFY_AH, 0, Bytes(16, 0));
-		v.raw(45, 0, Bytes(16, 0));    /* beyond the legacy commands */
+		v.raw(45, 0, Bytes(16, 0)); /* beyond the legacy commands */
 		v.raw(0x40 | 3, 0, Bytes(16, 0)); /* an extended command the device lacks */
 		v.cmd(CMD_GET_CONTEXT, 0, ib_uverbs_get_context{}); /* twice */
 		/* teardown in the wrong order: busy */
@@ -1037,8 +1045,8 @@ void uverbsSeeds()
 		v.cmd(CMD_REG_MR, 0, mr);
 		v.cmd(CMD_ALLOC_PD, 0, ib_uverbs_alloc_pd{}, 0x10); /* response into read-only memory */
 		v.cmd(CMD_ALLOC_PD, 0, ib_uverbs_alloc_pd{}, 0x20); /* out_words one short */
-		v.special(4, 0);  /* process 100 execs */
-		v.special(3, 0);  /* close and reopen A */
+		v.special(4, 0); /* process 100 execs */
+		v.special(3, 0); /* close and reopen A */
 		v.special(1, 0);
 		put("uverbs", "pinning-and-processes", v.b);
 	}

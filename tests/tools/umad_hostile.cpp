@@ -51,9 +51,15 @@ const char *ename(int e)
 }
 
 /* "N" for a byte count, the errno name for a failure */
-std::string result(ssize_t n) { return n < 0 ? ename(errno) : std::to_string(n); }
+std::string result(ssize_t n)
+{
+	return n < 0 ? ename(errno) : std::to_string(n);
+}
 
-void put16(uint8_t *p, uint16_t v) { p[0] = uint8_t(v >> 8), p[1] = uint8_t(v); }
+void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = uint8_t(v >> 8), p[1] = uint8_t(v);
+}
 void put32(uint8_t *p, uint32_t v)
 {
 	for (int i = 3; i >= 0; i--, v >>= 8)
@@ -64,7 +70,10 @@ void put64(uint8_t *p, uint64_t v)
 	for (int i = 7; i >= 0; i--, v >>= 8)
 		p[i] = uint8_t(v);
 }
-uint32_t get32(const uint8_t *p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]; }
+uint32_t get32(const uint8_t *p)
+{
+	return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
+}
 
 int openDev(const char *dev, int flags = O_RDWR | O_NONBLOCK)
 {
@@ -223,7 +232,8 @@ uint16_t lidOf(const char *dev)
 	};
 	std::string ibdev = first("/sys/class/infiniband_mad/" + umad + "/ibdev");
 	std::string port = first("/sys/class/infiniband_mad/" + umad + "/port");
-	return uint16_t(strtoul(first("/sys/class/infiniband/" + ibdev + "/ports/" + port + "/lid").c_str(), nullptr, 0));
+	return uint16_t(
+		strtoul(first("/sys/class/infiniband/" + ibdev + "/ports/" + port + "/lid").c_str(), nullptr, 0));
 }
 
 /* ---------------- hugeread ---------------- */
@@ -267,7 +277,10 @@ struct Rmpp {
 	size_t total() const { return hs + 40 + size; }
 };
 
-uint8_t pattern(size_t i, uint32_t tid) { return uint8_t((i * 131 + (i >> 11) + tid) & 0xff); }
+uint8_t pattern(size_t i, uint32_t tid)
+{
+	return uint8_t((i * 131 + (i >> 11) + tid) & 0xff);
+}
 
 /* the whole message (header and MAD) into dst */
 void fillMessage(const Rmpp &r, uint8_t *dst, uint32_t tid)
@@ -323,7 +336,8 @@ int unaligned(const char *devA, const char *devB, size_t size)
 	printf("read into an unaligned buffer: %s\n", describe(r, rd, read(r.fb, rd, r.total())).c_str());
 
 	/* a reader's buffer with a hole after its first MiB (or half, if smaller) */
-	size_t holeAt = r.total() > (size_t(2) << 20) ? size_t(1) << 20 : std::max(kPage, r.total() / 2 / kPage * kPage);
+	size_t holeAt = r.total() > (size_t(2) << 20) ? size_t(1) << 20
+						      : std::max(kPage, r.total() / 2 / kPage * kPage);
 	fillMessage(r, w, 2);
 	printf("write: %s\n", result(write(r.fa, w, r.total())).c_str());
 	if (!waitIn(r.fb)) {
@@ -552,8 +566,8 @@ int rmppflood(const char *devA, const char *devB, long n)
 		memcpy(m.data(), &h, sizeof h);
 		uint8_t *mad = m.data() + sizeof h;
 		vendorHeader(mad, uint32_t(i + 1), 1, 1 | 2); /* DATA, ACTIVE | FIRST */
-		put32(mad + 28, 1);                            /* segment 1 */
-		put32(mad + 32, 16 * 220);                     /* of 16: never finished */
+		put32(mad + 28, 1); /* segment 1 */
+		put32(mad + 32, 16 * 220); /* of 16: never finished */
 		if (write(fa, m.data(), m.size()) != ssize_t(m.size())) {
 			err = errno;
 			break;
@@ -620,7 +634,8 @@ int badptr(const char *dev)
 	}
 	printf("answers up to a good request's:%s\n", answers.c_str());
 	printf("read into an unmapped buffer, queue empty: %s\n", result(read(fd, bad, full)).c_str());
-	printf("register, unmapped argument: %s\n", ioctl(fd, IB_USER_MAD_REGISTER_AGENT, bad) == 0 ? "ok" : ename(errno));
+	printf("register, unmapped argument: %s\n",
+	       ioctl(fd, IB_USER_MAD_REGISTER_AGENT, bad) == 0 ? "ok" : ename(errno));
 	printf("unregister, unmapped argument: %s\n",
 	       ioctl(fd, IB_USER_MAD_UNREGISTER_AGENT, bad) == 0 ? "ok" : ename(errno));
 	ib_user_mad_reg_req *edge = reinterpret_cast<ib_user_mad_reg_req *>(good + kPage - 10);
@@ -768,7 +783,8 @@ int main(int argc, char **argv)
 	if (mode == "unaligned" && argc == 5)
 		return unaligned(argv[2], argv[3], size_t(number(argv[4])));
 	if (mode == "unread" && (argc == 6 || argc == 7))
-		return unread(argv[2], argv[3], number(argv[4]), size_t(number(argv[5])), argc == 7 ? int(number(argv[6])) : 1);
+		return unread(argv[2], argv[3], number(argv[4]), size_t(number(argv[5])),
+			      argc == 7 ? int(number(argv[6])) : 1);
 	if (mode == "regfault" && argc == 3)
 		return regfault(argv[2]);
 	if (mode == "flood" && argc == 4)
@@ -785,8 +801,10 @@ int main(int argc, char **argv)
 		return tiny(argv[2]);
 	if (mode == "block" && argc == 4)
 		return block(argv[2], argv[3]);
-	fprintf(stderr, "usage: umad_hostile hugeread|regfault|outstanding|badptr|tiny DEV\n"
-			"       umad_hostile unaligned DEVA DEVB SIZE | unread DEVA DEVB N SIZE [FILES] | rmppflood DEVA DEVB N\n"
-			"       umad_hostile flood DEV N | agents DEV NFILES | block DEV read|issm|ioctl|write\n");
+	fprintf(stderr,
+		"usage: umad_hostile hugeread|regfault|outstanding|badptr|tiny DEV\n"
+		"       umad_hostile unaligned DEVA DEVB SIZE | unread DEVA DEVB N SIZE [FILES] | rmppflood DEVA DEVB "
+		"N\n"
+		"       umad_hostile flood DEV N | agents DEV NFILES | block DEV read|issm|ioctl|write\n");
 	return 2;
 }

@@ -39,8 +39,7 @@ void check(const char *name, int got, int want)
 }
 
 /* one legacy command; returns 0 or errno */
-template <typename Req>
-int cmd(int fd, uint32_t command, Req req, void *resp = nullptr, size_t respLen = 0)
+template <typename Req> int cmd(int fd, uint32_t command, Req req, void *resp = nullptr, size_t respLen = 0)
 {
 	std::vector<uint8_t> b(8 + sizeof req);
 	ib_uverbs_cmd_hdr h{ command, static_cast<uint16_t>(b.size() / 4), static_cast<uint16_t>(respLen / 4) };
@@ -94,7 +93,8 @@ int handles(const char *dev)
 		check("other process destroy_cq(its cq)", cmd(fd2, CMD_DESTROY_CQ, dc, &dr, sizeof dr), ENOENT);
 		check("other process req_notify_cq(its cq)",
 		      cmd(fd2, CMD_REQ_NOTIFY_CQ, ib_uverbs_req_notify_cq{ cq.cq_handle, 0 }), ENOENT);
-		check("other process dealloc_pd(its pd)", cmd(fd2, CMD_DEALLOC_PD, ib_uverbs_dealloc_pd{ pd.pd_handle }), ENOENT);
+		check("other process dealloc_pd(its pd)",
+		      cmd(fd2, CMD_DEALLOC_PD, ib_uverbs_dealloc_pd{ pd.pd_handle }), ENOENT);
 		fflush(stdout);
 		_exit(failures ? 1 : 0);
 	}
@@ -109,7 +109,8 @@ int handles(const char *dev)
 	dc.cq_handle = cq.cq_handle;
 	ib_uverbs_destroy_cq_resp dr{};
 	check("owner destroy_cq", cmd(fd, CMD_DESTROY_CQ, dc, &dr, sizeof dr), 0);
-	check("owner dealloc_pd(cq handle, now free)", cmd(fd, CMD_DEALLOC_PD, ib_uverbs_dealloc_pd{ cq.cq_handle }), ENOENT);
+	check("owner dealloc_pd(cq handle, now free)", cmd(fd, CMD_DEALLOC_PD, ib_uverbs_dealloc_pd{ cq.cq_handle }),
+	      ENOENT);
 	check("owner dealloc_pd", cmd(fd, CMD_DEALLOC_PD, ib_uverbs_dealloc_pd{ pd.pd_handle }), 0);
 	return failures ? 1 : 0;
 }
@@ -178,8 +179,8 @@ int abi(const char *dev)
 	}
 	check("query_device, no room for the response", cmd(fd, CMD_QUERY_DEVICE, ib_uverbs_query_device{}), ENOSPC);
 	ib_uverbs_query_device_resp qd{};
-	check("query_device before get_context (sized)", cmd(fd, CMD_QUERY_DEVICE, ib_uverbs_query_device{}, &qd, sizeof qd),
-	      EINVAL);
+	check("query_device before get_context (sized)",
+	      cmd(fd, CMD_QUERY_DEVICE, ib_uverbs_query_device{}, &qd, sizeof qd), EINVAL);
 	uint8_t shortCmd[4] = {};
 	check("write of 4 bytes", write(fd, shortCmd, 4) < 0 ? errno : 0, EINVAL);
 	check("unknown command", cmd(fd, 99, ib_uverbs_query_device{}), EOPNOTSUPP);

@@ -228,11 +228,13 @@ int main(int argc, char **argv)
 		if (!(resp.mr = ibv_reg_mr(resp.pd, buf, kLen, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)))
 			die("victim reg_mr");
 		Peer me{ resp.qp->qp_num, resp.lid, resp.mr->rkey }, them;
-		if (write(fromVictim[1], &me, sizeof me) != sizeof me || read(toVictim[0], &them, sizeof them) != sizeof them)
+		if (write(fromVictim[1], &me, sizeof me) != sizeof me ||
+		    read(toVictim[0], &them, sizeof them) != sizeof them)
 			die("victim exchange");
 		connect(resp, them);
 		char c;
-		if (write(fromVictim[1], "c", 1) != 1 || read(toVictim[0], &c, 1) != 1) /* connected; control write done */
+		if (write(fromVictim[1], "c", 1) != 1 ||
+		    read(toVictim[0], &c, 1) != 1) /* connected; control write done */
 			die("victim sync");
 		printf("victim: the control write %s\n", buf[0] == 'X' ? "arrived" : "did not arrive");
 		if (viaExec) {

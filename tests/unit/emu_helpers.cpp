@@ -8,7 +8,8 @@
 
 namespace ibemu::test {
 
-EmuFixture::EmuFixture() : EmuFixture(nullptr) {}
+EmuFixture::EmuFixture() : EmuFixture(nullptr)
+{}
 
 EmuFixture::EmuFixture(void (*bringUp)(Subnet &))
 {
@@ -45,8 +46,8 @@ static void setMask(uint8_t *mask, std::initializer_list<unsigned> methods)
 		mask[m / 8] |= static_cast<uint8_t>(1u << (m % 8));
 }
 
-int regAgent(emu::UmadFile &f, uint8_t qpn, uint8_t mgmtClass, uint8_t version,
-	     std::initializer_list<unsigned> methods, uint8_t rmppVersion, uint32_t *id, uint32_t oui)
+int regAgent(emu::UmadFile &f, uint8_t qpn, uint8_t mgmtClass, uint8_t version, std::initializer_list<unsigned> methods,
+	     uint8_t rmppVersion, uint32_t *id, uint32_t oui)
 {
 	ib_user_mad_reg_req req{};
 	req.id = 0xdeadbeef;
@@ -65,8 +66,8 @@ int regAgent(emu::UmadFile &f, uint8_t qpn, uint8_t mgmtClass, uint8_t version,
 }
 
 int regAgent2(emu::UmadFile &f, uint32_t qpn, uint8_t mgmtClass, uint8_t version,
-	      std::initializer_list<unsigned> methods, uint32_t flags, uint8_t rmppVersion, uint32_t *id,
-	      uint32_t oui, uint32_t *flagsOut)
+	      std::initializer_list<unsigned> methods, uint32_t flags, uint8_t rmppVersion, uint32_t *id, uint32_t oui,
+	      uint32_t *flagsOut)
 {
 	ib_user_mad_reg_req2 req{};
 	req.id = 0xdeadbeef;

@@ -67,9 +67,8 @@ struct EmuFixture {
 };
 
 /* REGISTER_AGENT (old ioctl): returns the ioctl result, the id in *id. */
-int regAgent(emu::UmadFile &f, uint8_t qpn, uint8_t mgmtClass, uint8_t version,
-	     std::initializer_list<unsigned> methods, uint8_t rmppVersion = 0, uint32_t *id = nullptr,
-	     uint32_t oui = 0);
+int regAgent(emu::UmadFile &f, uint8_t qpn, uint8_t mgmtClass, uint8_t version, std::initializer_list<unsigned> methods,
+	     uint8_t rmppVersion = 0, uint32_t *id = nullptr, uint32_t oui = 0);
 /* REGISTER_AGENT2 */
 int regAgent2(emu::UmadFile &f, uint32_t qpn, uint8_t mgmtClass, uint8_t version,
 	      std::initializer_list<unsigned> methods, uint32_t flags = 0, uint8_t rmppVersion = 0,

@@ -39,8 +39,7 @@ void noStateChange(uint8_t *portInfo)
 	pi.portphysstate_linkdown &= 0x0f;
 }
 
-static void fillHeader(Mad &m, uint8_t mgmtClass, uint8_t method, uint16_t attr, uint32_t am,
-		       uint64_t tid)
+static void fillHeader(Mad &m, uint8_t mgmtClass, uint8_t method, uint16_t attr, uint32_t am, uint64_t tid)
 {
 	ib_mad_hdr &h = *madHdr(m);
 	h.base_version = 1;

@@ -31,8 +31,7 @@ struct Capture final : HostStack {
 void load(Subnet &subnet, std::string_view text);
 
 /* A DR SMP with the given initial path (hop i uses path[i-1]). */
-Packet drSmp(uint8_t method, uint16_t attr, uint32_t am, const std::vector<uint8_t> &path,
-	     uint64_t tid = 0x1234);
+Packet drSmp(uint8_t method, uint16_t attr, uint32_t am, const std::vector<uint8_t> &path, uint64_t tid = 0x1234);
 /* A LID-routed SMP. */
 Packet lidSmp(uint8_t method, uint16_t attr, uint32_t am, uint16_t dlid, uint64_t tid = 0x1234);
 /* A PerfMgt GMP (QP1). */
@@ -49,9 +48,18 @@ std::optional<Mad> roundTrip(Subnet &subnet, Port &from, Packet pkt);
  * PortState NoChange, PortPhysicalState NoChange (what OpenSM writes). */
 void noStateChange(uint8_t *portInfo);
 
-inline uint16_t madStatus(const Mad &m) { return madHdr(m)->status.get(); }
-inline const uint8_t *smpData(const Mad &m) { return m.data() + kSmpDataOffset; }
-inline uint8_t *smpData(Mad &m) { return m.data() + kSmpDataOffset; }
+inline uint16_t madStatus(const Mad &m)
+{
+	return madHdr(m)->status.get();
+}
+inline const uint8_t *smpData(const Mad &m)
+{
+	return m.data() + kSmpDataOffset;
+}
+inline uint8_t *smpData(Mad &m)
+{
+	return m.data() + kSmpDataOffset;
+}
 
 /*
  * The smallest useful SM: discovers the subnet by directed route from

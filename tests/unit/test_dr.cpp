@@ -25,10 +25,12 @@ std::string chainTopology()
 	for (int i = 1; i <= 6; i++) {
 		t += "switchguid=" + std::to_string(100 + i) + "\n";
 		t += "Switch 16 \"S" + std::to_string(i) + "\"\n";
-		t += "[" + std::to_string(2 * i) + "] \"" + (i == 1 ? std::string("src") : "S" + std::to_string(i - 1)) +
-		     "\"[" + (i == 1 ? std::string("1") : std::to_string(2 * i - 1)) + "]\n";
-		t += "[" + std::to_string(2 * i + 1) + "] \"" + (i == 6 ? std::string("dst") : "S" + std::to_string(i + 1)) +
-		     "\"[" + (i == 6 ? std::string("1") : std::to_string(2 * i + 2)) + "]\n\n";
+		t += "[" + std::to_string(2 * i) + "] \"" +
+			(i == 1 ? std::string("src") : "S" + std::to_string(i - 1)) + "\"[" +
+			(i == 1 ? std::string("1") : std::to_string(2 * i - 1)) + "]\n";
+		t += "[" + std::to_string(2 * i + 1) + "] \"" +
+			(i == 6 ? std::string("dst") : "S" + std::to_string(i + 1)) + "\"[" +
+			(i == 6 ? std::string("1") : std::to_string(2 * i + 2)) + "]\n\n";
 	}
 	t += "caguid=0x1000\nCa 1 \"src\"\n[1] \"S1\"[2]\n\ncaguid=0x2000\nCa 1 \"dst\"\n[1] \"S6\"[13]\n";
 	return t;
@@ -43,7 +45,10 @@ std::vector<uint8_t> pathTo(int k)
 	return p;
 }
 
-uint64_t nodeGuidOf(const Mad &m) { return overlay<ib_node_info>(smpData(m))->node_guid.get(); }
+uint64_t nodeGuidOf(const Mad &m)
+{
+	return overlay<ib_node_info>(smpData(m))->node_guid.get();
+}
 
 } /* namespace */
 

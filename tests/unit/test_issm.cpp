@@ -26,7 +26,7 @@ TEST_CASE_METHOD(EmuFixture, "issm: one holder, IsSM set while held", "[issm]")
 	CHECK(umad1().issmOpen() == 0);
 	CHECK((p1->capMask & fabric::IB_PORT_SM) != 0);
 	CHECK(umad1().issmOpen() == -EAGAIN); /* a blocking open waits for the release */
-	CHECK(umad2().issmOpen() == 0);        /* another port: its own claim */
+	CHECK(umad2().issmOpen() == 0); /* another port: its own claim */
 
 	/* PortInfo:CapabilityMask through an SMP shows it too */
 	UmadFile f(umad1());
@@ -62,8 +62,8 @@ TEST_CASE_METHOD(EmuFixture, "SMInfo reaches the SM on the port holding issm, by
 	uint32_t smAgent, probe;
 	sm1.ioctl(IB_USER_MAD_ENABLE_PKEY, nullptr, 0);
 	prober.ioctl(IB_USER_MAD_ENABLE_PKEY, nullptr, 0);
-	REQUIRE(regAgent(sm1, 0, IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE, 1,
-			 { IB_MGMT_METHOD_GET, IB_MGMT_METHOD_SET }, 0, &smAgent) == 0);
+	REQUIRE(regAgent(sm1, 0, IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE, 1, { IB_MGMT_METHOD_GET, IB_MGMT_METHOD_SET }, 0,
+			 &smAgent) == 0);
 	REQUIRE(regAgent(prober, 0, IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE, 1, {}, 0, &probe) == 0);
 
 	/* host2 -> sw2 -> (port 7) sw1 -> (port 1) host1 */
@@ -73,7 +73,8 @@ TEST_CASE_METHOD(EmuFixture, "SMInfo reaches the SM on the port holding issm, by
 	drain();
 	std::vector<uint8_t> buf;
 	REQUIRE(readMad(prober, buf) == 64 + 256); /* no SM: the SMA says unsupported */
-	CHECK((overlay<ib_smp>(buf.data() + 64)->status.get() & 0x7fff) == IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB);
+	CHECK((overlay<ib_smp>(buf.data() + 64)->status.get() & 0x7fff) ==
+	      IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB);
 
 	REQUIRE(umad1().issmOpen() == 0);
 	overlay<ib_mad_hdr>(q.mad.data())->tid = 0x78;
@@ -92,7 +93,7 @@ TEST_CASE_METHOD(EmuFixture, "SMInfo reaches the SM on the port holding issm, by
 	r.method = IB_MGMT_METHOD_GET_RESP;
 	r.status = IB_SMP_DIRECTION;
 	overlay<be64>(r.data)->set(0x2c90300000101); /* SMInfo:GUID */
-	r.data[20] = 0x13;                           /* priority 1, MASTER */
+	r.data[20] = 0x13; /* priority 1, MASTER */
 	reinterpret_cast<ib_user_mad_hdr *>(resp.data())->id = smAgent;
 	REQUIRE(sm1.write(resp.data(), resp.size()) == 64 + 256);
 	drain();

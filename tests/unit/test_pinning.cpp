@@ -48,7 +48,7 @@ TEST_CASE("pinning: RLIMIT_MEMLOCK, strictly greater fails, charge undone", "[pi
 	fx.ua.proc(100).memlock = 4 * 4096;
 	REQUIRE(fx.reg(0, 3 * 4096) == 0);
 	CHECK(fx.reg(0, 2 * 4096) == -ENOMEM); /* 5 > 4 */
-	CHECK(fx.pinned() == 3);               /* the failed charge is removed */
+	CHECK(fx.pinned() == 3); /* the failed charge is removed */
 	uint32_t h = ~0u;
 	REQUIRE(fx.reg(0, 4096, IB_ACCESS_LOCAL_WRITE, &h) == 0); /* exactly 4: allowed */
 	CHECK(fx.pinned() == 4);
@@ -81,8 +81,7 @@ TEST_CASE("pinning: threads of one process share its total", "[pinning]")
 	CHECK(t.regMr(pd2, arena, 4096, 0, r) == -ENOMEM);
 }
 
-TEST_CASE("pinning: no limit and no CAP_IPC_LOCK is EPERM; CAP_IPC_LOCK bypasses but still counts",
-	  "[pinning]")
+TEST_CASE("pinning: no limit and no CAP_IPC_LOCK is EPERM; CAP_IPC_LOCK bypasses but still counts", "[pinning]")
 {
 	PinFixture fx;
 	fx.ua.proc(100).memlock = 0;
@@ -121,7 +120,7 @@ TEST_CASE("pinning: bad ranges and unmapped memory", "[pinning]")
 	fx.ua.proc(100).unmapped.clear();
 	fx.ua.proc(100).readOnly.push_back({ a, a + 4096 });
 	CHECK(fx.reg(0, 4096, IB_ACCESS_LOCAL_WRITE) == -EFAULT); /* writable MR on read-only memory */
-	CHECK(fx.reg(0, 4096, IB_ACCESS_REMOTE_READ) == 0);       /* read-only MR: FOLL_FORCE */
+	CHECK(fx.reg(0, 4096, IB_ACCESS_REMOTE_READ) == 0); /* read-only MR: FOLL_FORCE */
 	CHECK(fx.pinned() == 1);
 }
 

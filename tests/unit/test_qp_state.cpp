@@ -18,20 +18,21 @@ TEST_CASE("qp transitions: the table", "[qp]")
 	CHECK_FALSE(qpTransitionOk(IB_QPS_RESET, IB_QPS_INIT, IB_QPT_RC, IB_QP_STATE | initUd)); /* QKEY not RC's */
 	CHECK_FALSE(qpTransitionOk(IB_QPS_RESET, IB_QPS_INIT, IB_QPT_RC, IB_QP_STATE | IB_QP_PORT)); /* missing */
 	CHECK(qpTransitionOk(IB_QPS_RESET, IB_QPS_INIT, IB_QPT_UD, IB_QP_STATE | initUd));
-	CHECK_FALSE(qpTransitionOk(IB_QPS_RESET, IB_QPS_RTR, IB_QPT_RC, IB_QP_STATE));  /* skips INIT */
-	CHECK_FALSE(qpTransitionOk(IB_QPS_RESET, IB_QPS_ERR, IB_QPT_RC, IB_QP_STATE));  /* not from RESET */
+	CHECK_FALSE(qpTransitionOk(IB_QPS_RESET, IB_QPS_RTR, IB_QPT_RC, IB_QP_STATE)); /* skips INIT */
+	CHECK_FALSE(qpTransitionOk(IB_QPS_RESET, IB_QPS_ERR, IB_QPT_RC, IB_QP_STATE)); /* not from RESET */
 	CHECK(qpTransitionOk(IB_QPS_RESET, IB_QPS_RESET, IB_QPT_RC, IB_QP_STATE));
 
 	const uint32_t rtrRc = IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN | IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC |
-			       IB_QP_MIN_RNR_TIMER;
+		IB_QP_MIN_RNR_TIMER;
 	CHECK(qpTransitionOk(IB_QPS_INIT, IB_QPS_RTR, IB_QPT_RC, IB_QP_STATE | rtrRc));
 	CHECK_FALSE(qpTransitionOk(IB_QPS_INIT, IB_QPS_RTR, IB_QPT_RC, IB_QP_STATE | (rtrRc & ~IB_QP_MIN_RNR_TIMER)));
-	CHECK(qpTransitionOk(IB_QPS_INIT, IB_QPS_RTR, IB_QPT_UC, IB_QP_STATE | (rtrRc & ~(IB_QP_MIN_RNR_TIMER |
-								IB_QP_MAX_DEST_RD_ATOMIC))));
+	CHECK(qpTransitionOk(IB_QPS_INIT, IB_QPS_RTR, IB_QPT_UC,
+			     IB_QP_STATE | (rtrRc & ~(IB_QP_MIN_RNR_TIMER | IB_QP_MAX_DEST_RD_ATOMIC))));
 	CHECK_FALSE(qpTransitionOk(IB_QPS_INIT, IB_QPS_RTR, IB_QPT_UC, IB_QP_STATE | rtrRc)); /* extra attrs */
 	CHECK(qpTransitionOk(IB_QPS_INIT, IB_QPS_RTR, IB_QPT_UD, IB_QP_STATE));
 
-	const uint32_t rtsRc = IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC;
+	const uint32_t rtsRc = IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN |
+		IB_QP_MAX_QP_RD_ATOMIC;
 	CHECK(qpTransitionOk(IB_QPS_RTR, IB_QPS_RTS, IB_QPT_RC, IB_QP_STATE | rtsRc));
 	CHECK(qpTransitionOk(IB_QPS_RTR, IB_QPS_RTS, IB_QPT_RC, IB_QP_STATE | rtsRc | IB_QP_CUR_STATE));
 	CHECK_FALSE(qpTransitionOk(IB_QPS_RTR, IB_QPS_RTS, IB_QPT_UD, IB_QP_STATE | rtsRc));
@@ -90,7 +91,7 @@ TEST_CASE("modify_qp: the command and driver checks", "[qp]")
 	a.min_rnr_timer = 12;
 	a.max_dest_rd_atomic = 1;
 	const uint32_t rtr = IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN | IB_QP_RQ_PSN |
-			     IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER;
+		IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER;
 	a.min_rnr_timer = 32;
 	CHECK(c.modify(qp.qp_handle, rtr, a) == -EINVAL);
 	a.min_rnr_timer = 12;
@@ -110,7 +111,7 @@ TEST_CASE("modify_qp: the command and driver checks", "[qp]")
 	a.retry_cnt = 8;
 	a.rnr_retry = 7;
 	const uint32_t rts = IB_QP_STATE | IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_SQ_PSN |
-			     IB_QP_MAX_QP_RD_ATOMIC;
+		IB_QP_MAX_QP_RD_ATOMIC;
 	CHECK(c.modify(qp.qp_handle, rts, a) == -EINVAL);
 	a.retry_cnt = 7;
 	REQUIRE(c.modify(qp.qp_handle, rts, a) == 0);

@@ -22,7 +22,10 @@ namespace {
 constexpr size_t hs = 64;
 constexpr size_t kSaHdr = 56;
 
-uint8_t pattern(size_t i) { return static_cast<uint8_t>((i * 7 + 3) % 251); }
+uint8_t pattern(size_t i)
+{
+	return static_cast<uint8_t>((i * 7 + 3) % 251);
+}
 
 struct SaPair : EmuFixture {
 	UmadFile client{ umad1() };
@@ -35,8 +38,8 @@ struct SaPair : EmuFixture {
 		REQUIRE(client.ioctl(IB_USER_MAD_ENABLE_PKEY, nullptr, 0) == 0);
 		REQUIRE(sa.ioctl(IB_USER_MAD_ENABLE_PKEY, nullptr, 0) == 0);
 		REQUIRE(regAgent(client, 1, IB_MGMT_CLASS_SUBN_ADM, 2, {}, 1, &c) == 0);
-		REQUIRE(regAgent(sa, 1, IB_MGMT_CLASS_SUBN_ADM, 2,
-				 { IB_MGMT_METHOD_GET, IB_SA_METHOD_GET_TABLE, 0x14 }, 1, &s) == 0);
+		REQUIRE(regAgent(sa, 1, IB_MGMT_CLASS_SUBN_ADM, 2, { IB_MGMT_METHOD_GET, IB_SA_METHOD_GET_TABLE, 0x14 },
+				 1, &s) == 0);
 	}
 
 	void ask(uint8_t method = IB_SA_METHOD_GET_TABLE, uint32_t timeoutMs = 5000)
@@ -158,7 +161,7 @@ TEST_CASE_METHOD(SaPair, "a transfer that cannot finish fails on both sides", "[
 		if (&o == p1 && p.mad[1] == IB_MGMT_CLASS_SUBN_ADM && p.mad[25] == emu::IB_MGMT_RMPP_TYPE_ABORT)
 			aborts.emplace_back(p.mad.begin(), p.mad.end());
 		return &o == p2 && p.mad[25] == emu::IB_MGMT_RMPP_TYPE_DATA &&
-		       overlay<be32>(p.mad.data() + 28)->get() > 1;
+			overlay<be32>(p.mad.data() + 28)->get() > 1;
 	});
 	ask(IB_SA_METHOD_GET_TABLE, 100000);
 	answer(10 * 1024);
@@ -191,7 +194,7 @@ TEST_CASE_METHOD(SaPair, "a transfer that cannot finish fails on both sides", "[
 	CHECK(a[27] == emu::IB_MGMT_RMPP_STATUS_T2L);
 	drain();
 	CHECK(readMad(client, buf, 1 << 20) == -EAGAIN); /* nothing delivered */
-	CHECK(readMad(sa, buf) == -EAGAIN);              /* its send was over already */
+	CHECK(readMad(sa, buf) == -EAGAIN); /* its send was over already */
 	advance(100000); /* the client's request was never answered */
 	REQUIRE(readMad(client, buf) == ssize_t(hs + 24));
 	CHECK(hdrOf(buf).status == ETIMEDOUT);
@@ -318,8 +321,8 @@ struct RawSa : EmuFixture {
 		REQUIRE(client.ioctl(IB_USER_MAD_ENABLE_PKEY, nullptr, 0) == 0);
 		REQUIRE(sa.ioctl(IB_USER_MAD_ENABLE_PKEY, nullptr, 0) == 0);
 		REQUIRE(regAgent(client, 1, IB_MGMT_CLASS_SUBN_ADM, 2, {}, 1, &c) == 0);
-		REQUIRE(regAgent2(sa, 1, IB_MGMT_CLASS_SUBN_ADM, 2, { IB_SA_METHOD_GET_TABLE }, IB_USER_MAD_USER_RMPP, 1,
-				  &s) == 0);
+		REQUIRE(regAgent2(sa, 1, IB_MGMT_CLASS_SUBN_ADM, 2, { IB_SA_METHOD_GET_TABLE }, IB_USER_MAD_USER_RMPP,
+				  1, &s) == 0);
 		UmadMsg q(c, IB_MGMT_CLASS_SUBN_ADM, IB_SA_METHOD_GET_TABLE, 0x11, 0x40);
 		q.to(lid2(), 1).timeout(1000000, 0); /* outlives every timer here */
 		REQUIRE(q.writeTo(client) == ssize_t(hs + 256));
@@ -356,7 +359,8 @@ struct RawSa : EmuFixture {
 		if (readMad(sa, b) != ssize_t(hs + 256))
 			return std::nullopt;
 		CHECK(b[hs + 3] == IB_SA_METHOD_GET_TABLE); /* GetTableResp with the response bit flipped */
-		CHECK(overlay<ib_mad_hdr>(b.data() + hs)->tid.get() == overlay<ib_mad_hdr>(request.data() + hs)->tid.get());
+		CHECK(overlay<ib_mad_hdr>(b.data() + hs)->tid.get() ==
+		      overlay<ib_mad_hdr>(request.data() + hs)->tid.get());
 		return Control{ b[hs + 25], b[hs + 27], overlay<be32>(b.data() + hs + 28)->get(),
 				overlay<be32>(b.data() + hs + 32)->get() };
 	}
@@ -364,7 +368,7 @@ struct RawSa : EmuFixture {
 	{
 		auto ctl = control();
 		return ctl && ctl->type == emu::IB_MGMT_RMPP_TYPE_ACK && ctl->status == 0 && ctl->seg == seg &&
-		       ctl->newwin == newwin;
+			ctl->newwin == newwin;
 	}
 };
 

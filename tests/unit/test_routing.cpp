@@ -36,7 +36,10 @@ struct FatTree {
 	}
 };
 
-uint64_t guidIn(const Mad &m) { return overlay<ib_node_info>(smpData(m))->port_guid.get(); }
+uint64_t guidIn(const Mad &m)
+{
+	return overlay<ib_node_info>(smpData(m))->port_guid.get();
+}
 
 } /* namespace */
 

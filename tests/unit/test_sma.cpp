@@ -113,10 +113,10 @@ TEST_CASE_METHOD(Fixture, "PortInfo Get", "[sma]")
 	CHECK(pi.link_width_enabled == (kWidth1x | kWidth4x));
 	CHECK(pi.link_width_supported == (kWidth1x | kWidth4x));
 	CHECK(pi.link_width_active == kWidth4x);
-	CHECK(hiNibble(pi.linkspeed_portstate) == 0x7);            /* SDR|DDR|QDR supported */
-	CHECK(loNibble(pi.linkspeed_portstate) == 2);              /* Init */
-	CHECK(hiNibble(pi.portphysstate_linkdown) == 5);           /* LinkUp */
-	CHECK(hiNibble(pi.linkspeedactive_enabled) == 0x4);        /* LinkSpeedActive: see ext */
+	CHECK(hiNibble(pi.linkspeed_portstate) == 0x7); /* SDR|DDR|QDR supported */
+	CHECK(loNibble(pi.linkspeed_portstate) == 2); /* Init */
+	CHECK(hiNibble(pi.portphysstate_linkdown) == 5); /* LinkUp */
+	CHECK(hiNibble(pi.linkspeedactive_enabled) == 0x4); /* LinkSpeedActive: see ext */
 	CHECK(hiNibble(pi.link_speed_ext_active_supported) == 0x2); /* EDR */
 	CHECK(loNibble(pi.link_speed_ext_active_supported) == 0x3); /* FDR|EDR supported */
 	CHECK(loNibble(pi.inittypereply_mtucap) == kMtu4096);
@@ -178,8 +178,8 @@ TEST_CASE_METHOD(Fixture, "PortInfo Set of addresses and parameters", "[sma]")
 	r = get(kHost2, IB_SMP_ATTR_PORT_INFO);
 	noStateChange(smpData(*r));
 	auto &bad = *overlay<ib_port_info>(smpData(*r));
-	bad.lid = 0;                     /* not a valid LID */
-	bad.sm_lid = 9;                  /* fine */
+	bad.lid = 0; /* not a valid LID */
+	bad.sm_lid = 9; /* fine */
 	bad.link_width_enabled = kWidth12x; /* not supported */
 	r = set(kHost2, IB_SMP_ATTR_PORT_INFO, 0, smpData(*r));
 	CHECK(status(r) == IB_MGMT_MAD_STATUS_INVALID_ATTRIB_VALUE);

@@ -24,11 +24,14 @@ struct Counts {
 
 std::ostream &operator<<(std::ostream &os, const Counts &c)
 {
-	return os << "{" << c.switches << " switches, " << c.cas << " CAs, " << c.routers << " routers, "
-		  << c.links << " links}";
+	return os << "{" << c.switches << " switches, " << c.cas << " CAs, " << c.routers << " routers, " << c.links
+		  << " links}";
 }
 
-Counts counts(const Subnet &s) { return { s.numSwitches(), s.numCas(), s.numRouters(), s.numLinks() }; }
+Counts counts(const Subnet &s)
+{
+	return { s.numSwitches(), s.numCas(), s.numRouters(), s.numLinks() };
+}
 
 /* Parses and builds; returns the error (empty on success). */
 std::string tryLoad(std::string_view text, Subnet &subnet)
@@ -141,7 +144,9 @@ TEST_CASE("human-readable oddities are accepted", "[topology]")
 	SECTION("spaces instead of tabs, no GUIDs, no blank line between records")
 	{
 		Subnet s;
-		CHECK(tryLoad("Switch 4 \"sw\"\n[1] \"a\"[1]\n[2]   \"b\"[1]\nCa 1 \"a\"\n[1] \"sw\"[1]\nCa 1 \"b\"\n[1] \"sw\"[2]\n", s) == "");
+		CHECK(tryLoad("Switch 4 \"sw\"\n[1] \"a\"[1]\n[2]   \"b\"[1]\nCa 1 \"a\"\n[1] \"sw\"[1]\nCa 1 "
+			      "\"b\"\n[1] \"sw\"[2]\n",
+			      s) == "");
 		CHECK(counts(s) == Counts{ 1, 2, 0, 2 });
 	}
 	SECTION("a link written on one side only")
@@ -154,19 +159,25 @@ TEST_CASE("human-readable oddities are accepted", "[topology]")
 	SECTION("peer named by GUID")
 	{
 		Subnet s;
-		CHECK(tryLoad("switchguid=0x10\nSwitch 4 \"sw\"\n[1] \"H-0000000000000020\"[1]\n\ncaguid=0x20\nCa 1 \"host\"\n[1] \"S-0000000000000010\"[1]\n", s) == "");
+		CHECK(tryLoad("switchguid=0x10\nSwitch 4 \"sw\"\n[1] \"H-0000000000000020\"[1]\n\ncaguid=0x20\nCa 1 "
+			      "\"host\"\n[1] \"S-0000000000000010\"[1]\n",
+			      s) == "");
 		CHECK(s.numLinks() == 1);
 	}
 	SECTION("Windows line endings, comments and ibnetdiscover -g lines")
 	{
 		Subnet s;
-		CHECK(tryLoad("# comment\r\nNon-Chassis Nodes\r\nSwitch\t2 \"sw\"\r\n[1]\t\"a\"[1]\r\n\r\nHca\t1 \"a\"\r\n", s) == "");
+		CHECK(tryLoad("# comment\r\nNon-Chassis Nodes\r\nSwitch\t2 \"sw\"\r\n[1]\t\"a\"[1]\r\n\r\nHca\t1 "
+			      "\"a\"\r\n",
+			      s) == "");
 		CHECK(s.numLinks() == 1);
 	}
 	SECTION("ibsim aliases and options")
 	{
 		Subnet s;
-		CHECK(tryLoad("width=3\nSwitch 4 \"sw\"\n@[3] \"up\"\n[1] \"a\"[1] w=1\n\nCa 1 \"a\"\n\nCa 1 \"b\"\n[1] \"@up\"\n", s) == "");
+		CHECK(tryLoad("width=3\nSwitch 4 \"sw\"\n@[3] \"up\"\n[1] \"a\"[1] w=1\n\nCa 1 \"a\"\n\nCa 1 "
+			      "\"b\"\n[1] \"@up\"\n",
+			      s) == "");
 		CHECK(s.numLinks() == 2);
 		CHECK(s.findNode("b")->port(1).peer == &s.findNode("sw")->port(3));
 		CHECK(s.findNode("a")->port(1).linkWidthActive == kWidth1x);
@@ -203,13 +214,15 @@ TEST_CASE("malformed input is reported with its line", "[topology]")
 		{ "Switch 8 \"a\"\n[1](xyz) \"b\"[1]\n", "t.topo:2: bad port GUID \"(xyz)\"" },
 		{ "Switch 8 \"a\"\n[1] \"b\"[1] trailing\n", "t.topo:2: unexpected text after the peer: \"trailing\"" },
 		{ "Switch 8 \"a\"\n[1] \"b\"[1] w=9x\n", "t.topo:2: option 'w=9x' needs a number" },
-		{ "Switch 8 \"a\"\n[1] \"b\"[1]\n[1] \"c\"[1]\n", "t.topo:3: port 1 of \"a\" is listed twice (first on line 2)" },
+		{ "Switch 8 \"a\"\n[1] \"b\"[1]\n[1] \"c\"[1]\n",
+		  "t.topo:3: port 1 of \"a\" is listed twice (first on line 2)" },
 		{ "blah\n", "t.topo:1: unrecognised line \"blah\"" },
 		{ "vendid=zz\n", "t.topo:1: 'vendid' needs a number, got \"zz\"" },
 		{ "vendid=0x1000000\n", "t.topo:1: vendid must fit in 24 bits" },
 		{ "width=40\n", "t.topo:1: width= takes a LinkWidth bit mask from 1 to 31" },
 		{ "include nofile\n", "t.topo:1: include needs a quoted file name" },
-		{ "include \"/nonexistent/x\"\n", "t.topo:1: cannot open included file \"/nonexistent/x\": No such file or directory" },
+		{ "include \"/nonexistent/x\"\n",
+		  "t.topo:1: cannot open included file \"/nonexistent/x\": No such file or directory" },
 		{ "Switch 8 \"a\" # \"d\" lid 50000\n", "t.topo:1: switch LID 50000 is not a unicast LID" },
 		{ "Ca 2 \"a\"\n[1](2) \"s\"[1] # lid 3 lmc 9 \"s\" lid 1 4xSDR\n", "t.topo:2: LMC must be 0-7" },
 		{ "", "t.topo: no nodes found (expected Switch, Ca or Rt records)" },

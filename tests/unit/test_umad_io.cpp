@@ -26,8 +26,8 @@ constexpr uint8_t kPing = 0x32; /* ibping's vendor class */
 constexpr uint32_t kOpenIbOui = 0x001405;
 
 /* A file with the new header layout and a GSI agent of the given class. */
-uint32_t gsiAgent(UmadFile &f, uint8_t mgmtClass = 0, std::initializer_list<unsigned> methods = {},
-		  uint8_t rmpp = 0, uint32_t oui = 0)
+uint32_t gsiAgent(UmadFile &f, uint8_t mgmtClass = 0, std::initializer_list<unsigned> methods = {}, uint8_t rmpp = 0,
+		  uint32_t oui = 0)
 {
 	uint32_t id = 99;
 	if (!f.outstanding() && f.hdrSize() == 56)
@@ -52,8 +52,7 @@ uint64_t tidIn(const std::vector<uint8_t> &buf, size_t hs)
  * end by alloc/free takes 16M steps, 16 s in a debug ASan build; access
  * checks do not apply to the arguments of an explicit instantiation
  * ([temp.spec.general]), which lets the test move it instead. */
-template <uint32_t emu::MadClients::*Next>
-struct CycleOf {
+template <uint32_t emu::MadClients::*Next> struct CycleOf {
 	friend uint32_t &cycleOf(emu::MadClients &c) { return c.*Next; }
 };
 template struct CycleOf<&emu::MadClients::next_>;
@@ -89,7 +88,7 @@ TEST_CASE_METHOD(EmuFixture, "write: validation in the kernel's order", "[umad][
 	UmadMsg sam(sa, IB_MGMT_CLASS_SUBN_ADM, IB_MGMT_METHOD_GET, 0x11, 8);
 	sam.to(lid2(), 1);
 	CHECK(sam.writeTo(f, 40) == -EINVAL); /* SA header needs 56 bytes */
-	CHECK(m.writeTo(f, 300) == -EINVAL);  /* more than 256 bytes without RMPP */
+	CHECK(m.writeTo(f, 300) == -EINVAL); /* more than 256 bytes without RMPP */
 
 	UmadMsg wrongClass(sa, IB_MGMT_CLASS_PERF_MGMT, IB_MGMT_METHOD_GET, IB_PMA_PORT_COUNTERS, 9);
 	wrongClass.to(lid2(), 1);
@@ -167,7 +166,7 @@ TEST_CASE_METHOD(EmuFixture, "hi_tid wrap-around: 2^24-1, then round to the free
 		CHECK(id == want);
 		clients.free(id);
 	}
-	uint32_t last = gsiAgent(f);    /* the last hi_tid */
+	uint32_t last = gsiAgent(f); /* the last hi_tid */
 	uint32_t wrapped = gsiAgent(f); /* 1-5 are taken: 6 */
 	REQUIRE(clients.find(kMaxHiTid) != nullptr);
 	CHECK(clients.find(kMaxHiTid)->client() == &f);

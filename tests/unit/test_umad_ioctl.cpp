@@ -49,14 +49,14 @@ TEST_CASE_METHOD(EmuFixture, "REGISTER_AGENT: ids, qpn and slot checks", "[umad]
 TEST_CASE_METHOD(EmuFixture, "registration validation (ib_register_mad_agent)", "[umad][ioctl]")
 {
 	UmadFile f(umad1());
-	CHECK(regAgent(f, 1, IB_MGMT_CLASS_PERF_MGMT, 0x83, { 1 }) == -EINVAL);  /* version */
-	CHECK(regAgent(f, 1, 0x50, 1, { 1 }) == -EINVAL);                         /* class */
-	CHECK(regAgent(f, 1, 0x32, 1, { 1 }, 0, nullptr, 0) == -EINVAL);           /* vendor class, OUI 0 */
-	CHECK(regAgent(f, 1, IB_MGMT_CLASS_PERF_MGMT, 1, { 1 }, 1) == -EINVAL);    /* RMPP on a non-RMPP class */
-	CHECK(regAgent(f, 1, IB_MGMT_CLASS_SUBN_ADM, 2, { 1 }, 2) == -EINVAL);     /* RMPP version 2 */
-	CHECK(regAgent(f, 0, IB_MGMT_CLASS_PERF_MGMT, 1, { 1 }) == -EINVAL);       /* GMP class on QP0 */
+	CHECK(regAgent(f, 1, IB_MGMT_CLASS_PERF_MGMT, 0x83, { 1 }) == -EINVAL); /* version */
+	CHECK(regAgent(f, 1, 0x50, 1, { 1 }) == -EINVAL); /* class */
+	CHECK(regAgent(f, 1, 0x32, 1, { 1 }, 0, nullptr, 0) == -EINVAL); /* vendor class, OUI 0 */
+	CHECK(regAgent(f, 1, IB_MGMT_CLASS_PERF_MGMT, 1, { 1 }, 1) == -EINVAL); /* RMPP on a non-RMPP class */
+	CHECK(regAgent(f, 1, IB_MGMT_CLASS_SUBN_ADM, 2, { 1 }, 2) == -EINVAL); /* RMPP version 2 */
+	CHECK(regAgent(f, 0, IB_MGMT_CLASS_PERF_MGMT, 1, { 1 }) == -EINVAL); /* GMP class on QP0 */
 	CHECK(regAgent(f, 1, IB_MGMT_CLASS_SUBN_LID_ROUTED, 1, { 1 }) == -EINVAL); /* SMP class on QP1 */
-	CHECK(regAgent2(f, 1, 0, 0, {}, IB_USER_MAD_USER_RMPP) == -EINVAL);       /* user RMPP, no class */
+	CHECK(regAgent2(f, 1, 0, 0, {}, IB_USER_MAD_USER_RMPP) == -EINVAL); /* user RMPP, no class */
 	CHECK(regAgent2(f, 1, 0x32, 1, { 1 }, 0, 0, nullptr, 0x1000000) == -EINVAL);
 	/* nothing was registered: the layout can still change */
 	CHECK(f.ioctl(IB_USER_MAD_ENABLE_PKEY, nullptr, 0) == 0);

@@ -30,14 +30,14 @@ TEST_CASE("uverbs write: header checks in ib_uverbs_write's order", "[uverbs]")
 	Client c(fx, fx.dev1(), 100, false);
 	auto w = [&](std::vector<uint8_t> b) { return c.file->write(c.tid, b.data(), b.size()); };
 
-	CHECK(w(raw(CMD_QUERY_DEVICE, 1, 0, 4)) == -EINVAL);                    /* count < 8 */
-	CHECK(w(raw(0x40000001, 4, 44, 16)) == -EINVAL);                        /* bits outside 0x800000ff */
-	CHECK(w(raw(CMD_OPEN_QP + 1, 4, 0, 16)) == -EOPNOTSUPP);                /* unknown */
-	CHECK(w(raw(CMD_ALLOC_MW, 4, 4, 16)) == -EOPNOTSUPP);                   /* not on this device */
-	CHECK(w(raw(CMD_QUERY_DEVICE, 5, 44, 16)) == -EINVAL);                  /* in_words*4 != count */
-	CHECK(w(raw(CMD_QUERY_PORT, 3, 10, 12)) == -ENOSPC);                    /* request too short */
-	CHECK(w(raw(CMD_QUERY_DEVICE, 4, 43, 16)) == -ENOSPC);                  /* response too short */
-	CHECK(w(raw(CMD_QUERY_DEVICE, 4, 44, 16)) == -EINVAL);                  /* no ucontext yet */
+	CHECK(w(raw(CMD_QUERY_DEVICE, 1, 0, 4)) == -EINVAL); /* count < 8 */
+	CHECK(w(raw(0x40000001, 4, 44, 16)) == -EINVAL); /* bits outside 0x800000ff */
+	CHECK(w(raw(CMD_OPEN_QP + 1, 4, 0, 16)) == -EOPNOTSUPP); /* unknown */
+	CHECK(w(raw(CMD_ALLOC_MW, 4, 4, 16)) == -EOPNOTSUPP); /* not on this device */
+	CHECK(w(raw(CMD_QUERY_DEVICE, 5, 44, 16)) == -EINVAL); /* in_words*4 != count */
+	CHECK(w(raw(CMD_QUERY_PORT, 3, 10, 12)) == -ENOSPC); /* request too short */
+	CHECK(w(raw(CMD_QUERY_DEVICE, 4, 43, 16)) == -ENOSPC); /* response too short */
+	CHECK(w(raw(CMD_QUERY_DEVICE, 4, 44, 16)) == -EINVAL); /* no ucontext yet */
 	CHECK(c.file->ioctl(RDMA_VERBS_IOCTL) == -ENOTTY);
 
 	/* extended header */
@@ -51,13 +51,13 @@ TEST_CASE("uverbs write: header checks in ib_uverbs_write's order", "[uverbs]")
 	};
 	ib_uverbs_ex_query_device_resp exr{};
 	uint64_t rp = reinterpret_cast<uint64_t>(&exr);
-	CHECK(ex(2, 38, rp, 0, 0, 0, 8) == -EINVAL);  /* words do not add up */
-	CHECK(ex(0, 38, rp, 0, 0, 0, 0) == -ENOSPC);  /* request shorter than the method's */
-	CHECK(ex(1, 38, rp, 0, 0, 1, 8) == -EINVAL);  /* reserved */
-	CHECK(ex(1, 0, rp, 0, 0, 0, 8) == -EINVAL);   /* response but no room */
-	CHECK(ex(1, 1, rp, 0, 0, 0, 8) == -ENOSPC);   /* room too small */
-	CHECK(ex(1, 38, 0, 0, 0, 0, 8) == -EINVAL);   /* room but no response */
-	CHECK(ex(1, 38, rp, 0, 0, 0, 8) == -EINVAL);  /* fine, but no ucontext */
+	CHECK(ex(2, 38, rp, 0, 0, 0, 8) == -EINVAL); /* words do not add up */
+	CHECK(ex(0, 38, rp, 0, 0, 0, 0) == -ENOSPC); /* request shorter than the method's */
+	CHECK(ex(1, 38, rp, 0, 0, 1, 8) == -EINVAL); /* reserved */
+	CHECK(ex(1, 0, rp, 0, 0, 0, 8) == -EINVAL); /* response but no room */
+	CHECK(ex(1, 1, rp, 0, 0, 0, 8) == -ENOSPC); /* room too small */
+	CHECK(ex(1, 38, 0, 0, 0, 0, 8) == -EINVAL); /* room but no response */
+	CHECK(ex(1, 38, rp, 0, 0, 0, 8) == -EINVAL); /* fine, but no ucontext */
 
 	REQUIRE(c.getContext() == 0);
 	CHECK(c.getContext() == -EINVAL); /* a second context */
@@ -169,14 +169,14 @@ TEST_CASE("uverbs: in-use objects are EBUSY; close tears down dependants first",
 		Client c(fx, fx.dev1(), 100);
 		c.file->setDestroyHook([&](const UObject &o) { order.emplace_back(o.type, o.handle); });
 		uint32_t pd, cq, srq, ah;
-		REQUIRE(c.allocPd(pd) == 0);                                    /* 0 */
-		REQUIRE(c.createCq(8, cq) == 0);                                /* 1 */
+		REQUIRE(c.allocPd(pd) == 0); /* 0 */
+		REQUIRE(c.createCq(8, cq) == 0); /* 1 */
 		ib_uverbs_reg_mr_resp mr{};
 		REQUIRE(c.regMr(pd, buf, sizeof buf, IB_ACCESS_LOCAL_WRITE, mr) == 0); /* 2 */
-		REQUIRE(c.createSrq(pd, 4, srq) == 0);                          /* 3 */
+		REQUIRE(c.createSrq(pd, 4, srq) == 0); /* 3 */
 		ib_uverbs_create_qp_resp qp{};
 		REQUIRE(c.createQp(pd, cq, cq, IB_QPT_RC, qp, int(srq)) == 0); /* 4 */
-		REQUIRE(c.createAh(pd, fx.lid2(), ah) == 0);                    /* 5 */
+		REQUIRE(c.createAh(pd, fx.lid2(), ah) == 0); /* 5 */
 		CHECK(fx.host->pinned().pinnedPages(100) == 2);
 
 		CHECK(c.destroy(CMD_DEALLOC_PD, pd) == -EBUSY);
@@ -189,7 +189,8 @@ TEST_CASE("uverbs: in-use objects are EBUSY; close tears down dependants first",
 	 * destroys the MR, QP and AH; pass 2 the CQ and SRQ (the PD still had
 	 * the SRQ when its turn came); pass 3 the PD */
 	std::vector<std::pair<UType, uint32_t>> want = {
-		{ UType::Mr, 2 }, { UType::Qp, 4 }, { UType::Ah, 5 }, { UType::Cq, 1 }, { UType::Srq, 3 }, { UType::Pd, 0 },
+		{ UType::Mr, 2 }, { UType::Qp, 4 },  { UType::Ah, 5 },
+		{ UType::Cq, 1 }, { UType::Srq, 3 }, { UType::Pd, 0 },
 	};
 	CHECK(order == want);
 	CHECK(fx.host->pinned().pinnedPages(100) == 0);

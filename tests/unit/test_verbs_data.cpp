@@ -507,7 +507,7 @@ TEST_CASE("verbs: a QP connected to itself survives its own NAKs", "[verbs]")
 	auto d = ud.a.poll(ud.cqA);
 	REQUIRE(d.size() == 2);
 	CHECK(d[0].status == IB_WC_LOC_LEN_ERR); /* the receive */
-	CHECK(d[1].status == IB_WC_SUCCESS);     /* the send: UD never hears */
+	CHECK(d[1].status == IB_WC_SUCCESS); /* the send: UD never hears */
 }
 
 TEST_CASE("verbs: post counts that overflow the request are ENOSPC, not a crash", "[verbs]")

@@ -48,12 +48,18 @@ int createOne(Client &c, UType t, uint32_t pd, uint32_t cq, uint16_t dlid, uint3
 uint32_t destroyCommand(UType t)
 {
 	switch (t) {
-	case UType::Pd: return CMD_DEALLOC_PD;
-	case UType::Cq: return CMD_DESTROY_CQ;
-	case UType::Mr: return CMD_DEREG_MR;
-	case UType::Ah: return CMD_DESTROY_AH;
-	case UType::Srq: return CMD_DESTROY_SRQ;
-	case UType::Qp: return CMD_DESTROY_QP;
+	case UType::Pd:
+		return CMD_DEALLOC_PD;
+	case UType::Cq:
+		return CMD_DESTROY_CQ;
+	case UType::Mr:
+		return CMD_DEREG_MR;
+	case UType::Ah:
+		return CMD_DESTROY_AH;
+	case UType::Srq:
+		return CMD_DESTROY_SRQ;
+	case UType::Qp:
+		return CMD_DESTROY_QP;
 	}
 	return 0;
 }
@@ -92,7 +98,8 @@ int postMany(Client &c, uint32_t qp, const std::vector<ib_uverbs_send_wr> &wrs, 
 	req.wr_count = static_cast<uint32_t>(wrs.size());
 	req.sge_count = static_cast<uint32_t>(sges.size());
 	req.wqe_size = sizeof(ib_uverbs_send_wr);
-	std::vector<uint8_t> body(sizeof req + wrs.size() * sizeof(ib_uverbs_send_wr) + sges.size() * sizeof(ib_uverbs_sge));
+	std::vector<uint8_t> body(sizeof req + wrs.size() * sizeof(ib_uverbs_send_wr) +
+				  sges.size() * sizeof(ib_uverbs_sge));
 	uint8_t *at = body.data();
 	memcpy(at, &req, sizeof req);
 	at += sizeof req;
@@ -179,8 +186,9 @@ TEST_CASE("verbs limits: queue sizes, a post past them, a CQ overrun", "[verbs][
 	/* A's QP: 16 send WRs, 16 receive WRs, 2 SGEs each */
 	uint32_t bad = 0;
 	auto send = p.wr(IB_WR_SEND, 1);
-	CHECK(a.postSend(p.qpA.qp_handle, send, { sge(p.bufA, 8, p.mrA.lkey), sge(p.bufA, 8, p.mrA.lkey),
-						    sge(p.bufA, 8, p.mrA.lkey) }, &bad) == -EINVAL);
+	CHECK(a.postSend(p.qpA.qp_handle, send,
+			 { sge(p.bufA, 8, p.mrA.lkey), sge(p.bufA, 8, p.mrA.lkey), sge(p.bufA, 8, p.mrA.lkey) },
+			 &bad) == -EINVAL);
 	CHECK(bad == 1);
 	/* B has no receive: the first SEND waits on RNR NAKs and holds the queue */
 	REQUIRE(a.postSend(p.qpA.qp_handle, send, { sge(p.bufA, 8, p.mrA.lkey), sge(p.bufA, 8, p.mrA.lkey) }) == 0);
@@ -194,7 +202,8 @@ TEST_CASE("verbs limits: queue sizes, a post past them, a CQ overrun", "[verbs][
 	CHECK(a.poll(p.cqA).empty());
 
 	for (uint64_t id = 1; id <= 16; id++)
-		REQUIRE(a.postRecv(p.qpA.qp_handle, id, { sge(p.bufA, 8, p.mrA.lkey), sge(p.bufA, 8, p.mrA.lkey) }) == 0);
+		REQUIRE(a.postRecv(p.qpA.qp_handle, id, { sge(p.bufA, 8, p.mrA.lkey), sge(p.bufA, 8, p.mrA.lkey) }) ==
+			0);
 	CHECK(a.postRecv(p.qpA.qp_handle, 17, { sge(p.bufA, 8, p.mrA.lkey) }) == -ENOMEM);
 
 	uint32_t srq = 0;
@@ -245,10 +254,10 @@ TEST_CASE("verbs limits: messages of 16 MiB, LOC_LEN_ERR past them", "[verbs][li
 	ib_uverbs_reg_mr_resp mrA{}, mrB{};
 	REQUIRE(p.a.regMr(p.pdA, bigA.data(), bigA.size(), kAll, mrA) == 0);
 	REQUIRE(p.b.regMr(p.pdB, bigB.data(), bigB.size(), kAll, mrB) == 0);
-	REQUIRE(p.b.postRecv(p.qpB.qp_handle, 1, { sge(bigB.data(), half, mrB.lkey), sge(bigB.data(), half, mrB.lkey) }) ==
-		0);
-	REQUIRE(p.b.postRecv(p.qpB.qp_handle, 2, { sge(bigB.data(), half, mrB.lkey), sge(bigB.data(), half + 1, mrB.lkey) }) ==
-		0);
+	REQUIRE(p.b.postRecv(p.qpB.qp_handle, 1,
+			     { sge(bigB.data(), half, mrB.lkey), sge(bigB.data(), half, mrB.lkey) }) == 0);
+	REQUIRE(p.b.postRecv(p.qpB.qp_handle, 2,
+			     { sge(bigB.data(), half, mrB.lkey), sge(bigB.data(), half + 1, mrB.lkey) }) == 0);
 
 	REQUIRE(p.a.postSend(p.qpA.qp_handle, p.wr(IB_WR_SEND, 1),
 			     { sge(bigA.data(), half, mrA.lkey), sge(bigA.data(), half, mrA.lkey) }) == 0);
@@ -279,7 +288,7 @@ TEST_CASE("verbs limits: 4096 unread async events per file", "[verbs][limits]")
 	for (uint64_t i = 0; i < 4095; i++)
 		c.file->asyncEvent(i, IB_EVENT_PORT_ERR);
 	c.file->asyncEvent(4095, IB_EVENT_PORT_ACTIVE); /* the 4,096th is kept */
-	c.file->asyncEvent(4096, IB_EVENT_LID_CHANGE);  /* the next is not */
+	c.file->asyncEvent(4096, IB_EVENT_LID_CHANGE); /* the next is not */
 	auto ev = readEvents(c);
 	REQUIRE(ev.size() == 4096);
 	for (uint64_t i = 0; i < 4096; i++)

@@ -43,7 +43,10 @@ public:
 	int openMemory(pid_t tid) override;
 	void closeMemory(int mem) override;
 	int readMemory(int mem, uint64_t addr, void *buf, size_t len) override { return read(mem, addr, buf, len); }
-	int writeMemory(int mem, uint64_t addr, const void *buf, size_t len) override { return write(mem, addr, buf, len); }
+	int writeMemory(int mem, uint64_t addr, const void *buf, size_t len) override
+	{
+		return write(mem, addr, buf, len);
+	}
 	int openMems = 0;
 
 private:
@@ -67,13 +70,8 @@ struct Client {
 
 	/* a legacy command: body with its response pointer aimed at resp */
 	int cmd(uint32_t command, void *body, size_t bodyLen, void *resp = nullptr, size_t respLen = 0);
-	template <typename Req>
-	int cmd(uint32_t command, Req req)
-	{
-		return cmd(command, &req, sizeof req);
-	}
-	template <typename Req, typename Resp>
-	int cmd(uint32_t command, Req req, Resp &resp)
+	template <typename Req> int cmd(uint32_t command, Req req) { return cmd(command, &req, sizeof req); }
+	template <typename Req, typename Resp> int cmd(uint32_t command, Req req, Resp &resp)
 	{
 		return cmd(command, &req, sizeof req, &resp, sizeof resp);
 	}
@@ -83,8 +81,8 @@ struct Client {
 	int regMr(uint32_t pd, const void *addr, size_t len, uint32_t access, ib_uverbs_reg_mr_resp &out);
 	int createCq(uint32_t cqe, uint32_t &cq);
 	int createSrq(uint32_t pd, uint32_t maxWr, uint32_t &srq, uint32_t limit = 0);
-	int createQp(uint32_t pd, uint32_t scq, uint32_t rcq, uint8_t type, ib_uverbs_create_qp_resp &out,
-		     int srq = -1, uint32_t maxSendWr = 16, uint32_t maxRecvWr = 16, uint32_t maxInline = 0);
+	int createQp(uint32_t pd, uint32_t scq, uint32_t rcq, uint8_t type, ib_uverbs_create_qp_resp &out, int srq = -1,
+		     uint32_t maxSendWr = 16, uint32_t maxRecvWr = 16, uint32_t maxInline = 0);
 	int createAh(uint32_t pd, uint16_t dlid, uint32_t &ah, bool global = false);
 	int modify(uint32_t qp, uint32_t mask, const ib_uverbs_modify_qp &attrs);
 	/* RESET -> INIT -> RTR -> RTS for a connected (RC/UC) or UD QP */
@@ -102,7 +100,7 @@ inline ib_uverbs_sge sge(const void *addr, uint32_t len, uint32_t lkey)
 }
 
 constexpr uint32_t kAll = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ |
-			  IB_ACCESS_REMOTE_ATOMIC;
+	IB_ACCESS_REMOTE_ATOMIC;
 
 /* Process A (tid 100) on host1 and process B (tid 200) on host2, across
  * both switches, each with a PD, a CQ, an 8 KiB buffer and one QP. */
