@@ -31,11 +31,14 @@
 
 #include <cerrno>
 #include <cinttypes>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
+#ifdef IBEMU_HAVE_SD_NOTIFY
+#include <systemd/sd-daemon.h>
+#endif
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <thread>
@@ -54,7 +57,7 @@ struct Options {
 	std::string logLevel = "info";
 	bool global = false;
 	unsigned spinUs = 50;
-	bool sm = false;                 /* run OpenSM in the instance */
+	bool sm = false; /* run OpenSM in the instance */
 	std::vector<std::string> smArgs; /* its arguments, after -- */
 };
 
@@ -87,9 +90,21 @@ fabric::Node *findCa(fabric::Subnet &subnet, const std::string &what)
 	return n && !n->isSwitch() ? n : nullptr;
 }
 
+/* Type=notify units (tools/ibemud@.service.in): a no-op elsewhere */
+void notifyServiceManager(const char *state)
+{
+#ifdef IBEMU_HAVE_SD_NOTIFY
+	sd_notify(0, state);
+#else
+	(void)state;
+#endif
+}
+
 class Daemon {
 public:
-	Daemon(const Options &opts, const tools::Instance &inst) : opts_(opts), inst_(inst), signals_(io_, SIGINT, SIGTERM) {}
+	Daemon(const Options &opts, const tools::Instance &inst)
+		: opts_(opts), inst_(inst), signals_(io_, SIGINT, SIGTERM)
+	{}
 
 	int run();
 
@@ -97,7 +112,7 @@ private:
 	/* what the namespace's /dev/infiniband holds */
 	struct Links {
 		std::vector<std::pair<std::string, std::string>> links; /* name, target */
-		std::vector<std::string> nodes;      /* CUSE nodes to wait for */
+		std::vector<std::string> nodes; /* CUSE nodes to wait for */
 		std::vector<std::string> verbsNodes; /* of them, the uverbs ones (mode 0666) */
 	};
 
@@ -132,10 +147,11 @@ private:
 
 bool Daemon::setupFabric()
 {
-	bool ok = opts_.gen.empty() ? tools::loadFabric(opts_.topology, subnet_) : tools::generateFabric(opts_.gen, subnet_);
+	bool ok = opts_.gen.empty() ? tools::loadFabric(opts_.topology, subnet_)
+				    : tools::generateFabric(opts_.gen, subnet_);
 	if (ok)
-		spdlog::info("fabric: {} switches, {} CAs, {} routers, {} links", subnet_.numSwitches(), subnet_.numCas(),
-			     subnet_.numRouters(), subnet_.numLinks());
+		spdlog::info("fabric: {} switches, {} CAs, {} routers, {} links", subnet_.numSwitches(),
+			     subnet_.numCas(), subnet_.numRouters(), subnet_.numLinks());
 	return ok;
 }
 
@@ -154,7 +170,9 @@ bool Daemon::chooseLocal()
 		while (std::getline(ss, item, ',')) {
 			fabric::Node *n = findCa(subnet_, item);
 			if (!n) {
-				spdlog::error("--local: no CA \"{}\" in the fabric (give a node id, description or GUID)", item);
+				spdlog::error(
+					"--local: no CA \"{}\" in the fabric (give a node id, description or GUID)",
+					item);
 				return false;
 			}
 			chosen.push_back(n);
@@ -181,9 +199,13 @@ nlohmann::ordered_json Daemon::describe() const
 	j["instance"] = inst_.name;
 	j["pid"] = getpid();
 	j["transport"] = cuse_ ? "cuse" : "fuse";
-	j["topology"] = !opts_.gen.empty() ? "gen " + opts_.gen : opts_.topology.empty() ? "(built-in default)" : opts_.topology;
-	j["fabric"] = { { "switches", subnet_.numSwitches() }, { "cas", subnet_.numCas() },
-			{ "routers", subnet_.numRouters() }, { "links", subnet_.numLinks() } };
+	j["topology"] = !opts_.gen.empty() ? "gen " + opts_.gen
+		: opts_.topology.empty()   ? "(built-in default)"
+					   : opts_.topology;
+	j["fabric"] = { { "switches", subnet_.numSwitches() },
+			{ "cas", subnet_.numCas() },
+			{ "routers", subnet_.numRouters() },
+			{ "links", subnet_.numLinks() } };
 	nlohmann::ordered_json devs = nlohmann::ordered_json::array();
 	for (const auto &h : host_->hcas()) {
 		nlohmann::ordered_json d;
@@ -194,7 +216,8 @@ nlohmann::ordered_json Daemon::describe() const
 		d["node_guid"] = guid;
 		nlohmann::ordered_json ports = nlohmann::ordered_json::array();
 		for (const auto &u : h->umadPorts)
-			ports.push_back({ { "port", u->portNum() }, { "umad", "/dev/infiniband/umad" + std::to_string(u->devNum()) },
+			ports.push_back({ { "port", u->portNum() },
+					  { "umad", "/dev/infiniband/umad" + std::to_string(u->devNum()) },
 					  { "issm", "/dev/infiniband/issm" + std::to_string(u->devNum()) } });
 		d["ports"] = ports;
 		if (cuse_)
@@ -203,7 +226,9 @@ nlohmann::ordered_json Daemon::describe() const
 	}
 	j["devices"] = devs;
 	if (sm_)
-		j["sm"] = { { "pid", sm_->pid() }, { "state", sm_->state() }, { "log", sm_->logFile() },
+		j["sm"] = { { "pid", sm_->pid() },
+			    { "state", sm_->state() },
+			    { "log", sm_->logFile() },
 			    { "output", sm_->outFile() } };
 	return j;
 }
@@ -224,7 +249,8 @@ std::string Daemon::liveStatus() const
 			o["lid"] = a.lid;
 			o["lmc"] = a.lmc;
 			o["sm_lid"] = a.smLid;
-			o["rate"] = fabric::rateString(a.activeWidth ? a.activeWidth : uint8_t(fabric::kWidth1x), a.activeSpeed);
+			o["rate"] = fabric::rateString(a.activeWidth ? a.activeWidth : uint8_t(fabric::kWidth1x),
+						       a.activeSpeed);
 			char cap[16];
 			snprintf(cap, sizeof(cap), "0x%08x", a.capMask);
 			o["cap_mask"] = cap;
@@ -238,7 +264,8 @@ std::string Daemon::liveStatus() const
 	/* pinned memory per process, as the kernel's pinned_vm (VmPin) */
 	nlohmann::ordered_json pinned = nlohmann::ordered_json::array();
 	for (const auto &[pid, pages] : host_->pinned().all())
-		pinned.push_back({ { "pid", pid }, { "pinned_pages", pages }, { "pinned_bytes", pages * emu::kPageSize } });
+		pinned.push_back(
+			{ { "pid", pid }, { "pinned_pages", pages }, { "pinned_bytes", pages * emu::kPageSize } });
 	j["pinned"] = pinned;
 	/* who holds the devices, by the process that opened them */
 	std::map<pid_t, unsigned> openers;
@@ -269,6 +296,7 @@ void Daemon::ready()
 	std::ofstream(tmp) << describe().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 	rename(tmp.c_str(), inst_.readyFile().c_str());
 	spdlog::info("ready: devices under /dev/infiniband and /sys/class/infiniband* in this instance's namespace");
+	notifyServiceManager("READY=1");
 }
 
 void Daemon::awaitStop()
@@ -289,6 +317,7 @@ void Daemon::stop(int code)
 		return;
 	stopping_ = true;
 	exitCode_ = code;
+	notifyServiceManager("STOPPING=1");
 	if (sm_ && sm_->running()) {
 		sm_->stop(kSmGrace, [this] { teardown(); });
 		return;
@@ -347,7 +376,8 @@ bool Daemon::isolate()
 bool Daemon::startTransport()
 {
 	std::string err;
-	useCuse_ = opts_.global || opts_.transport == "cuse" || (opts_.transport == "auto" && cuse_dev::cuseAvailable());
+	useCuse_ = opts_.global || opts_.transport == "cuse" ||
+		(opts_.transport == "auto" && cuse_dev::cuseAvailable());
 	if (useCuse_) {
 		/* per-instance names under /dev, so instances never collide; a
 		 * global instance takes the standard ones */
@@ -397,13 +427,14 @@ Daemon::Links Daemon::linkTable() const
 			for (bool issm : { false, true }) {
 				std::string name = (issm ? "issm" : "umad") + std::to_string(u->devNum());
 				if (useCuse_)
-					cuseNode(issm ? cuse_dev::NodeKind::Issm : cuse_dev::NodeKind::Umad, u->devNum(), name);
+					cuseNode(issm ? cuse_dev::NodeKind::Issm : cuse_dev::NodeKind::Umad,
+						 u->devNum(), name);
 				else
 					t.links.emplace_back(name, inst_.fsDir() + "/dev/" + name);
 			}
 		if (useCuse_) /* verbs exist only as character devices */
-			t.verbsNodes.push_back(
-				cuseNode(cuse_dev::NodeKind::Uverbs, h->verbsNum, "uverbs" + std::to_string(h->verbsNum)));
+			t.verbsNodes.push_back(cuseNode(cuse_dev::NodeKind::Uverbs, h->verbsNum,
+							"uverbs" + std::to_string(h->verbsNum)));
 	}
 	return t;
 }
@@ -484,12 +515,16 @@ int main(int argc, char **argv)
 	CLI::App app{ "ibemud: the ibemu daemon (foreground); `ibemu up` starts it in the background" };
 	app.add_option("--instance", opts.instance, "Instance name");
 	auto *topo = app.add_option("--topology", opts.topology, "Topology file (ibnetdiscover format)");
-	app.add_option("--gen", opts.gen, "Generate the fabric, e.g. fat-tree:levels=2,hosts=16,radix=8")->excludes(topo);
-	app.add_option("--local", opts.local, "CAs to make local HCAs: node ids, descriptions or GUIDs, comma-separated");
-	app.add_option("--transport", opts.transport, "auto, fuse or cuse")->check(CLI::IsMember({ "auto", "fuse", "cuse" }));
+	app.add_option("--gen", opts.gen, "Generate the fabric, e.g. fat-tree:levels=2,hosts=16,radix=8")
+		->excludes(topo);
+	app.add_option("--local", opts.local,
+		       "CAs to make local HCAs: node ids, descriptions or GUIDs, comma-separated");
+	app.add_option("--transport", opts.transport, "auto, fuse or cuse")
+		->check(CLI::IsMember({ "auto", "fuse", "cuse" }));
 	app.add_option("--log-level", opts.logLevel, "trace, debug, info, warn, error");
 	app.add_flag("--global", opts.global, "CUSE only: devices and sysfs visible host-wide, no namespace");
-	app.add_option("--spin-us", opts.spinUs, "Stay awake this long after a request before sleeping (0: never spin)");
+	app.add_option("--spin-us", opts.spinUs,
+		       "Stay awake this long after a request before sleeping (0: never spin)");
 	app.add_flag("--sm", opts.sm, "Run OpenSM in the instance (cache, temp files and log in the run directory)");
 	app.add_option("opensm_args", opts.smArgs, "With --sm: OpenSM's own arguments, after --");
 	CLI11_PARSE(app, argc, argv);
@@ -501,7 +536,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if ((opts.transport == "cuse" || opts.global) && !cuse_dev::cuseAvailable()) {
-		fprintf(stderr, "ibemud: --transport cuse: /dev/cuse is missing or not writable (load the cuse module)\n");
+		fprintf(stderr,
+			"ibemud: --transport cuse: /dev/cuse is missing or not writable (load the cuse module)\n");
 		return 1;
 	}
 	if (geteuid() != 0) {
@@ -516,7 +552,8 @@ int main(int argc, char **argv)
 	int pidFd = tools::lockPidFile(inst, holder, err);
 	if (pidFd < 0) {
 		if (holder)
-			fprintf(stderr, "ibemud: instance \"%s\" is already running (pid %d)\n", inst.name.c_str(), holder);
+			fprintf(stderr, "ibemud: instance \"%s\" is already running (pid %d)\n", inst.name.c_str(),
+				holder);
 		else
 			fprintf(stderr, "ibemud: %s\n", err.c_str());
 		return 1;

@@ -64,8 +64,15 @@ int enterPrivateMountNamespace(std::string &err)
 {
 	if (unshare(CLONE_NEWNS) != 0)
 		return fail(err, "unshare(CLONE_NEWNS)");
-	if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-		return fail(err, "making / private");
+	if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+		if (errno != EINVAL)
+			return fail(err, "making / private");
+		/* a chroot whose root is a plain directory: nothing can be made
+		 * private here without a mount event reaching the host first */
+		err = "the root directory is not a mount point (a chroot?), so the instance's mounts cannot be kept "
+		      "private: make it one before chrooting (mount --bind DIR DIR), or use a container";
+		return -EINVAL;
+	}
 	return 0;
 }
 

@@ -19,8 +19,7 @@ namespace ibemu::tools {
 
 SmProcess::SmProcess(boost::asio::io_context &io, std::string smDir)
 	: io_(io), dir_(std::move(smDir)), sigchld_(io, SIGCHLD), killTimer_(io)
-{
-}
+{}
 
 SmProcess::~SmProcess()
 {
@@ -40,8 +39,9 @@ int SmProcess::start(const std::vector<std::string> &args, std::string &err)
 		}
 
 	std::vector<std::string> env;
-	for (char **e = environ; *e; e++)
-		if (strncmp(*e, "OSM_CACHE_DIR=", 14) && strncmp(*e, "OSM_TMP_DIR=", 12))
+	for (char **e = environ; *e; e++) /* ours, and the service manager's socket is not its to use */
+		if (strncmp(*e, "OSM_CACHE_DIR=", 14) && strncmp(*e, "OSM_TMP_DIR=", 12) &&
+		    strncmp(*e, "NOTIFY_SOCKET=", 14))
 			env.emplace_back(*e);
 	env.push_back("OSM_CACHE_DIR=" + dir_ + "/cache");
 	env.push_back("OSM_TMP_DIR=" + dir_ + "/tmp");
@@ -83,7 +83,7 @@ int SmProcess::start(const std::vector<std::string> &args, std::string &err)
 	if (rc != 0) {
 		sigchld_.cancel();
 		err = std::string("cannot run opensm: ") + strerror(rc) +
-		      (rc == ENOENT ? " (install the opensm package, or put opensm on PATH)" : "");
+			(rc == ENOENT ? " (install the opensm package, or put opensm on PATH)" : "");
 		return -rc;
 	}
 	pid_ = pid;
@@ -156,7 +156,7 @@ std::string SmProcess::state() const
 		return "exited with status " + std::to_string(WEXITSTATUS(lastStatus_));
 	if (WIFSIGNALED(lastStatus_))
 		return std::string("killed by signal ") + std::to_string(WTERMSIG(lastStatus_)) + " (" +
-		       strsignal(WTERMSIG(lastStatus_)) + ")";
+			strsignal(WTERMSIG(lastStatus_)) + ")";
 	return "gone";
 }
 
