@@ -19,7 +19,7 @@ demo=(
 	infiniband-diags opensm libibumad3 util-linux procps
 )
 test=(
-	python3 strace graphviz iproute2
+	python3 strace graphviz iproute2 man-db
 	ibverbs-utils ibverbs-providers rdma-core
 	ibsim-utils libumad2sim0
 	# the VM suite: a real kernel with CUSE, ib_umad and rdma_rxe under QEMU

@@ -200,7 +200,9 @@ int up(const std::vector<std::string> &daemonArgs, const Instance &inst, const U
 		return 1;
 	}
 	if (access("/dev/fuse", R_OK | W_OK) != 0) {
-		fprintf(stderr, "ibemu up: /dev/fuse is missing or not accessible (%s); load the fuse module\n",
+		fprintf(stderr,
+			"ibemu up: /dev/fuse is missing or not accessible (%s); load the fuse module (in a container: "
+			"--device /dev/fuse)\n",
 			strerror(errno));
 		return 1;
 	}

@@ -62,8 +62,12 @@ int bindAside(const std::string &from, const std::string &to, std::string &err)
 
 int enterPrivateMountNamespace(std::string &err)
 {
-	if (unshare(CLONE_NEWNS) != 0)
-		return fail(err, "unshare(CLONE_NEWNS)");
+	if (unshare(CLONE_NEWNS) != 0) {
+		int rc = fail(err, "unshare(CLONE_NEWNS)");
+		if (rc == -EPERM)
+			err += " (a mount namespace needs CAP_SYS_ADMIN: in a container, --cap-add SYS_ADMIN)";
+		return rc;
+	}
 	if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
 		if (errno != EINVAL)
 			return fail(err, "making / private");
