@@ -10,7 +10,7 @@
 // which the agent and its sends are gone and no callback reaches the client.
 #pragma once
 
-#include "emu/mad_clock.h"
+#include "emu/clock.h"
 #include "fabric/packet.h"
 
 #include <array>
@@ -101,7 +101,7 @@ struct MadSend {
 	bool rmppActive = false; /* the MAD layer segments it */
 	bool awaitingResponse = false;
 	bool done = false;
-	MadTimer timer;
+	Timer timer;
 	std::unique_ptr<RmppSendState> rmpp;
 
 	explicit MadSend(boost::asio::io_context &io) : timer(io) {}

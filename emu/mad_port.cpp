@@ -309,7 +309,7 @@ void MadPort::armTimer(const std::shared_ptr<MadSend> &send, uint32_t ms)
 		if (ec)
 			return;
 		auto s = weak.lock();
-		if (!s || s->done || s->timer.expiry() > MadClock::now())
+		if (!s || s->done || s->timer.expiry() > Clock::now())
 			return; /* completed meanwhile, or the deadline was moved */
 		timeout(*s->agent, s);
 	});

@@ -246,7 +246,7 @@ struct RmppEngine {
 		r->timer.expires_after(std::chrono::milliseconds(ms));
 		r->timer.async_wait([p, a, weak](const boost::system::error_code &ec) {
 			auto rec = weak.lock();
-			if (ec || !rec || rec->timer.expiry() > MadClock::now())
+			if (ec || !rec || rec->timer.expiry() > Clock::now())
 				return;
 			if (rec->state == RmppRecvState::State::Active) { /* 40 s ran out */
 				rec->state = RmppRecvState::State::Timeout;

@@ -57,7 +57,7 @@ struct RmppRecvState {
 	uint32_t lastAck = 0;
 	uint32_t newwin = 1;
 	State state = State::Active;
-	MadTimer timer; /* 40 s reassembly limit, then the 10 s keep */
+	Timer timer; /* 40 s reassembly limit, then the 10 s keep */
 	MemoryBudget *budget = nullptr; /* the receiving agent's user's */
 	size_t charged = 0; /* bytes of segments held, charged to it */
 

@@ -10,7 +10,7 @@
 // pointers that the object's destruction removes.
 #pragma once
 
-#include "emu/mad_clock.h"
+#include "emu/clock.h"
 #include "emu/uverbs_abi.h"
 
 #include <boost/asio/io_context.hpp>
@@ -147,7 +147,7 @@ struct Qp final : UObject {
 
 	std::deque<SendWqe> sq;
 	std::deque<RecvWqe> rq;
-	MadTimer timer; /* ACK timeout / RNR retry of the head WQE */
+	Timer timer; /* ACK timeout / RNR retry of the head WQE */
 	bool waiting = false; /* the head WQE waits for the timer */
 	uint64_t waitSeq = 0; /* which wait a timer handler belongs to */
 	const Qp *rnrTarget = nullptr; /* the responder that sent the RNR NAK */

@@ -235,13 +235,12 @@ void checkBringUp()
 
 ClockRewind::ClockRewind()
 {
-	emu::MadClock::freeze();
-	start = emu::MadClock::now();
+	start = emu::Clock::now();
 }
 
 ClockRewind::~ClockRewind()
 {
-	emu::MadClock::advance(start - emu::MadClock::now());
+	test::ManualClock::advance(start - emu::Clock::now());
 }
 
 void buildAndBringUp(fabric::Subnet &subnet)
@@ -265,7 +264,6 @@ void initOnce()
 	if (done)
 		return;
 	done = true;
-	emu::MadClock::freeze();
 	tmpl();
 	checkBringUp();
 }

@@ -6,7 +6,7 @@
 //
 // Every target starts each input from the same state, so that a crash
 // reproduces from its input file alone: a new Subnet (and Host, io_context
-// and files) per input, and the frozen MadClock moved back to where it was
+// and files) per input, and the test clock (tests/unit/manual_clock.h) moved back to where it was
 // once the input is done.
 #pragma once
 
@@ -84,7 +84,7 @@ void bringUp(fabric::Subnet &subnet);
  */
 void checkBringUp();
 
-/* Notes where the MadClock stands and sets it back there when destroyed
+/* Notes where the test clock stands and sets it back there when destroyed
  * (after everything holding a timer is gone), so every input starts at the
  * same time and the clock cannot run away over millions of inputs. */
 struct ClockRewind {
@@ -92,7 +92,7 @@ struct ClockRewind {
 	~ClockRewind();
 	ClockRewind(const ClockRewind &) = delete;
 	ClockRewind &operator=(const ClockRewind &) = delete;
-	emu::MadClock::time_point start;
+	emu::Clock::time_point start;
 };
 
 /* buildDefault() + bringUp(): what Fixture gives EmuFixture instead of the
@@ -102,7 +102,7 @@ void buildAndBringUp(fabric::Subnet &subnet);
 /*
  * test::EmuFixture with the subnet brought up by bringUp() instead of a
  * MiniSm run per construction: the default fabric, two local HCAs (host1
- * behind sw1 as hca1, host2 behind sw2 as hca2), a frozen MadClock that is
+ * behind sw1 as hca1, host2 behind sw2 as hca2), a test clock that is
  * set back when the fixture goes. Files opened on its ports must be closed
  * before it is destroyed, as with EmuFixture.
  */
@@ -110,7 +110,7 @@ struct Fixture : ClockRewind, test::EmuFixture { /* ClockRewind first: it acts l
 	Fixture() : test::EmuFixture(&buildAndBringUp) {}
 };
 
-/* Once per process, from LLVMFuzzerInitialize: freezes MadClock, brings
+/* Once per process, from LLVMFuzzerInitialize: brings
  * the template subnet up and runs checkBringUp(). */
 void initOnce();
 

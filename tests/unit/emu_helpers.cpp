@@ -13,7 +13,6 @@ EmuFixture::EmuFixture() : EmuFixture(nullptr)
 
 EmuFixture::EmuFixture(void (*bringUp)(Subnet &))
 {
-	emu::MadClock::freeze();
 	if (bringUp) {
 		bringUp(subnet);
 	} else {

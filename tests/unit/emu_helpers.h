@@ -8,7 +8,7 @@
 #include "tests/unit/fabric_helpers.h"
 
 #include "emu/host.h"
-#include "emu/mad_clock.h"
+#include "tests/unit/manual_clock.h"
 #include "emu/umad_abi.h"
 #include "emu/umad_file.h"
 
@@ -61,7 +61,7 @@ struct EmuFixture {
 	/* let `ms` of MAD-layer time pass */
 	void advance(unsigned ms)
 	{
-		emu::MadClock::advance(std::chrono::milliseconds(ms));
+		ManualClock::advance(std::chrono::milliseconds(ms));
 		poll();
 	}
 };
