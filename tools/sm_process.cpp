@@ -18,7 +18,7 @@ extern char **environ;
 namespace ibemu::tools {
 
 SmProcess::SmProcess(boost::asio::io_context &io, std::string smDir)
-	: io_(io), dir_(std::move(smDir)), sigchld_(io, SIGCHLD), killTimer_(io)
+	: dir_(std::move(smDir)), sigchld_(io, SIGCHLD), killTimer_(io)
 {}
 
 SmProcess::~SmProcess()

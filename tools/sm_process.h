@@ -47,7 +47,6 @@ private:
 	void awaitChild();
 	void reaped(int status);
 
-	boost::asio::io_context &io_;
 	std::string dir_;
 	boost::asio::signal_set sigchld_;
 	boost::asio::steady_timer killTimer_;
