@@ -38,10 +38,17 @@ server=$!
 wait_for $A 120 ibping -C ibemu0 -c 1 3 # until the server has its agent
 out=$(inst $A ibping -C ibemu0 -c 2 3)
 expect_match "ibping" '2 packets transmitted, 2 received, 0% packet loss' "$out"
-kill $server 2>/dev/null
+# the daemon knows who holds its devices, on this transport too
+out=$("$ibemu" status --instance $A)
+expect_match "status names the ibping server" "pid [0-9]+ \(ibping\): 1 file" "$out"
+stop_opensm $A
+out=$("$ibemu" down --instance $A --kill-clients --keep-logs 2>&1)
+expect_eq "down --kill-clients" 0 $?
+expect_match "ends it first" "ending 1 process holding the devices" "$out"
 wait $server 2>/dev/null
-
-down_inst $A
+expect_eq "the server is gone" 1 "$(kill -0 $server 2>/dev/null; echo $?)"
+sanitizer_check $A
+rm -rf "${IBEMU_RUN_DIR:?}/$A"
 expect_eq "down removes the nodes" "" "$(ls /dev/infiniband/ibemu-$A 2>/dev/null)"
 
 # --- --global: plain tools see the devices, no ibemu exec
