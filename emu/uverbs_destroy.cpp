@@ -48,8 +48,6 @@ int UverbsFile::destroy(UObject &obj, bool force)
 {
 	if (obj.usecnt && !force)
 		return -EBUSY;
-	if (destroyHook_)
-		destroyHook_(obj);
 	switch (obj.type) {
 	case UType::Pd:
 		break;

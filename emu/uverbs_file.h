@@ -57,7 +57,6 @@ public:
 	void setWakeup(std::function<void()> fn) { wakeup_ = std::move(fn); }
 
 	/* Called for every object as it is destroyed (tests, tracing). */
-	void setDestroyHook(std::function<void(const UObject &)> fn) { destroyHook_ = std::move(fn); }
 
 	VerbsDevice &device() const { return dev_; }
 	bool hasContext() const { return hasContext_; }
@@ -164,7 +163,6 @@ private:
 	std::deque<Event> events_;
 	std::map<pid_t, std::weak_ptr<const int>> mems_; /* by process */
 	std::function<void()> wakeup_;
-	std::function<void(const UObject &)> destroyHook_;
 };
 
 } /* namespace ibemu::emu */
