@@ -26,9 +26,12 @@ struct Port;
 /* SMP part of processMad(); `port` is the arrival port. */
 MadResult smaProcess(Subnet &subnet, Port &port, const Packet &in, Mad &reply);
 
-/* Trap 128 from a switch whose port changed state (to the SM, if one is known). */
+/* The SMA's traps (fabric/sma_traps.cpp). Trap 128 from a switch whose
+ * port changed state (to the SM, if one is known). */
 void sendTrap128(Subnet &subnet, Node &sw);
 /* Trap 144 from a CA port whose CapabilityMask changed. */
 void sendTrap144(Subnet &subnet, Port &port, uint32_t oldCapMask);
+/* Trap 256 (bad M_Key) about the SMP `req` that arrived on `arrival`. */
+void sendTrap256(Subnet &subnet, Node &node, Port &arrival, const ib_smp &req);
 
 } /* namespace ibemu::fabric */
