@@ -402,8 +402,9 @@ int Parser::parseHeader(std::string_view line, NodeType type, size_t keywordLen)
 	}
 	if (node.desc.empty())
 		node.desc = std::string(id);
-	if (node.desc.size() > 64)
-		node.desc.resize(64);
+	/* NodeDescription holds 64 bytes: cut between characters, never
+	 * inside one (the file is UTF-8, and what is written must read back) */
+	node.desc.resize(utf8Prefix(node.desc, 64));
 
 	topo.nodes.push_back(std::move(node));
 	current = &topo.nodes.back();

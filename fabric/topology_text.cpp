@@ -33,6 +33,16 @@ bool validUtf8(std::string_view s)
 	return true;
 }
 
+size_t utf8Prefix(std::string_view s, size_t max)
+{
+	if (s.size() <= max)
+		return s.size();
+	size_t n = max;
+	while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xc0) == 0x80) /* s[n] continues a character */
+		n--;
+	return n;
+}
+
 int readText(const std::string &path, std::string &text, std::string &err)
 {
 	struct stat st;

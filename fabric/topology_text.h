@@ -21,6 +21,9 @@ constexpr size_t kMaxFileBytes = size_t(256) << 20;
 /* Well-formed UTF-8 (RFC 3629: no overlongs, no surrogates, at most
  * U+10FFFF): NodeDescription is a UTF-8 string (IBA 14.2.5.2). */
 bool validUtf8(std::string_view s);
+/* The length of the longest prefix of the UTF-8 text s that has at most max
+ * bytes and ends between two characters. */
+size_t utf8Prefix(std::string_view s, size_t max);
 /* The whole file: 0, or a negative errno with the reason in err. */
 int readText(const std::string &path, std::string &text, std::string &err);
 bool isSpace(char c);

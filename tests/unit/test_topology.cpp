@@ -318,6 +318,26 @@ TEST_CASE("descriptions with quotes and header words read back", "[topology]")
 	CHECK(writeTopology(b) == text);
 }
 
+TEST_CASE("a long description is cut between characters", "[topology]")
+{
+	/* found by tests/fuzz/fuzz_topology: cutting at 64 bytes split the
+	 * two-byte e-acute, and the written file did not read back (not UTF-8) */
+	std::string desc = std::string(63, 'a') + "\xc3\xa9" + "bc";
+	Subnet a;
+	REQUIRE(tryLoad("Ca 1 \"H1\" # \"" + desc + "\"\n[1] \"S1\"[1]\nSwitch 2 \"S1\"\n[1] \"H1\"[1]\n", a) == "");
+	const Node *h = a.findNode("H1");
+	REQUIRE(h);
+	CHECK(h->desc == std::string(63, 'a'));
+	Subnet b;
+	CHECK(tryLoad(writeTopology(a), b) == "");
+	/* a character that fits whole stays */
+	Subnet c;
+	REQUIRE(tryLoad("Ca 1 \"H1\" # \"" + std::string(62, 'a') + "\xc3\xa9" +
+				"\"\n[1] \"S1\"[1]\nSwitch 2 \"S1\"\n[1] \"H1\"[1]\n",
+			c) == "");
+	CHECK(c.findNode("H1")->desc == std::string(62, 'a') + "\xc3\xa9");
+}
+
 TEST_CASE("generators build the shapes they promise", "[topology]")
 {
 	LinkSpec link;
