@@ -199,6 +199,7 @@ nlohmann::ordered_json Daemon::describe() const
 	j["instance"] = inst_.name;
 	j["pid"] = getpid();
 	j["transport"] = cuse_ ? "cuse" : "fuse";
+	j["global"] = opts_.global; /* CUSE nodes under the standard names */
 	j["topology"] = !opts_.gen.empty() ? "gen " + opts_.gen
 		: opts_.topology.empty()   ? "(built-in default)"
 					   : opts_.topology;
