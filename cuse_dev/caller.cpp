@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <sched.h>
@@ -14,6 +15,25 @@
 #include <unistd.h>
 
 namespace ibemu::cuse_dev {
+
+pid_t tgidOf(pid_t tid, uint64_t *capEff)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(tid));
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	char line[256];
+	pid_t tgid = -1;
+	while (fgets(line, sizeof line, f)) {
+		if (!strncmp(line, "Tgid:", 5))
+			tgid = static_cast<pid_t>(atoi(line + 5));
+		else if (capEff && !strncmp(line, "CapEff:", 7))
+			*capEff = strtoull(line + 7, nullptr, 16);
+	}
+	fclose(f);
+	return tgid;
+}
 
 int callerSyscall(pid_t tid, long &nr, uint64_t args[6])
 {

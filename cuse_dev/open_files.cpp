@@ -3,11 +3,9 @@
 #define FUSE_USE_VERSION 35
 #include "cuse_dev/open_files.h"
 
-#include <fuse_lowlevel.h>
+#include "cuse_dev/caller.h"
 
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <fuse_lowlevel.h>
 
 namespace ibemu::cuse_dev::open_files {
 
@@ -37,20 +35,10 @@ uid_t callerUid(fuse_req_t req)
 
 pid_t callerProcess(fuse_req_t req)
 {
-	/* the context has the thread; its process is Tgid in /proc/TID/status */
+	/* the context has the thread */
 	pid_t tid = fuse_req_ctx(req)->pid;
-	char path[64], line[128];
-	snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(tid));
-	FILE *f = fopen(path, "re");
-	pid_t tgid = tid;
-	while (f && fgets(line, sizeof line, f))
-		if (strncmp(line, "Tgid:", 5) == 0) {
-			tgid = static_cast<pid_t>(atoi(line + 5));
-			break;
-		}
-	if (f)
-		fclose(f);
-	return tgid;
+	pid_t tgid = tgidOf(tid);
+	return tgid > 0 ? tgid : tid;
 }
 
 } /* namespace ibemu::cuse_dev::open_files */

@@ -15,29 +15,6 @@
 
 namespace ibemu::cuse_dev {
 
-namespace {
-
-pid_t tgidOf(pid_t tid, uint64_t *capEff = nullptr)
-{
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(tid));
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return -1;
-	char line[256];
-	pid_t tgid = -1;
-	while (fgets(line, sizeof line, f)) {
-		if (!strncmp(line, "Tgid:", 5))
-			tgid = static_cast<pid_t>(atoi(line + 5));
-		else if (capEff && !strncmp(line, "CapEff:", 7))
-			*capEff = strtoull(line + 7, nullptr, 16);
-	}
-	fclose(f);
-	return tgid;
-}
-
-} /* namespace */
-
 int ProcessAccess::read(pid_t tid, uint64_t addr, void *buf, size_t len)
 {
 	return readCaller(tid, addr, buf, len);

@@ -157,16 +157,12 @@ bool stopDaemon(int pid, const char *cmd)
 
 /* Why `up --sm` is not done yet: a port not ACTIVE, the SM gone, or "" when
  * every local port is ACTIVE and sminfo sees a MASTER. fatal: no point in
- * waiting any longer. */
+ * waiting any longer. (A daemon that exited is up's to notice: its child.) */
 std::string notUpYet(const Instance &inst, int pid, bool &fatal)
 {
 	fatal = false;
 	nlohmann::json j;
 	std::string why;
-	if (kill(pid, 0) != 0) {
-		fatal = true;
-		return "ibemud exited";
-	}
 	if (!loadLive(inst, pid, j, why))
 		return why.empty() ? "no status from ibemud" : why;
 	if (j.contains("sm") && j["sm"].value("state", "") != "running") {

@@ -127,13 +127,6 @@ void SmProcess::stop(std::chrono::milliseconds grace, std::function<void()> done
 		done();
 		return;
 	}
-	if (onStopped_) { /* stopping already: run both when it is gone */
-		onStopped_ = [first = std::move(onStopped_), done = std::move(done)] {
-			first();
-			done();
-		};
-		return;
-	}
 	onStopped_ = std::move(done);
 	spdlog::info("OpenSM: stopping pid {}", pid_);
 	kill(pid_, SIGTERM);

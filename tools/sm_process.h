@@ -33,7 +33,8 @@ public:
 	 * go to <smDir>/opensm.out. 0, or a negative errno with err set. */
 	int start(const std::vector<std::string> &args, std::string &err);
 	/* SIGTERM, then SIGKILL if it is still there after `grace`; `done` runs
-	 * once it has been reaped (at once when it is not running). */
+	 * once it has been reaped (at once when it is not running). Called once:
+	 * the daemon stops once. */
 	void stop(std::chrono::milliseconds grace, std::function<void()> done);
 
 	pid_t pid() const { return pid_; }
