@@ -93,6 +93,22 @@ int ProcessAccess::descriptorOf(pid_t tid, const emu::UverbsFile &)
 	return static_cast<int>(args[0]);
 }
 
+/* pidfd_getfd() needs the ptrace access the daemon has for
+ * process_vm_writev() already. */
+int ProcessAccess::takeDescriptor(pid_t tid, int fd)
+{
+	pid_t tgid = tgidOf(tid);
+	if (tgid <= 0)
+		return -ESRCH;
+	int pidfd = static_cast<int>(syscall(SYS_pidfd_open, tgid, 0));
+	if (pidfd < 0)
+		return -errno;
+	int copy = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+	int err = errno;
+	close(pidfd);
+	return copy < 0 ? -err : copy;
+}
+
 int ProcessAccess::openMemory(pid_t tid)
 {
 	char path[64];

@@ -33,6 +33,9 @@ public:
 	/* The descriptor number under which tid's process holds `file`, or a
 	 * negative errno. */
 	virtual int descriptorOf(pid_t tid, const UverbsFile &file) = 0;
+	/* A copy, for the daemon, of descriptor fd of tid's process
+	 * (pidfd_getfd): the daemon's own descriptor, or a negative errno. */
+	virtual int takeDescriptor(pid_t tid, int fd) = 0;
 
 	/* The address space tid's process has now, as a handle (>= 0) that
 	 * stays bound to it: after the process exits or execs, reads and

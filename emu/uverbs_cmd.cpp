@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <unistd.h>
 #include <vector>
 
 namespace ibemu::emu {
@@ -71,11 +72,92 @@ int UverbsFile::getContext(Request &r)
 	int fd = ua_.descriptorOf(r.tid, *this);
 	if (fd < 0)
 		return fd;
+	/* ibemu's provider sends its spares for completion channels after the
+	 * core request (emu/ibemu_user_verbs.h); other providers send nothing */
+	ibemu_get_context_req drv{};
+	size_t core = sizeof(ib_uverbs_get_context);
+	if (r.inLen >= core + sizeof drv)
+		memcpy(&drv, r.in + core, sizeof drv);
+	bool ours = drv.magic == IBEMU_UVERBS_MAGIC;
+	if (ours) {
+		if (drv.version != IBEMU_UVERBS_VERSION || drv.nspares > IBEMU_MAX_SPARES ||
+		    r.outLen < sizeof(ib_uverbs_get_context_resp) + sizeof(ibemu_get_context_resp))
+			return -EINVAL;
+		if (int ret = takeSpares(r.tid, drv.spares, drv.nspares))
+			return ret;
+	}
 	ib_uverbs_get_context_resp resp{ static_cast<uint32_t>(fd), kNumCompVectors };
-	if (int ret = respond(r, &resp, sizeof resp))
+	uint8_t out[sizeof resp + sizeof(ibemu_get_context_resp)];
+	memcpy(out, &resp, sizeof resp);
+	ibemu_get_context_resp dresp{ IBEMU_UVERBS_MAGIC, IBEMU_UVERBS_VERSION, drv.nspares, 0 };
+	memcpy(out + sizeof resp, &dresp, sizeof dresp);
+	if (int ret = respond(r, out, ours ? sizeof out : sizeof resp)) {
+		channels_.clear();
 		return ret;
+	}
+	ibemuProvider_ = ours;
 	hasContext_ = true;
 	return 0;
+}
+
+/* At most this many spares and channels per file: each holds a descriptor
+ * in the daemon. */
+constexpr size_t kMaxChannels = 64;
+
+int UverbsFile::takeSpares(pid_t tid, const ibemu_spare *spares, uint32_t n)
+{
+	if (channels_.size() + n > kMaxChannels)
+		return -EMFILE;
+	std::vector<std::unique_ptr<CompChannel>> taken;
+	for (uint32_t i = 0; i < n; i++) {
+		int snd = ua_.takeDescriptor(tid, spares[i].send_fd);
+		if (snd < 0)
+			return snd == -ESRCH ? snd : -EBADF;
+		int rcv = ua_.takeDescriptor(tid, spares[i].recv_fd);
+		if (rcv < 0) {
+			close(snd);
+			return rcv == -ESRCH ? rcv : -EBADF;
+		}
+		std::unique_ptr<CompChannel> ch;
+		int ret = CompChannel::adopt(snd, rcv, spares[i].recv_fd, ch);
+		close(rcv);
+		if (ret) {
+			close(snd);
+			return ret;
+		}
+		taken.push_back(std::move(ch));
+	}
+	for (auto &ch : taken)
+		channels_.push_back(std::move(ch));
+	return 0;
+}
+
+int UverbsFile::addSpares(Request &r)
+{
+	if (!ibemuProvider_)
+		return -EOPNOTSUPP;
+	auto cmd = r.cmd<ibemu_add_spares>();
+	if (cmd.nspares > IBEMU_MAX_SPARES || cmd.reserved)
+		return -EINVAL;
+	if (int ret = takeSpares(r.tid, cmd.spares, cmd.nspares))
+		return ret;
+	ibemu_add_spares_resp resp{};
+	for (auto &ch : channels_)
+		resp.spares_held += !ch->handedOut;
+	return respond(r, &resp, sizeof resp);
+}
+
+CompChannel *UverbsFile::channelOf(pid_t tid, int fd)
+{
+	int copy = ua_.takeDescriptor(tid, fd);
+	if (copy < 0)
+		return nullptr;
+	CompChannel *found = nullptr;
+	for (auto &ch : channels_)
+		if (ch->handedOut && ch->number() == fd && ch->isOurs(copy))
+			found = ch.get();
+	close(copy);
+	return found;
 }
 
 int UverbsFile::queryDevice(Request &r)
@@ -211,11 +293,30 @@ int UverbsFile::deregMr(Request &r)
 
 /* --- CQ --- */
 
-/* A completion channel is a new file in the caller; a CUSE server cannot
- * make one (docs/verbs.md). */
-int UverbsFile::createCompChannel(Request &)
+/* ib_uverbs_create_comp_channel(): a new descriptor in the caller, which
+ * only a spare of ibemu's provider can be (emu/comp_channel.h); with any
+ * other provider, EOPNOTSUPP (docs/verbs.md). */
+int UverbsFile::createCompChannel(Request &r)
 {
-	return -EOPNOTSUPP;
+	if (!ibemuProvider_)
+		return -EOPNOTSUPP;
+	for (auto &ch : channels_) {
+		if (ch->handedOut)
+			continue;
+		/* the program may have closed it, or put something else under its number */
+		int copy = ua_.takeDescriptor(r.tid, ch->number());
+		bool held = copy >= 0 && ch->isOurs(copy);
+		if (copy >= 0)
+			close(copy);
+		if (!held)
+			continue;
+		ib_uverbs_create_comp_channel_resp resp{ static_cast<uint32_t>(ch->number()) };
+		if (int ret = respond(r, &resp, sizeof resp))
+			return ret;
+		ch->handedOut = true;
+		return 0;
+	}
+	return -EMFILE; /* the provider ran out of spares */
 }
 
 int UverbsFile::createCq(Request &r)
@@ -224,7 +325,10 @@ int UverbsFile::createCq(Request &r)
 	if (cmd.comp_vector >= kNumCompVectors)
 		return -EINVAL;
 	Reservation res = reserve();
-	if (cmd.comp_channel >= 0 || cmd.cqe < 1 || cmd.cqe > dev_.limits().maxCqe)
+	if (cmd.cqe < 1 || cmd.cqe > dev_.limits().maxCqe)
+		return -EINVAL;
+	CompChannel *channel = nullptr; /* ib_uverbs_lookup_comp_file() */
+	if (cmd.comp_channel >= 0 && !(channel = channelOf(r.tid, cmd.comp_channel)))
 		return -EINVAL;
 	if (dev_.full(UType::Cq))
 		return -ENOMEM;
@@ -235,6 +339,7 @@ int UverbsFile::createCq(Request &r)
 	cq->file = this;
 	cq->cqe = cmd.cqe;
 	cq->userHandle = cmd.user_handle;
+	cq->channel = channel;
 	commit(res, std::move(cq));
 	return 0;
 }
@@ -261,6 +366,12 @@ int UverbsFile::destroyCq(Request &r)
 	auto *cq = static_cast<Cq *>(o);
 	if (cq->usecnt)
 		return -EBUSY;
+	if (cq->channel) { /* its unread events leave the channel, the read ones count */
+		int copy = ua_.takeDescriptor(r.tid, cq->channel->number());
+		cq->channel->forget(*cq, copy >= 0 && cq->channel->isOurs(copy) ? copy : -1);
+		if (copy >= 0)
+			close(copy);
+	}
 	ib_uverbs_destroy_cq_resp resp{ cq->compEventsReported, cq->asyncEventsReported };
 	destroy(*cq, false);
 	return respond(r, &resp, sizeof resp);
@@ -291,7 +402,10 @@ int UverbsFile::reqNotifyCq(Request &r)
 	Cq *cq;
 	if (int ret = get(cmd.cq_handle, cq))
 		return ret;
-	/* arming matters only to a completion channel, which cannot exist here */
+	/* ib_req_notify_cq(): the next completion (or the next solicited or
+	 * failed one) sends one event to the CQ's channel */
+	if (cq->notify != IB_CQ_NEXT_COMP) /* rvt_req_notify_cq(): never narrowed */
+		cq->notify = cmd.solicited_only ? IB_CQ_SOLICITED : IB_CQ_NEXT_COMP;
 	return 0;
 }
 

@@ -58,8 +58,12 @@ int UverbsFile::destroy(UObject &obj, bool force)
 		mr.pd->usecnt--;
 		break;
 	}
-	case UType::Cq:
+	case UType::Cq: {
+		auto &cq = static_cast<Cq &>(obj);
+		if (cq.channel) /* no copy of the program's end: its events are dropped */
+			cq.channel->forget(cq, -1);
 		break;
+	}
 	case UType::Srq:
 		static_cast<Srq &>(obj).pd->usecnt--;
 		break;

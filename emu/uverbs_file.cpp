@@ -144,6 +144,8 @@ const UverbsFile::Method *UverbsFile::method(uint32_t command, bool &known)
 					 sizeof(ib_uverbs_post_recv_resp) };
 		return t;
 	}();
+	static const Method addSpares = { &UverbsFile::addSpares, sizeof(ibemu_add_spares),
+					  sizeof(ibemu_add_spares_resp) };
 	static const Method exQueryDevice = { &UverbsFile::exQueryDevice, sizeof(ib_uverbs_ex_query_device),
 					      offsetof(ib_uverbs_ex_query_device_resp, odp_general_caps) };
 	uint32_t idx = command & IB_USER_VERBS_CMD_COMMAND_MASK;
@@ -153,6 +155,10 @@ const UverbsFile::Method *UverbsFile::method(uint32_t command, bool &known)
 			return nullptr;
 		known = true;
 		return idx == EX_CMD_QUERY_DEVICE ? &exQueryDevice : nullptr;
+	}
+	if (idx == IBEMU_CMD_ADD_SPARES) {
+		known = true;
+		return &addSpares;
 	}
 	if (idx >= CMD_LEGACY_COUNT)
 		return nullptr;

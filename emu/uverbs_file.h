@@ -23,6 +23,8 @@
 //   uverbs_destroy.cpp  destroying objects, one or all (rdma_core.c)
 #pragma once
 
+#include "emu/comp_channel.h"
+#include "emu/ibemu_user_verbs.h"
 #include "emu/pinned_vm.h"
 #include "emu/user_access.h"
 #include "emu/uverbs_idr.h"
@@ -35,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <sys/types.h>
+#include <vector>
 
 namespace ibemu::emu {
 
@@ -115,6 +118,12 @@ private:
 	int respond(Request &r, const void *resp, size_t len);
 
 	int getContext(Request &r);
+	int addSpares(Request &r); /* IBEMU_CMD_ADD_SPARES */
+	/* takes the provider's spare pairs (emu/ibemu_user_verbs.h): all of
+	 * them, or none and an errno */
+	int takeSpares(pid_t tid, const ibemu_spare *spares, uint32_t n);
+	/* the channel behind descriptor fd of tid's process, or nullptr */
+	CompChannel *channelOf(pid_t tid, int fd);
 	int queryDevice(Request &r);
 	int exQueryDevice(Request &r);
 	int queryPort(Request &r);
@@ -161,6 +170,10 @@ private:
 		UObject *obj; /* null for port events; dropped when obj is destroyed */
 	};
 	std::deque<Event> events_;
+	/* completion channels and the spares they are made from; they outlive
+	 * every CQ (destroyed after the objects) */
+	std::vector<std::unique_ptr<CompChannel>> channels_;
+	bool ibemuProvider_ = false; /* GET_CONTEXT came from ibemu's provider */
 	std::map<pid_t, std::weak_ptr<const int>> mems_; /* by process */
 	std::function<void()> wakeup_;
 };

@@ -112,7 +112,8 @@ public:
 	/* The QP is going away: forget it in every wait list. */
 	void forget(Qp &qp);
 	/* Appends a completion (an overrun raises CQ_ERR instead). */
-	void complete(Cq &cq, const ib_uverbs_wc &wc);
+	/* solicited: a receive of a message sent with IB_SEND_SOLICITED */
+	void complete(Cq &cq, const ib_uverbs_wc &wc, bool solicited = false);
 	/* Raises an async event about a port on every open file. */
 	void portEvent(unsigned portNum, AsyncEvent ev);
 	/* The fabric says a port may have changed: compares it with what was

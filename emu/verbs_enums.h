@@ -85,6 +85,12 @@ enum : uint32_t {
 	IB_SEND_INLINE = 8,
 };
 
+/* enum ib_cq_notify_flags: what an armed CQ waits for */
+enum : uint32_t {
+	IB_CQ_SOLICITED = 1,
+	IB_CQ_NEXT_COMP = 2,
+};
+
 /* enum ib_wc_status */
 enum WcStatus : uint32_t {
 	IB_WC_SUCCESS = 0,

@@ -24,6 +24,7 @@ namespace ibemu::emu {
 
 class UverbsFile;
 class VerbsDevice;
+class CompChannel;
 
 enum class UType : uint8_t { Pd, Mr, Cq, Qp, Srq, Ah };
 
@@ -78,7 +79,9 @@ struct Cq final : UObject {
 	uint32_t cqe = 0; /* capacity */
 	std::deque<ib_uverbs_wc> queue;
 	bool overflowed = false;
-	uint32_t compEventsReported = 0; /* always 0: no completion channels */
+	CompChannel *channel = nullptr; /* where its completion events go */
+	uint32_t notify = 0; /* armed: IB_CQ_SOLICITED or IB_CQ_NEXT_COMP; 0 not */
+	uint32_t compEventsReported = 0; /* events the program read from the channel */
 	uint32_t asyncEventsReported = 0;
 };
 

@@ -190,7 +190,7 @@ void putGrh(uint8_t grh[40], const fabric::Port &src, const ib_uverbs_ah_attr &a
 
 } /* namespace */
 
-void VerbsDevice::complete(Cq &cq, const ib_uverbs_wc &wc)
+void VerbsDevice::complete(Cq &cq, const ib_uverbs_wc &wc, bool solicited)
 {
 	if (cq.queue.size() >= cq.cqe) { /* overrun: IBA 11.4.2.1 */
 		if (!cq.overflowed && cq.file)
@@ -199,6 +199,13 @@ void VerbsDevice::complete(Cq &cq, const ib_uverbs_wc &wc)
 		return;
 	}
 	cq.queue.push_back(wc);
+	/* rvt_cq_enter(): an armed CQ sends one event and disarms */
+	if (cq.notify == IB_CQ_NEXT_COMP ||
+	    (cq.notify == IB_CQ_SOLICITED && (solicited || wc.status != IB_WC_SUCCESS))) {
+		cq.notify = 0;
+		if (cq.channel)
+			cq.channel->notify(cq);
+	}
 }
 
 void VerbsDevice::waitForRetry(Qp &qp, std::chrono::nanoseconds d)
@@ -638,7 +645,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 				return recvError(IB_WC_LOC_PROT_ERR, IB_WC_REM_OP_ERR);
 		}
 		rwc.status = IB_WC_SUCCESS;
-		complete(*rqp->recvCq, rwc);
+		complete(*rqp->recvCq, rwc, w.wr.send_flags & IB_SEND_SOLICITED);
 		if (rqp->srq && rqp->srq->limit && rqp->srq->queue.size() < rqp->srq->limit) {
 			if (rqp->srq->file)
 				rqp->srq->file->asyncEvent(rqp->srq->userHandle, IB_EVENT_SRQ_LIMIT_REACHED, rqp->srq);

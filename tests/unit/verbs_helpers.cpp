@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 
 namespace ibemu::test {
 
@@ -65,6 +66,12 @@ int FakeAccess::descriptorOf(pid_t, const UverbsFile &file)
 	if (it == fds.end())
 		it = fds.emplace(&file, nextFd++).first;
 	return it->second;
+}
+
+int FakeAccess::takeDescriptor(pid_t, int fd)
+{
+	int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	return copy < 0 ? -errno : copy;
 }
 
 int FakeAccess::openMemory(pid_t tid)

@@ -39,6 +39,8 @@ public:
 	int pinnable(pid_t tid, uint64_t addr, uint64_t len, bool write) override;
 	int credentials(pid_t tid, ProcessCreds &out) override;
 	int descriptorOf(pid_t tid, const UverbsFile &file) override;
+	/* the "program" is this test process: a dup() of its own descriptor */
+	int takeDescriptor(pid_t tid, int fd) override;
 	/* the handle of a process's memory is its tid; openMems counts them */
 	int openMemory(pid_t tid) override;
 	void closeMemory(int mem) override;

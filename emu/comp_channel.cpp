@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+#include "emu/comp_channel.h"
+
+#include "emu/verbs_objects.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace ibemu::emu {
+
+namespace {
+
+constexpr int kSendFlags = MSG_DONTWAIT | MSG_NOSIGNAL;
+
+bool unixStream(int fd)
+{
+	int type = 0, domain = 0;
+	socklen_t len = sizeof type;
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM)
+		return false;
+	len = sizeof domain;
+	return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX;
+}
+
+size_t queued(int fd, unsigned long request)
+{
+	int n = 0;
+	return ioctl(fd, request, &n) == 0 && n > 0 ? size_t(n) : 0;
+}
+
+} /* namespace */
+
+int CompChannel::adopt(int sendFd, int recvFd, int recvNum, std::unique_ptr<CompChannel> &out)
+{
+	struct stat st;
+	if (!unixStream(sendFd) || !unixStream(recvFd) || fstat(recvFd, &st) != 0)
+		return -EINVAL;
+	if (queued(sendFd, SIOCOUTQ) || queued(recvFd, SIOCINQ))
+		return -EINVAL;
+	/* one probe event across proves the pairing, and measures what an
+	 * unread event counts in the sender's queue */
+	const uint64_t probe = 0x6962656d75ull ^ uint64_t(recvNum);
+	if (send(sendFd, &probe, sizeof probe, kSendFlags) != ssize_t(sizeof probe))
+		return -EINVAL;
+	size_t skb = queued(sendFd, SIOCOUTQ);
+	uint64_t got = 0;
+	ssize_t n = recv(recvFd, &got, sizeof got, MSG_DONTWAIT);
+	if (n != ssize_t(sizeof got) || got != probe || skb == 0)
+		return -EINVAL;
+	out.reset(new CompChannel(sendFd, recvNum, st.st_ino, st.st_dev, skb));
+	return 0;
+}
+
+CompChannel::CompChannel(int sendFd, int recvNum, uint64_t ino, uint64_t dev, size_t skbSize)
+	: send_(sendFd), recvNum_(recvNum), ino_(ino), dev_(dev), skbSize_(skbSize)
+{}
+
+CompChannel::~CompChannel()
+{
+	close(send_);
+}
+
+bool CompChannel::isOurs(int fd) const
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && st.st_ino == ino_ && st.st_dev == dev_;
+}
+
+void CompChannel::settle()
+{
+	size_t unread = (queued(send_, SIOCOUTQ) + skbSize_ / 2) / skbSize_;
+	while (inFlight_.size() > unread) {
+		inFlight_.front()->compEventsReported++;
+		inFlight_.pop_front();
+	}
+}
+
+void CompChannel::notify(Cq &cq)
+{
+	if (closed_)
+		return;
+	settle();
+	ib_uverbs_comp_event_desc ev{ cq.userHandle };
+	if (send(send_, &ev, sizeof ev, kSendFlags) == ssize_t(sizeof ev)) {
+		inFlight_.push_back(&cq);
+		return;
+	}
+	if (errno == EPIPE || errno == ECONNRESET) { /* nobody will read it */
+		closed_ = true;
+		inFlight_.clear();
+	}
+	/* EAGAIN: the socket holds hundreds of unread events; like a CQ
+	 * overrun, this one is lost */
+}
+
+/* ib_uverbs_release_ucq(): the CQ's events that the program has not read
+ * leave the event list; the ones it read are counted. */
+void CompChannel::forget(Cq &cq, int recvFd)
+{
+	settle();
+	if (std::find(inFlight_.begin(), inFlight_.end(), &cq) == inFlight_.end())
+		return;
+	if (recvFd < 0 || closed_) {
+		std::erase(inFlight_, &cq);
+		return;
+	}
+	/* take every unread event out: they are the newest entries, in order */
+	std::vector<ib_uverbs_comp_event_desc> unread;
+	ib_uverbs_comp_event_desc buf[64];
+	ssize_t n;
+	while ((n = recv(recvFd, buf, sizeof buf, MSG_DONTWAIT)) > 0)
+		unread.insert(unread.end(), buf, buf + size_t(n) / sizeof buf[0]);
+	size_t keep = std::min(unread.size(), inFlight_.size());
+	while (inFlight_.size() > keep) { /* read meanwhile */
+		inFlight_.front()->compEventsReported++;
+		inFlight_.pop_front();
+	}
+	std::deque<Cq *> still;
+	for (size_t i = 0; i < inFlight_.size(); i++) {
+		Cq *owner = inFlight_[i];
+		if (owner == &cq)
+			continue;
+		if (send(send_, &unread[unread.size() - keep + i], sizeof buf[0], kSendFlags) == ssize_t(sizeof buf[0]))
+			still.push_back(owner);
+	}
+	inFlight_ = std::move(still);
+}
+
+} /* namespace ibemu::emu */

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// A completion event channel (the kernel's ib_uverbs_completion_event_file,
+// ib_uverbs_comp_handler): where an armed CQ's completion event goes.
+//
+// The program holds one end of a connected AF_UNIX stream pair (a "spare"
+// its provider made, emu/ibemu_user_verbs.h) and ibv_get_cq_event() reads
+// 8-byte events from it; the device holds the other end and sends them.
+// What the kernel keeps in its event list stays in the socket, so the
+// channel learns what the program has read from the bytes still queued
+// (SIOCOUTQ on its end), and takes a destroyed CQ's unread events back out
+// with its own copy of the program's end.
+//
+// Lifetime: owned by the UverbsFile; a spare until CREATE_COMP_CHANNEL
+// hands it out, then until the file closes. A CQ points at its channel; the
+// channel's in-flight list points at CQs, which forget() unlinks before a
+// CQ goes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+
+namespace ibemu::emu {
+
+struct Cq;
+
+class CompChannel {
+public:
+	/* Checks that sendFd and recvFd (the device's copies of a spare the
+	 * program holds as recvNum) are the two ends of one connected AF_UNIX
+	 * stream pair with nothing queued, and makes a channel of them. It
+	 * keeps sendFd on success (and only then); recvFd stays the caller's.
+	 * 0 or -EINVAL. */
+	static int adopt(int sendFd, int recvFd, int recvNum, std::unique_ptr<CompChannel> &out);
+	~CompChannel();
+	CompChannel(const CompChannel &) = delete;
+	CompChannel &operator=(const CompChannel &) = delete;
+
+	int number() const { return recvNum_; } /* the program's descriptor */
+	/* is fd (a copy of a descriptor the program holds) this channel's? */
+	bool isOurs(int fd) const;
+	bool handedOut = false; /* by CREATE_COMP_CHANNEL; a spare until then */
+
+	/* ib_uverbs_comp_handler(): one event about cq */
+	void notify(Cq &cq);
+	/* Counts the events the program has read since the last call on
+	 * their CQs (Cq::compEventsReported). */
+	void settle();
+	/* cq goes: settle, and take its unread events out of the socket
+	 * (recvFd: the device's copy of the program's end, or -1 when it has
+	 * none; the events are then only forgotten). */
+	void forget(Cq &cq, int recvFd);
+
+private:
+	CompChannel(int sendFd, int recvNum, uint64_t ino, uint64_t dev, size_t skbSize);
+	int send_;
+	int recvNum_;
+	uint64_t ino_, dev_;
+	size_t skbSize_; /* what one queued event counts in SIOCOUTQ */
+	bool closed_ = false; /* the program closed its end */
+	std::deque<Cq *> inFlight_; /* sent, not yet known to be read; oldest first */
+};
+
+} /* namespace ibemu::emu */
