@@ -56,6 +56,7 @@ struct Options {
 	std::string transport = "auto";
 	std::string logLevel = "info";
 	bool global = false;
+	std::string verbsProvider = "ibemu"; /* what `ibemu exec` loads: ibemu or stock */
 	unsigned spinUs = 50;
 	bool sm = false; /* run OpenSM in the instance */
 	std::vector<std::string> smArgs; /* its arguments, after -- */
@@ -200,6 +201,7 @@ nlohmann::ordered_json Daemon::describe() const
 	j["pid"] = getpid();
 	j["transport"] = cuse_ ? "cuse" : "fuse";
 	j["global"] = opts_.global; /* CUSE nodes under the standard names */
+	j["verbs_provider"] = opts_.verbsProvider;
 	j["topology"] = !opts_.gen.empty() ? "gen " + opts_.gen
 		: opts_.topology.empty()   ? "(built-in default)"
 					   : opts_.topology;
@@ -524,6 +526,9 @@ int main(int argc, char **argv)
 		->check(CLI::IsMember({ "auto", "fuse", "cuse" }));
 	app.add_option("--log-level", opts.logLevel, "trace, debug, info, warn, error");
 	app.add_flag("--global", opts.global, "CUSE only: devices and sysfs visible host-wide, no namespace");
+	app.add_option("--verbs-provider", opts.verbsProvider,
+		       "ibemu (ibemu's own provider, what `ibemu exec` loads) or stock (ipathverbs)")
+		->check(CLI::IsMember({ "ibemu", "stock" }));
 	app.add_option("--spin-us", opts.spinUs,
 		       "Stay awake this long after a request before sleeping (0: never spin)");
 	app.add_flag("--sm", opts.sm, "Run OpenSM in the instance (cache, temp files and log in the run directory)");

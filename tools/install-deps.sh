@@ -13,14 +13,14 @@ build=(
 	g++ meson ninja-build pkg-config
 	libboost-dev libspdlog-dev libfmt-dev libfuse3-dev fuse3
 	libcli11-dev nlohmann-json3-dev libsystemd-dev bash-completion
-	libibverbs-dev libibumad-dev catch2
+	libibverbs-dev libibumad-dev libseccomp-dev catch2
 )
 demo=(
 	infiniband-diags opensm libibumad3 util-linux procps
 )
 test=(
 	python3 strace graphviz iproute2 man-db
-	ibverbs-utils ibverbs-providers rdma-core
+	ibverbs-utils ibverbs-providers rdma-core perftest rdmacm-utils
 	ibsim-utils libumad2sim0
 	# the VM suite: a real kernel with CUSE, ib_umad and rdma_rxe under QEMU
 	qemu-system-x86 busybox-static cpio kmod

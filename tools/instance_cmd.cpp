@@ -5,6 +5,7 @@
 #include "tools/instance.h"
 #include "tools/live_state.h"
 #include "tools/namespace.h"
+#include "tools/rdma_netlink.h"
 
 #include <nlohmann/json.hpp>
 
@@ -55,6 +56,19 @@ std::string daemonPath()
 		if (access(p.c_str(), X_OK) == 0)
 			return p;
 	return selfDir() + "/ibemud";
+}
+
+/* ibemu's libibverbs provider as RDMAV_DRIVERS names it (the path without
+ * "-rdmav34.so"): in the build tree next to ibemu, else where meson
+ * installs it, relative to ibemu (a DESTDIR) or under the prefix; "" when
+ * there is none. */
+std::string providerPath()
+{
+	for (const std::string &p : { selfDir() + "/provider/libibemu", selfDir() + "/../" IBEMU_LIBDIR "/libibverbs/libibemu",
+				      std::string(IBEMU_PROVIDER_DIR) + "/libibemu" })
+		if (access((p + "-rdmav34.so").c_str(), R_OK) == 0)
+			return p;
+	return "";
 }
 
 /* "1 switch", "2 switches" */
@@ -181,7 +195,7 @@ std::string notUpYet(const Instance &inst, int pid, bool &fatal)
 }
 
 struct UpOpts {
-	std::string instance, topology, gen, local, transport = "auto", logLevel = "info";
+	std::string instance, topology, gen, local, transport = "auto", logLevel = "info", verbsProvider = "ibemu";
 	bool global = false, json = false, sm = false, keepLogs = false;
 	unsigned waitTimeout = 60;
 	std::vector<std::string> smArgs;
@@ -362,6 +376,21 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd)
 		fprintf(stderr, "ibemu exec: %s\n", notRunning(inst, why, " (`ibemu up` first)").c_str());
 		return 1;
 	}
+	/* ibemu's provider registers first (libibverbs loads RDMAV_DRIVERS
+	 * before its config directory) and so claims the ibemu devices before
+	 * ipathverbs can; with --verbs-provider stock, ipathverbs does (found
+	 * before joining the instance's namespace, where /proc/self is not ours) */
+	nlohmann::json ready;
+	if (loadReady(inst, ready) && ready.value("verbs_provider", "ibemu") == "ibemu") {
+		std::string provider = providerPath();
+		if (provider.empty()) {
+			fprintf(stderr, "ibemu exec: ibemu's libibverbs provider (libibemu-rdmav34.so) is not installed "
+					"next to ibemu or in " IBEMU_PROVIDER_DIR "; verbs programs get the stock provider\n");
+		} else {
+			const char *theirs = getenv("RDMAV_DRIVERS");
+			setenv("RDMAV_DRIVERS", (theirs && *theirs ? provider + ":" + theirs : provider).c_str(), 1);
+		}
+	}
 	char cwd[PATH_MAX];
 	if (!getcwd(cwd, sizeof(cwd)))
 		strcpy(cwd, "/");
@@ -373,6 +402,10 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd)
 	if (chdir(cwd) != 0 && chdir("/") != 0)
 		perror("ibemu exec: chdir");
 	setenv("IBEMU_INSTANCE", inst.name.c_str(), 1);
+	if (tools::hideRdmaNetlink(err) != 0) {
+		fprintf(stderr, "ibemu exec: %s\n", err.c_str());
+		return 1;
+	}
 	std::vector<char *> argv;
 	for (const auto &a : cmd)
 		argv.push_back(const_cast<char *>(a.c_str()));
@@ -451,6 +484,11 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 	upCmd->add_option("--transport", u->transport, "auto, cuse or fuse")
 		->check(CLI::IsMember({ "auto", "cuse", "fuse" }));
 	upCmd->add_option("--log-level", u->logLevel, "trace, debug, info, warn, error");
+	upCmd->add_option("--verbs-provider", u->verbsProvider,
+			  "The libibverbs provider `ibemu exec` gives programs: ibemu (completion channels, the "
+			  "extended API) or stock (Debian's ipathverbs)")
+		->check(CLI::IsMember({ "ibemu", "stock" }))
+		->capture_default_str();
 	upCmd->add_flag("--global", u->global, "CUSE only: show the devices host-wide");
 	upCmd->add_flag("--sm", u->sm,
 			"Run OpenSM in the instance and wait until every local port is ACTIVE and an SM is MASTER");
@@ -474,8 +512,9 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 			fprintf(stderr, "ibemu up: arguments after -- are OpenSM's, and need --sm\n");
 			return void(exitCode = 2);
 		}
-		std::vector<std::string> args{ "--instance", u->instance,   "--transport",
-					       u->transport, "--log-level", u->logLevel };
+		std::vector<std::string> args{ "--instance",  u->instance,       "--transport",
+					       u->transport,  "--log-level",     u->logLevel,
+					       "--verbs-provider", u->verbsProvider };
 		if (!u->topology.empty()) {
 			char real[PATH_MAX];
 			if (!realpath(u->topology.c_str(), real)) {

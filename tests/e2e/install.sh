@@ -24,6 +24,12 @@ for f in bin/ibemu sbin/ibemud share/man/man1/ibemu.1 share/man/man8/ibemud.8 \
 	share/bash-completion/completions/ibemu; do
 	expect_eq "installed: $f" 0 "$(test -s "$root/$f"; echo $?)"
 done
+libdir=$(meson introspect --buildoptions "$build" |
+	python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "libdir"))')
+expect_eq "installed: ibemu's libibverbs provider" 0 "$(test -s "$root/$libdir/libibverbs/libibemu-rdmav34.so"; echo $?)"
+expect_match "it binds libibverbs' provider ABI 34" 'verbs_register_driver_34' \
+	"$(objdump -T "$root/$libdir/libibverbs/libibemu-rdmav34.so" 2>&1 | grep IBVERBS_PRIVATE_34)"
+expect_eq "and exports nothing" "" "$(nm -D --defined-only "$root/$libdir/libibverbs/libibemu-rdmav34.so" 2>&1)"
 unit=$(find "$dest" -name 'ibemud@.service' | head -1)
 expect_match "the systemd unit runs the installed ibemud" "^ExecStart=$prefix/sbin/ibemud --instance %i" "$(cat "$unit" 2>/dev/null)"
 expect_match "and waits for its readiness" '^Type=notify' "$(cat "$unit" 2>/dev/null)"

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Stock libibverbs programs over the uverbs CUSE devices, for the VM suite:
 # ibv_devices, ibv_devinfo -v, the four pingpongs between the two local
-# CAs (across both switches of the default fabric), a clean failure when a
-# link on the path is down, and the kernel's answers to a process that
-# uses another's handles or pins past its RLIMIT_MEMLOCK.
+# CAs (across both switches of the default fabric), with ibemu's provider
+# the pingpongs with completion channels (-e) and perftest with its default
+# flags, the stock provider as the fallback, a clean failure when a link
+# on the path is down, the kernel's answers to a process that uses
+# another's handles or pins past its RLIMIT_MEMLOCK, and, with rdma_rxe
+# loaded, ibemu's devices (and only them) under `ibemu exec`.
 # usage: verbs_tools.sh IBEMU_BINARY UVERBS_PROBE VERBS_REUSE
 set -u
 ibemu=$1
@@ -13,13 +16,6 @@ reuse=$3
 e2e_setup cuse-verbs
 [ -w /dev/cuse ] || { echo "cuse-verbs: no /dev/cuse; skipped"; exit 77; }
 chmod 755 "$work" # unprivileged users reach uverbsN through the run directory
-# libibverbs asks netlink first and, when ib_core answers with no devices,
-# never reads sysfs: keep ib_core from being autoloaded (docs/verbs.md)
-if ! lsmod 2>/dev/null | grep -q '^ib_core'; then
-	mkdir -p /etc/modprobe.d
-	echo "install ib_core /bin/false" >/etc/modprobe.d/ibemu-no-ib-core.conf
-fi
-
 ip link set lo up 2>/dev/null # the pingpongs meet over TCP on 127.0.0.1
 
 V=verbs-$$
@@ -53,14 +49,18 @@ listening() { ss -ltnH "sport = :$1" | grep -q .; }
 
 # pingpong name args...: server on ibemu1, client on ibemu0; prints both
 # exit statuses, or "hung" for a server still waiting once the client ended
+# (pp_prefix: a command that runs the program, e.g. env)
+pp_prefix=
 pingpong() {
 	local name=$1; shift
 	local port=$((18515 + RANDOM % 1000))
 	while listening $port; do port=$((port + 1)); done
-	"$ibemu" exec --instance $V -- "$name" -d ibemu1 -p $port "$@" >"$work/$name.server" 2>&1 &
+	# shellcheck disable=SC2086 # pp_prefix: words before the program
+	"$ibemu" exec --instance $V -- $pp_prefix "$name" -d ibemu1 -p $port "$@" >"$work/$name.server" 2>&1 &
 	local server=$! rc src end=$((SECONDS + tool_timeout))
 	while ! listening $port && kill -0 $server 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.1; done
-	timeout "$tool_timeout" "$ibemu" exec --instance $V -- "$name" -d ibemu0 -p $port "$@" 127.0.0.1 \
+	# shellcheck disable=SC2086
+	timeout "$tool_timeout" "$ibemu" exec --instance $V -- $pp_prefix "$name" -d ibemu0 -p $port "$@" 127.0.0.1 \
 		>"$work/$name.client" 2>&1
 	rc=$?
 	if [ "$rc" -ne 0 ] && kill -0 $server 2>/dev/null; then
@@ -79,6 +79,43 @@ for pp in ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong; do
 	expect_match "$pp: 50 iterations" 'bytes in .* seconds = .*Mbit/sec' "$(cat "$work/$pp.client")"
 	expect_match "$pp: the server's iterations" '50 iters in' "$(cat "$work/$pp.server")"
 done
+# --- with ibemu's provider (what `ibemu exec` loads): completion channels
+# and perftest's default flags (the ibv_wr API, ibv_create_cq_ex)
+expect_eq "exec names ibemu's provider in RDMAV_DRIVERS" "$(dirname "$ibemu")/provider/libibemu" \
+	"$(inst $V sh -c 'echo "$RDMAV_DRIVERS"')"
+for pp in ibv_rc_pingpong ibv_ud_pingpong ibv_srq_pingpong; do
+	rcs=$(pingpong $pp -n 20 -e)
+	expect_eq "$pp -e (completion channel): client and server exit 0" "0 0" "$rcs"
+	expect_match "$pp -e: 20 iterations" '20 iters in' "$(cat "$work/$pp.server")"
+done
+# perftest: its output file is per program, so -e runs go last
+for t in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw; do
+	size=65536
+	[ $t = ib_atomic_bw ] && size=8
+	rcs=$(pingpong $t -n 20 -s $size)
+	expect_eq "$t (default flags): client and server exit 0" "0 0" "$rcs"
+	expect_match "$t: the ibv_wr API" 'ibv_wr\* API\s+: ON' "$(cat "$work/$t.client")"
+	expect_match "$t: 20 iterations of $size bytes" "^ *$size +20 +[0-9.]+ +[0-9.]+" "$(cat "$work/$t.client")"
+done
+for t in ib_send_lat ib_write_lat ib_read_lat; do
+	rcs=$(pingpong $t -n 50)
+	expect_eq "$t (default flags): client and server exit 0" "0 0" "$rcs"
+	expect_match "$t: 50 iterations" '^ *2 +50 +[0-9.]+ +[0-9.]+' "$(cat "$work/$t.client")"
+done
+rcs=$(pingpong ib_send_bw -n 20 -e)
+expect_eq "ib_send_bw -e (events): client and server exit 0" "0 0" "$rcs"
+expect_match "ib_send_bw -e: 20 iterations" '^ *65536 +20 +[0-9.]+ +[0-9.]+' "$(cat "$work/ib_send_bw.client")"
+# the stock provider (ipathverbs, by the device's modalias) still serves
+# programs that do without ibemu's: no completion channels there
+pp_prefix="env -u RDMAV_DRIVERS"
+rcs=$(pingpong ibv_rc_pingpong -n 10)
+expect_eq "without ibemu's provider: rc_pingpong still works" "0 0" "$rcs"
+rcs=$(pingpong ibv_rc_pingpong -n 10 -e)
+pp_prefix=
+expect_eq "without ibemu's provider: rc_pingpong -e fails" "1 1" "$rcs"
+expect_match "without ibemu's provider: a clear error" "Couldn't create completion channel" \
+	"$(cat "$work/ibv_rc_pingpong.server")"
+
 out=$(inst $V perfquery -x)
 expect_match "perfquery counts the verbs traffic" '^PortXmitData:\.+[0-9]{5,}' "$out"
 
@@ -151,15 +188,38 @@ out=$(cat "$work/asyncwatch")
 expect_match "ibv_asyncwatch: the port went down" 'event_type IBV_EVENT_PORT_ERR \(10\), port 1' "$out"
 expect_match "ibv_asyncwatch: and came back" 'event_type IBV_EVENT_PORT_ACTIVE \(9\), port 1' "$out"
 
+# --- rdma_rxe on a dummy netdev (rdma_rxe needs crc32_generic loaded
+# first, or `rdma link add` fails with ENOENT): the real kernel, loaded
+# next to the instance
+rm -f /etc/modprobe.d/ibemu-no-ib-core.conf
+rxe=0
+if modprobe crc32_generic 2>/dev/null && modprobe rdma_rxe 2>/dev/null && modprobe ib_uverbs && modprobe dummy &&
+	ip link add rxed0 type dummy && ip link set rxed0 up && rdma link add rxe0 type rxe netdev rxed0; then
+	rxe=1
+else
+	bad "rdma_rxe reference device: could not be set up"
+fi
+
+# with ib_core loaded, libibverbs asks netlink, which knows only rxe0;
+# `ibemu exec` keeps its programs off NETLINK_RDMA, so they read the
+# instance's sysfs and see ibemu's devices, and only them
+if [ $rxe = 1 ]; then
+	expect_match "the host's own list has rxe0" 'rxe0' "$(ibv_devices 2>&1)"
+	out=$(inst $V ibv_devices)
+	expect_match "exec with rxe loaded: ibemu0 listed" '^\s+ibemu0\s' "$out"
+	expect_match "exec with rxe loaded: ibemu1 listed" '^\s+ibemu1\s' "$out"
+	expect_eq "exec with rxe loaded: rxe0 not listed" "" "$(grep rxe0 <<<"$out")"
+	rcs=$(pingpong ibv_rc_pingpong -n 20 -e)
+	expect_eq "rc_pingpong -e with rxe loaded" "0 0" "$rcs"
+	rcs=$(pingpong ib_write_bw -n 20 -s 65536)
+	expect_eq "ib_write_bw with rxe loaded" "0 0" "$rcs"
+fi
+
 down_inst $V
 expect_eq "down removes uverbs0" "" "$(ls /dev/infiniband/ibemu-$V 2>/dev/null)"
 
-# --- the same probes against the real kernel: rdma_rxe on a dummy netdev
-# (rdma_rxe needs crc32_generic loaded first, or `rdma link add` fails
-# with ENOENT), outside any instance
-rm -f /etc/modprobe.d/ibemu-no-ib-core.conf
-if modprobe crc32_generic 2>/dev/null && modprobe rdma_rxe 2>/dev/null && modprobe ib_uverbs && modprobe dummy &&
-	ip link add rxed0 type dummy && ip link set rxed0 up && rdma link add rxe0 type rxe netdev rxed0; then
+# --- the same probes against the real kernel, outside any instance
+if [ $rxe = 1 ]; then
 	rdev=/dev/infiniband/$(basename "$(ls -d /sys/class/infiniband/rxe0/device/infiniband_verbs/uverbs* 2>/dev/null ||
 		grep -l rxe0 /sys/class/infiniband_verbs/uverbs*/ibdev | xargs dirname)")
 	"$probe" handles "$rdev" >"$work/rxe.handles"
@@ -169,7 +229,5 @@ if modprobe crc32_generic 2>/dev/null && modprobe rdma_rxe 2>/dev/null && modpro
 	expect_eq "rxe's header errnos are ibemu's" "$(cat "$work/probe.abi")" "$(cat "$work/rxe.abi")"
 	expect_eq "rxe's pinning accounting is ibemu's" "$(cat "$work/pin.out")" "$(cat "$work/rxe.pin")"
 	rdma link delete rxe0
-else
-	bad "rdma_rxe reference device: could not be set up"
 fi
 e2e_done

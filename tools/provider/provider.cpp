@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// ibemu's libibverbs provider: device matching, the context with its
+// completion-channel spares, and the verbs that are plain write() commands
+// (provider.h says what the provider is for).
+#include "tools/provider/provider.h"
+
+#include "emu/ibemu_user_verbs.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <new>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace ibemu::provider {
+
+namespace {
+
+/* Spares kept ready: ibv_create_comp_channel() has no provider hook, so a
+ * program can create this many channels before the provider next runs. */
+constexpr unsigned kSpares = 4;
+
+/* Makes n spare pairs into out (receiving, sending); false on failure with
+ * the ones made closed. */
+bool makeSpares(ibemu_spare *out, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		int sv[2];
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+			while (i--) {
+				close(out[i].recv_fd);
+				close(out[i].send_fd);
+			}
+			return false;
+		}
+		out[i] = { sv[0], sv[1] };
+	}
+	return true;
+}
+
+/* After the device took its copies (or failed to): our sending ends go,
+ * the receiving ends stay spares (or go too). */
+void settleSpares(Context *ctx, const ibemu_spare *s, unsigned n, bool taken)
+{
+	for (unsigned i = 0; i < n; i++) {
+		close(s[i].send_fd);
+		if (taken)
+			ctx->spares->push_back(s[i].recv_fd);
+		else
+			close(s[i].recv_fd);
+	}
+}
+
+} /* namespace */
+
+void channelUsed(ibv_context *context, ibv_comp_channel *channel)
+{
+	Context *ctx = ctxOf(context);
+	std::lock_guard<std::mutex> guard(*ctx->spareLock);
+	std::erase(*ctx->spares, channel->fd);
+	if (ctx->spares->size() > kSpares / 2)
+		return;
+	struct {
+		ib_uverbs_cmd_hdr hdr;
+		ibemu_add_spares body;
+	} cmd{};
+	ibemu_add_spares_resp resp{};
+	unsigned n = kSpares - static_cast<unsigned>(ctx->spares->size());
+	if (!makeSpares(cmd.body.spares, n))
+		return; /* later channels fail with EMFILE, as the device says */
+	cmd.hdr = { IBEMU_CMD_ADD_SPARES, sizeof cmd / 4, sizeof resp / 4 };
+	cmd.body.response = reinterpret_cast<uintptr_t>(&resp);
+	cmd.body.nspares = n;
+	bool taken = write(context->cmd_fd, &cmd, sizeof cmd) == ssize_t(sizeof cmd);
+	settleSpares(ctx, cmd.body.spares, n, taken);
+}
+
+Cq *newCq(ibv_context *context, int cqe, ibv_comp_channel *channel, int compVector)
+{
+	auto *cq = new (std::nothrow) Cq{};
+	if (!cq) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	struct ibv_create_cq cmd;
+	ib_uverbs_create_cq_resp resp;
+	if (int ret = ibv_cmd_create_cq(context, cqe, channel, compVector, &cq->vcq.cq, &cmd, sizeof cmd, &resp,
+					sizeof resp)) {
+		delete cq;
+		errno = ret;
+		return nullptr;
+	}
+	if (channel)
+		channelUsed(context, channel);
+	return cq;
+}
+
+namespace {
+
+/* --- device and context --- */
+
+int queryDeviceEx(ibv_context *context, const ibv_query_device_ex_input *input, ibv_device_attr_ex *attr,
+		  size_t attrSize)
+{
+	ib_uverbs_ex_query_device_resp resp;
+	size_t respSize = sizeof resp;
+	return ibv_cmd_query_device_any(context, input, attr, attrSize, &resp, &respSize);
+}
+
+int queryPort(ibv_context *context, uint8_t port, ibv_port_attr *attr)
+{
+	struct ibv_query_port cmd;
+	return ibv_cmd_query_port(context, port, attr, &cmd, sizeof cmd);
+}
+
+ibv_pd *allocPd(ibv_context *context)
+{
+	auto *pd = new (std::nothrow) ibv_pd{};
+	if (!pd)
+		return nullptr;
+	struct ibv_alloc_pd cmd;
+	ib_uverbs_alloc_pd_resp resp;
+	if (int ret = ibv_cmd_alloc_pd(context, pd, &cmd, sizeof cmd, &resp, sizeof resp)) {
+		delete pd;
+		errno = ret;
+		return nullptr;
+	}
+	return pd;
+}
+
+int deallocPd(ibv_pd *pd)
+{
+	if (int ret = ibv_cmd_dealloc_pd(pd))
+		return ret;
+	delete pd;
+	return 0;
+}
+
+ibv_mr *regMr(ibv_pd *pd, void *addr, size_t length, uint64_t hcaVa, int access)
+{
+	auto *vmr = new (std::nothrow) verbs_mr{};
+	if (!vmr)
+		return nullptr;
+	struct ibv_reg_mr cmd;
+	ib_uverbs_reg_mr_resp resp;
+	if (int ret = ibv_cmd_reg_mr(pd, addr, length, hcaVa, access, vmr, &cmd, sizeof cmd, &resp, sizeof resp)) {
+		delete vmr;
+		errno = ret;
+		return nullptr;
+	}
+	return &vmr->mr;
+}
+
+int deregMr(verbs_mr *vmr)
+{
+	if (int ret = ibv_cmd_dereg_mr(vmr))
+		return ret;
+	delete vmr;
+	return 0;
+}
+
+ibv_ah *createAh(ibv_pd *pd, ibv_ah_attr *attr)
+{
+	auto *ah = new (std::nothrow) ibv_ah{};
+	if (!ah)
+		return nullptr;
+	ib_uverbs_create_ah_resp resp;
+	if (int ret = ibv_cmd_create_ah(pd, ah, attr, &resp, sizeof resp)) {
+		delete ah;
+		errno = ret;
+		return nullptr;
+	}
+	return ah;
+}
+
+int destroyAh(ibv_ah *ah)
+{
+	if (int ret = ibv_cmd_destroy_ah(ah))
+		return ret;
+	delete ah;
+	return 0;
+}
+
+/* --- CQ --- */
+
+ibv_cq *createCq(ibv_context *context, int cqe, ibv_comp_channel *channel, int compVector)
+{
+	Cq *cq = newCq(context, cqe, channel, compVector);
+	return cq ? &cq->vcq.cq : nullptr;
+}
+
+int resizeCq(ibv_cq *cq, int cqe)
+{
+	struct ibv_resize_cq cmd;
+	ib_uverbs_resize_cq_resp resp;
+	return ibv_cmd_resize_cq(cq, cqe, &cmd, sizeof cmd, &resp, sizeof resp);
+}
+
+int destroyCq(ibv_cq *cq)
+{
+	if (int ret = ibv_cmd_destroy_cq(cq))
+		return ret;
+	delete cqOf(cq);
+	return 0;
+}
+
+/* --- QP and SRQ --- */
+
+ibv_qp *createQp(ibv_pd *pd, ibv_qp_init_attr *attr)
+{
+	ibv_qp_init_attr_ex ex{};
+	memcpy(&ex, attr, sizeof *attr);
+	ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ex.pd = pd;
+	ibv_qp *qp = createQpEx(pd->context, &ex);
+	if (qp)
+		memcpy(attr, &ex, sizeof *attr); /* the capabilities granted */
+	return qp;
+}
+
+int queryQp(ibv_qp *qp, ibv_qp_attr *attr, int mask, ibv_qp_init_attr *init)
+{
+	struct ibv_query_qp cmd;
+	return ibv_cmd_query_qp(qp, attr, mask, init, &cmd, sizeof cmd);
+}
+
+int modifyQp(ibv_qp *qp, ibv_qp_attr *attr, int mask)
+{
+	struct ibv_modify_qp cmd;
+	return ibv_cmd_modify_qp(qp, attr, mask, &cmd, sizeof cmd);
+}
+
+int destroyQp(ibv_qp *qp)
+{
+	if (int ret = ibv_cmd_destroy_qp(qp))
+		return ret;
+	delete qpOf(qp);
+	return 0;
+}
+
+ibv_srq *createSrq(ibv_pd *pd, ibv_srq_init_attr *attr)
+{
+	auto *srq = new (std::nothrow) verbs_srq{};
+	if (!srq)
+		return nullptr;
+	struct ibv_create_srq cmd;
+	ib_uverbs_create_srq_resp resp;
+	if (int ret = ibv_cmd_create_srq(pd, &srq->srq, attr, &cmd, sizeof cmd, &resp, sizeof resp)) {
+		delete srq;
+		errno = ret;
+		return nullptr;
+	}
+	return &srq->srq;
+}
+
+int modifySrq(ibv_srq *srq, ibv_srq_attr *attr, int mask)
+{
+	struct ibv_modify_srq cmd;
+	return ibv_cmd_modify_srq(srq, attr, mask, &cmd, sizeof cmd);
+}
+
+int querySrq(ibv_srq *srq, ibv_srq_attr *attr)
+{
+	struct ibv_query_srq cmd;
+	return ibv_cmd_query_srq(srq, attr, &cmd, sizeof cmd);
+}
+
+int destroySrq(ibv_srq *srq)
+{
+	if (int ret = ibv_cmd_destroy_srq(srq))
+		return ret;
+	delete reinterpret_cast<verbs_srq *>(srq);
+	return 0;
+}
+
+void freeContext(ibv_context *context)
+{
+	Context *ctx = ctxOf(context);
+	for (int fd : *ctx->spares) /* spares never handed out */
+		close(fd);
+	delete ctx->spares;
+	delete ctx->spareLock;
+	verbs_uninit_context(&ctx->vctx);
+	free(ctx);
+}
+
+const verbs_context_ops kOps = [] {
+	verbs_context_ops o{};
+	o.alloc_pd = allocPd;
+	o.create_ah = createAh;
+	o.create_cq = createCq;
+	o.create_cq_ex = createCqEx;
+	o.create_qp = createQp;
+	o.create_qp_ex = createQpEx;
+	o.create_srq = createSrq;
+	o.dealloc_pd = deallocPd;
+	o.dereg_mr = deregMr;
+	o.destroy_ah = destroyAh;
+	o.destroy_cq = destroyCq;
+	o.destroy_qp = destroyQp;
+	o.destroy_srq = destroySrq;
+	o.free_context = freeContext;
+	o.modify_qp = modifyQp;
+	o.modify_srq = modifySrq;
+	o.poll_cq = pollCq;
+	o.post_recv = ibv_cmd_post_recv;
+	o.post_send = ibv_cmd_post_send;
+	o.post_srq_recv = ibv_cmd_post_srq_recv;
+	o.query_device_ex = queryDeviceEx;
+	o.query_port = queryPort;
+	o.query_qp = queryQp;
+	o.query_srq = querySrq;
+	o.reg_mr = regMr;
+	o.req_notify_cq = ibv_cmd_req_notify_cq;
+	o.resize_cq = resizeCq;
+	return o;
+}();
+
+verbs_context *allocContext(ibv_device *ibdev, int cmdFd, void *)
+{
+	auto *ctx = static_cast<Context *>(_verbs_init_and_alloc_context(
+		ibdev, cmdFd, sizeof(Context), reinterpret_cast<verbs_context *>(offsetof(Context, vctx)), 0));
+	if (!ctx)
+		return nullptr;
+	ctx->spareLock = new std::mutex;
+	ctx->spares = new std::vector<int>;
+	struct {
+		struct ibv_get_context core;
+		ibemu_get_context_req drv;
+	} cmd{};
+	struct {
+		uint32_t async_fd, num_comp_vectors; /* ib_uverbs_get_context_resp */
+		ibemu_get_context_resp drv;
+	} resp{};
+	cmd.drv.magic = IBEMU_UVERBS_MAGIC;
+	cmd.drv.version = IBEMU_UVERBS_VERSION;
+	cmd.drv.nspares = makeSpares(cmd.drv.spares, kSpares) ? kSpares : 0;
+	int ret = ibv_cmd_get_context(&ctx->vctx, &cmd.core, sizeof cmd,
+				      reinterpret_cast<ib_uverbs_get_context_resp *>(&resp), sizeof resp);
+	settleSpares(ctx, cmd.drv.spares, cmd.drv.nspares, ret == 0);
+	/* The device answers its own descriptor as the async event file; a
+	 * copy of it keeps ibv_close_device() from closing one number twice. */
+	ctx->vctx.context.async_fd = ret == 0 ? fcntl(cmdFd, F_DUPFD_CLOEXEC, 0) : -1;
+	if (ret == 0 && resp.drv.magic != IBEMU_UVERBS_MAGIC) {
+		fprintf(stderr, "libibemu: %s is not ibemud's verbs device, or an older ibemud's\n", ibdev->name);
+		ret = EPROTO;
+	}
+	if (ret) {
+		freeContext(&ctx->vctx.context);
+		errno = ret;
+		return nullptr;
+	}
+	verbs_set_ops(&ctx->vctx, &kOps);
+	return &ctx->vctx;
+}
+
+/* --- the device --- */
+
+verbs_device *allocDevice(verbs_sysfs_dev *)
+{
+	return static_cast<verbs_device *>(calloc(1, sizeof(verbs_device)));
+}
+
+void uninitDevice(verbs_device *dev)
+{
+	free(dev);
+}
+
+/* libibverbs matches "rdma_device:N<ibdev name>" against this pattern
+ * (VERBS_NAME_MATCH): every ibemu device is named ibemuN. */
+const verbs_match_ent kMatch[] = {
+	{ nullptr, { "rdma_device:*Nibemu*" }, 0, 0, VERBS_MATCH_MODALIAS },
+	{},
+};
+
+const verbs_device_ops kDeviceOps = {
+	"ibemu", 1, 1, kMatch, nullptr, nullptr, allocContext, nullptr, allocDevice, uninitDevice,
+};
+
+__attribute__((constructor)) void registerProvider()
+{
+	verbs_register_driver_34(&kDeviceOps);
+}
+
+} /* namespace */
+
+} /* namespace ibemu::provider */

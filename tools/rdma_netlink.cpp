@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+#include "tools/rdma_netlink.h"
+
+#include <cerrno>
+#include <cstring>
+#include <linux/netlink.h>
+#include <seccomp.h>
+#include <sys/socket.h>
+
+namespace ibemu::tools {
+
+int hideRdmaNetlink(std::string &err)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx) {
+		err = "seccomp_init failed";
+		return -1;
+	}
+	int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2,
+				  SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_EQ, NETLINK_RDMA));
+	/* Root (CAP_SYS_ADMIN) needs no no_new_privs, which would stop
+	 * setuid programs under exec from gaining their privileges; anyone
+	 * else must set it to install a filter at all. */
+	if (rc == 0)
+		rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+	if (rc == 0) {
+		rc = seccomp_load(ctx);
+		if (rc == -EACCES && seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1) == 0)
+			rc = seccomp_load(ctx);
+	}
+	seccomp_release(ctx);
+	if (rc != 0) {
+		err = std::string("a seccomp filter for NETLINK_RDMA: ") + strerror(-rc);
+		return -1;
+	}
+	return 0;
+}
+
+} /* namespace ibemu::tools */
