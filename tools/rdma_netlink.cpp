@@ -17,8 +17,14 @@ int hideRdmaNetlink(std::string &err)
 		err = "seccomp_init failed";
 		return -1;
 	}
-	int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2,
-				  SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_EQ, NETLINK_RDMA));
+	scmp_arg_cmp domain{}, protocol{}; /* SCMP_A0()/SCMP_A2() are C compound literals */
+	domain.arg = 0;
+	domain.op = SCMP_CMP_EQ;
+	domain.datum_a = AF_NETLINK;
+	protocol.arg = 2;
+	protocol.op = SCMP_CMP_EQ;
+	protocol.datum_a = NETLINK_RDMA;
+	int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2, domain, protocol);
 	/* Root (CAP_SYS_ADMIN) needs no no_new_privs, which would stop
 	 * setuid programs under exec from gaining their privileges; anyone
 	 * else must set it to install a filter at all. */
