@@ -16,6 +16,15 @@
 // a completion event is 8 bytes (struct ib_uverbs_comp_event_desc) sent on
 // the pair, which ibv_get_cq_event() reads. See docs/verbs.md.
 //
+// Completion queues in shared memory. With CREATE_CQ the provider hands
+// over a sealed memfd (F_SEAL_SHRINK: it cannot shrink under the device's
+// mapping) holding a ring header and ibemu_cq_ring_entries(cqe) entries of
+// struct ib_uverbs_wc; the device writes completions there and the program
+// polls them without a system call. The producer index is the device's,
+// the consumer index the program's; both run free (the slot is the index
+// modulo the entries), each written by one side only, with release
+// ordering, and read by the other with acquire.
+//
 // Plain C layout: the provider includes this file too.
 #pragma once
 
@@ -28,6 +37,42 @@
 /* A legacy write() command index of ibemu's own (the kernel's table ends at
  * 40, IB_USER_VERBS_CMD_OPEN_QP); other providers never send it. */
 #define IBEMU_CMD_ADD_SPARES 0xf0u
+
+/* After struct ib_uverbs_create_cq (driver data of CREATE_CQ). */
+struct ibemu_create_cq_req {
+	int32_t ring_fd; /* the memfd, or -1: completions are read with POLL_CQ */
+	uint32_t reserved;
+};
+
+/* After struct ib_uverbs_create_cq_resp. */
+struct ibemu_create_cq_resp {
+	uint32_t ring_entries; /* 0: no ring */
+	uint32_t reserved;
+};
+
+struct ibemu_cq_ring {
+	uint32_t producer; /* completions written, by the device */
+	uint32_t pad0[15];
+	uint32_t consumer; /* completions read, by the program */
+	uint32_t pad1[15];
+	/* then the entries: struct ib_uverbs_wc[entries] */
+};
+
+#define IBEMU_CQ_RING_WC_SIZE 48u /* sizeof(struct ib_uverbs_wc) */
+
+/* The entries of a CQ of cqe completions: a power of two, at least cqe. */
+static inline uint32_t ibemu_cq_ring_entries(uint32_t cqe)
+{
+	uint32_t n = 1;
+	while (n < cqe)
+		n <<= 1;
+	return n;
+}
+
+static inline uint64_t ibemu_cq_ring_bytes(uint32_t cqe)
+{
+	return sizeof(struct ibemu_cq_ring) + (uint64_t)ibemu_cq_ring_entries(cqe) * IBEMU_CQ_RING_WC_SIZE;
+}
 
 struct ibemu_spare {
 	int32_t recv_fd; /* the end the program reads: becomes the channel's fd */
@@ -71,4 +116,6 @@ static_assert(sizeof(struct ibemu_get_context_req) == 16 + 8 * IBEMU_MAX_SPARES)
 static_assert(sizeof(struct ibemu_get_context_resp) == 16);
 static_assert(sizeof(struct ibemu_add_spares) == 16 + 8 * IBEMU_MAX_SPARES);
 static_assert(sizeof(struct ibemu_add_spares_resp) == 8);
+static_assert(sizeof(struct ibemu_create_cq_req) == 8 && sizeof(struct ibemu_create_cq_resp) == 8);
+static_assert(sizeof(struct ibemu_cq_ring) == 128);
 #endif

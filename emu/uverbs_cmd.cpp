@@ -332,10 +332,31 @@ int UverbsFile::createCq(Request &r)
 		return -EINVAL;
 	if (dev_.full(UType::Cq))
 		return -ENOMEM;
-	ib_uverbs_create_cq_resp resp{ res.handle(), cmd.cqe };
-	if (int ret = respond(r, &resp, sizeof resp))
+	/* ibemu's provider: the completions go to its ring (ibemu_user_verbs.h) */
+	std::unique_ptr<CqRing> ring;
+	ibemu_create_cq_req drv{ -1, 0 };
+	size_t core = sizeof(ib_uverbs_create_cq);
+	if (ibemuProvider_ && r.inLen >= core + sizeof drv)
+		memcpy(&drv, r.in + core, sizeof drv);
+	if (drv.ring_fd >= 0) {
+		if (r.outLen < sizeof(ib_uverbs_create_cq_resp) + sizeof(ibemu_create_cq_resp))
+			return -EINVAL;
+		int fd = ua_.takeDescriptor(r.tid, drv.ring_fd);
+		if (fd < 0)
+			return -EBADF;
+		int ret = CqRing::adopt(fd, cmd.cqe, ring);
+		close(fd);
+		if (ret)
+			return ret;
+	}
+	struct {
+		ib_uverbs_create_cq_resp core;
+		ibemu_create_cq_resp drv;
+	} resp{ { res.handle(), cmd.cqe }, { ring ? ring->entries() : 0, 0 } };
+	if (int ret = respond(r, &resp, ibemuProvider_ ? sizeof resp : sizeof resp.core))
 		return ret;
 	auto cq = std::make_unique<Cq>();
+	cq->ring = std::move(ring);
 	cq->file = this;
 	cq->cqe = cmd.cqe;
 	cq->userHandle = cmd.user_handle;
@@ -352,6 +373,8 @@ int UverbsFile::resizeCq(Request &r)
 		return ret;
 	if (cmd.cqe < 1 || cmd.cqe > dev_.limits().maxCqe || cmd.cqe < cq->queue.size())
 		return -EINVAL;
+	if (cq->ring && (cmd.cqe > cq->ring->entries() || cmd.cqe < cq->ring->used()))
+		return -EINVAL; /* the shared ring has the size it was made with */
 	cq->cqe = cmd.cqe;
 	ib_uverbs_resize_cq_resp resp{ cmd.cqe, 0 };
 	return respond(r, &resp, sizeof resp);
@@ -385,9 +408,12 @@ int UverbsFile::pollCq(Request &r)
 		return ret;
 	ib_uverbs_poll_cq_resp hdr{};
 	uint64_t at = r.response + sizeof hdr;
-	while (hdr.count < cmd.ne && !cq->queue.empty()) {
-		ib_uverbs_wc wc = cq->queue.front();
-		cq->queue.pop_front();
+	ib_uverbs_wc wc;
+	while (hdr.count < cmd.ne && (cq->ring ? cq->ring->pop(wc) : !cq->queue.empty())) {
+		if (!cq->ring) {
+			wc = cq->queue.front();
+			cq->queue.pop_front();
+		}
 		if (int ret = ua_.write(r.tid, at, &wc, sizeof wc))
 			return ret;
 		at += sizeof wc;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "emu/clock.h"
+#include "emu/cq_ring.h"
 #include "emu/uverbs_abi.h"
 
 #include <boost/asio/io_context.hpp>
@@ -77,7 +78,8 @@ struct Cq final : UObject {
 	Cq() : UObject(kType) {}
 	UverbsFile *file = nullptr;
 	uint32_t cqe = 0; /* capacity */
-	std::deque<ib_uverbs_wc> queue;
+	std::deque<ib_uverbs_wc> queue; /* unless the completions go to ... */
+	std::unique_ptr<CqRing> ring; /* ... memory shared with ibemu's provider */
 	bool overflowed = false;
 	CompChannel *channel = nullptr; /* where its completion events go */
 	uint32_t notify = 0; /* armed: IB_CQ_SOLICITED or IB_CQ_NEXT_COMP; 0 not */

@@ -192,13 +192,16 @@ void putGrh(uint8_t grh[40], const fabric::Port &src, const ib_uverbs_ah_attr &a
 
 void VerbsDevice::complete(Cq &cq, const ib_uverbs_wc &wc, bool solicited)
 {
-	if (cq.queue.size() >= cq.cqe) { /* overrun: IBA 11.4.2.1 */
+	if ((cq.ring ? cq.ring->used() : cq.queue.size()) >= cq.cqe) { /* overrun: IBA 11.4.2.1 */
 		if (!cq.overflowed && cq.file)
 			cq.file->asyncEvent(cq.userHandle, IB_EVENT_CQ_ERR, &cq);
 		cq.overflowed = true;
 		return;
 	}
-	cq.queue.push_back(wc);
+	if (cq.ring)
+		cq.ring->push(wc);
+	else
+		cq.queue.push_back(wc);
 	/* rvt_cq_enter(): an armed CQ sends one event and disarms */
 	if (cq.notify == IB_CQ_NEXT_COMP ||
 	    (cq.notify == IB_CQ_SOLICITED && (solicited || wc.status != IB_WC_SUCCESS))) {

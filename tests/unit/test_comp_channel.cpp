@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// Completion channels (emu/comp_channel.h): the spares ibemu's provider
-// hands over with GET_CONTEXT and ADD_SPARES, CREATE_COMP_CHANNEL, arming
-// a CQ (next and solicited), the 8-byte events on the channel, and what
-// DESTROY_CQ reports and takes back. The "program" is this test process:
-// its spares are real socket pairs, and FakeAccess::takeDescriptor dup()s.
+// What ibemu's provider adds to the device, with the driver data it sends:
+// completion channels (emu/comp_channel.h): the spares it hands over with
+// GET_CONTEXT and ADD_SPARES, CREATE_COMP_CHANNEL, arming a CQ (next and
+// solicited), the 8-byte events on the channel, and what DESTROY_CQ
+// reports and takes back; and CQs whose completions go to a ring in a
+// memfd (emu/cq_ring.h). The "program" is this test process: its spares
+// are real socket pairs and its rings real memfds, which
+// FakeAccess::takeDescriptor dup()s.
 #include "tests/unit/verbs_helpers.h"
 
 #include "emu/ibemu_user_verbs.h"
@@ -13,6 +16,7 @@
 
 #include <cerrno>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -272,4 +276,131 @@ TEST_CASE("completion channels: events to a channel the program closed are dropp
 	ib_uverbs_destroy_cq_resp resp{};
 	REQUIRE(p.c.cmd(CMD_DESTROY_CQ, ib_uverbs_destroy_cq{ 0, p.cqC, 0 }, resp) == 0);
 	CHECK(resp.comp_events_reported == 0);
+}
+
+namespace {
+
+/* A ring as the provider makes it: a sealed memfd, mapped here too. */
+struct Ring {
+	int fd = -1;
+	void *map = nullptr;
+	size_t len = 0;
+	explicit Ring(uint32_t cqe, bool seal = true, size_t shrinkBy = 0)
+	{
+		len = ibemu_cq_ring_bytes(cqe) - shrinkBy;
+		fd = memfd_create("cq", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		REQUIRE(fd >= 0);
+		REQUIRE(ftruncate(fd, off_t(len)) == 0);
+		if (seal)
+			REQUIRE(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == 0);
+		map = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		REQUIRE(map != MAP_FAILED);
+	}
+	~Ring()
+	{
+		munmap(map, len);
+		close(fd);
+	}
+	ibemu_cq_ring &hdr() { return *static_cast<ibemu_cq_ring *>(map); }
+	ib_uverbs_wc entry(uint32_t i)
+	{
+		ib_uverbs_wc wc;
+		uint32_t n = ibemu_cq_ring_entries(uint32_t((len - sizeof(ibemu_cq_ring)) / sizeof wc));
+		memcpy(&wc, static_cast<uint8_t *>(map) + sizeof(ibemu_cq_ring) + (i % n) * sizeof wc, sizeof wc);
+		return wc;
+	}
+};
+
+int createRingCq(Client &c, uint32_t cqe, int ringFd, uint32_t &cq, ibemu_create_cq_resp *out = nullptr)
+{
+	struct {
+		ib_uverbs_create_cq core;
+		ibemu_create_cq_req drv;
+	} req{};
+	req.core.cqe = cqe;
+	req.core.comp_channel = -1;
+	req.drv.ring_fd = ringFd;
+	struct {
+		ib_uverbs_create_cq_resp core;
+		ibemu_create_cq_resp drv;
+	} resp{};
+	int r = c.cmd(CMD_CREATE_CQ, req, resp);
+	cq = resp.core.cq_handle;
+	if (out)
+		*out = resp.drv;
+	return r;
+}
+
+} /* namespace */
+
+TEST_CASE("CQ rings: completions go to the program's memfd", "[verbs][ring]")
+{
+	Pair p(IB_QPT_RC, kAll, -1);
+	Client c{ p, p.dev2(), 300, false };
+	Spare spare;
+	REQUIRE(providerContext(c, { spare.abi() }) == 0);
+	uint32_t pd = 0, cq = 0;
+	REQUIRE(c.allocPd(pd) == 0);
+
+	/* what is refused: not sealed, too short, not a memfd at all */
+	Ring loose(8, false), shorty(8, true, 48);
+	CHECK(createRingCq(c, 8, loose.fd, cq) == -EINVAL);
+	CHECK(createRingCq(c, 8, shorty.fd, cq) == -EINVAL);
+	CHECK(createRingCq(c, 8, spare.fd[0], cq) == -EINVAL);
+	CHECK(createRingCq(c, 8, 1000000, cq) == -EBADF);
+
+	Ring ring(6);
+	ibemu_create_cq_resp drv{};
+	REQUIRE(createRingCq(c, 6, ring.fd, cq, &drv) == 0);
+	CHECK(drv.ring_entries == 8);
+	ib_uverbs_reg_mr_resp mr{};
+	alignas(64) uint8_t buf[256]{};
+	REQUIRE(c.regMr(pd, buf, sizeof buf, kAll, mr) == 0);
+	ib_uverbs_create_qp_resp qp{};
+	REQUIRE(c.createQp(pd, cq, cq, IB_QPT_RC, qp) == 0);
+	p.a.connect(p.qpA.qp_handle, IB_QPT_RC, p.lid2(), qp.qpn);
+	c.connect(qp.qp_handle, IB_QPT_RC, p.lid1(), p.qpA.qpn);
+
+	auto send = [&](uint64_t id) {
+		REQUIRE(c.postRecv(qp.qp_handle, id, { sge(buf, sizeof buf, mr.lkey) }) == 0);
+		REQUIRE(p.a.postSend(p.qpA.qp_handle, p.wr(IB_WR_SEND, id), { sge(p.bufA, 16, p.mrA.lkey) }) == 0);
+	};
+	send(11);
+	send(12);
+	CHECK(ring.hdr().producer == 2);
+	CHECK(ring.entry(0).wr_id == 11);
+	CHECK(ring.entry(1).wr_id == 12);
+	CHECK(ring.entry(1).byte_len == 16);
+	CHECK(ring.entry(1).qp_num == qp.qpn);
+	/* POLL_CQ reads the ring too, and moves the consumer index */
+	auto polled = c.poll(cq);
+	REQUIRE(polled.size() == 2);
+	CHECK(polled[0].wr_id == 11);
+	CHECK(ring.hdr().consumer == 2);
+
+	/* the program consumes by moving its index; 6 unread is the CQ's
+	 * capacity: the 7th is an overrun, raised once */
+	for (uint64_t id = 20; id < 26; id++)
+		send(id);
+	CHECK(ring.hdr().producer == 8);
+	CHECK(ring.entry(7).wr_id == 25);
+	send(26);
+	CHECK(ring.hdr().producer == 8);
+	uint8_t ev[16];
+	REQUIRE(c.file->read(ev, sizeof ev) == sizeof(ib_uverbs_async_event_desc));
+	ib_uverbs_async_event_desc desc;
+	memcpy(&desc, ev, sizeof desc);
+	CHECK(desc.event_type == IB_EVENT_CQ_ERR);
+
+	/* a garbage consumer index counts as a full ring: nothing is written
+	 * outside it, and nothing more arrives */
+	ring.hdr().consumer = 0x80000000u;
+	send(30);
+	CHECK(ring.hdr().producer == 8);
+
+	/* RESIZE_CQ stays within the ring */
+	ib_uverbs_resize_cq_resp rr{};
+	CHECK(c.cmd(CMD_RESIZE_CQ, ib_uverbs_resize_cq{ 0, cq, 9 }, rr) == -EINVAL);
+	ring.hdr().consumer = 8;
+	CHECK(c.cmd(CMD_RESIZE_CQ, ib_uverbs_resize_cq{ 0, cq, 8 }, rr) == 0);
 }

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <new>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -79,6 +80,29 @@ void channelUsed(ibv_context *context, ibv_comp_channel *channel)
 	settleSpares(ctx, cmd.body.spares, n, taken);
 }
 
+namespace {
+
+/* A sealed memfd for a ring of cqe completions, mapped; -1 on failure. */
+int makeRing(uint32_t cqe, Cq *cq)
+{
+	int fd = memfd_create("ibemu-cq", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -1;
+	size_t len = ibemu_cq_ring_bytes(cqe);
+	void *map = MAP_FAILED;
+	if (ftruncate(fd, off_t(len)) == 0 && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
+		map = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		close(fd);
+		return -1;
+	}
+	cq->ring = map;
+	cq->ringLen = len;
+	return fd;
+}
+
+} /* namespace */
+
 Cq *newCq(ibv_context *context, int cqe, ibv_comp_channel *channel, int compVector)
 {
 	auto *cq = new (std::nothrow) Cq{};
@@ -86,17 +110,63 @@ Cq *newCq(ibv_context *context, int cqe, ibv_comp_channel *channel, int compVect
 		errno = ENOMEM;
 		return nullptr;
 	}
-	struct ibv_create_cq cmd;
-	ib_uverbs_create_cq_resp resp;
-	if (int ret = ibv_cmd_create_cq(context, cqe, channel, compVector, &cq->vcq.cq, &cmd, sizeof cmd, &resp,
-					sizeof resp)) {
+	struct {
+		struct ibv_create_cq core;
+		ibemu_create_cq_req drv;
+	} cmd{};
+	struct {
+		uint32_t cq_handle, cqe; /* ib_uverbs_create_cq_resp */
+		ibemu_create_cq_resp drv;
+	} resp{};
+	/* without a ring (no memfd), completions come by POLL_CQ */
+	cmd.drv.ring_fd = cqe > 0 ? makeRing(uint32_t(cqe), cq) : -1;
+	int ret = ibv_cmd_create_cq(context, cqe, channel, compVector, &cq->vcq.cq, &cmd.core, sizeof cmd,
+				    reinterpret_cast<ib_uverbs_create_cq_resp *>(&resp), sizeof resp);
+	if (cmd.drv.ring_fd >= 0)
+		close(cmd.drv.ring_fd);
+	if (ret == 0 && cq->ring && resp.drv.ring_entries != ibemu_cq_ring_entries(uint32_t(cqe)))
+		ret = EPROTO;
+	if (ret) {
+		if (cq->ring)
+			munmap(cq->ring, cq->ringLen);
 		delete cq;
 		errno = ret;
 		return nullptr;
 	}
+	cq->ringEntries = resp.drv.ring_entries;
 	if (channel)
 		channelUsed(context, channel);
 	return cq;
+}
+
+int fetch(Cq *cq, int n, ibv_wc *wc)
+{
+	if (!cq->ring)
+		return ibv_cmd_poll_cq(&cq->vcq.cq, n, wc);
+	auto *hdr = static_cast<ibemu_cq_ring *>(cq->ring);
+	auto *entries = reinterpret_cast<const ib_uverbs_wc *>(hdr + 1);
+	uint32_t producer = __atomic_load_n(&hdr->producer, __ATOMIC_ACQUIRE);
+	uint32_t consumer = hdr->consumer;
+	int got = 0;
+	for (; got < n && consumer != producer; got++, consumer++) {
+		const ib_uverbs_wc &k = entries[consumer & (cq->ringEntries - 1)];
+		ibv_wc &w = wc[got];
+		w.wr_id = k.wr_id;
+		w.status = static_cast<ibv_wc_status>(k.status);
+		w.opcode = static_cast<ibv_wc_opcode>(k.opcode);
+		w.vendor_err = k.vendor_err;
+		w.byte_len = k.byte_len;
+		w.imm_data = k.ex.imm_data;
+		w.qp_num = k.qp_num;
+		w.src_qp = k.src_qp;
+		w.wc_flags = k.wc_flags;
+		w.pkey_index = k.pkey_index;
+		w.slid = k.slid;
+		w.sl = k.sl;
+		w.dlid_path_bits = k.dlid_path_bits;
+	}
+	__atomic_store_n(&hdr->consumer, consumer, __ATOMIC_RELEASE);
+	return got;
 }
 
 namespace {
@@ -200,11 +270,14 @@ int resizeCq(ibv_cq *cq, int cqe)
 	return ibv_cmd_resize_cq(cq, cqe, &cmd, sizeof cmd, &resp, sizeof resp);
 }
 
-int destroyCq(ibv_cq *cq)
+int destroyCq(ibv_cq *ibcq)
 {
-	if (int ret = ibv_cmd_destroy_cq(cq))
+	if (int ret = ibv_cmd_destroy_cq(ibcq))
 		return ret;
-	delete cqOf(cq);
+	Cq *cq = cqOf(ibcq);
+	if (cq->ring)
+		munmap(cq->ring, cq->ringLen);
+	delete cq;
 	return 0;
 }
 

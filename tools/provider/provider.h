@@ -7,7 +7,9 @@
 //
 // Every verb is a write() command on the uverbs descriptor, served by
 // ibemud (emu/uverbs_file.cpp), as with the stock ipathverbs provider; what
-// this provider adds is what libibverbs cannot do without a driver's help:
+// this provider adds is what libibverbs cannot do without a driver's help,
+// and the start of a fast path:
+//   - CQs in shared memory: completions are read without a system call;
 //   - completion channels: spare socket pairs for the device to take
 //     (emu/ibemu_user_verbs.h), kept topped up (provider.cpp);
 //   - the extended API: ibv_create_qp_ex with send_ops_flags and the
@@ -51,10 +53,14 @@ inline Qp *qpOf(ibv_qp *q)
 	return reinterpret_cast<Qp *>(q);
 }
 
-/* ibv_cq_ex polling: a batch polled from the device, one completion current */
+/* The completions: in a ring shared with the device (emu/cq_ring.h), or
+ * polled from it; for ibv_cq_ex a batch of them, one current. */
 struct Cq {
 	verbs_cq vcq;
 	std::mutex lock;
+	void *ring = nullptr; /* struct ibemu_cq_ring, then the entries */
+	size_t ringLen = 0;
+	uint32_t ringEntries = 0;
 	ibv_wc batch[16];
 	int count = 0, next = 0; /* batch[next - 1] is the current one */
 };
@@ -68,6 +74,8 @@ inline Cq *cqOf(ibv_cq *c)
 void channelUsed(ibv_context *context, ibv_comp_channel *channel);
 /* CREATE_CQ; nullptr with errno set on failure */
 Cq *newCq(ibv_context *context, int cqe, ibv_comp_channel *channel, int compVector);
+/* up to n completions, from the ring or POLL_CQ; cq->lock held */
+int fetch(Cq *cq, int n, ibv_wc *wc);
 
 /* provider_ex.cpp */
 ibv_qp *createQpEx(ibv_context *context, ibv_qp_init_attr_ex *attr);

@@ -181,7 +181,7 @@ constexpr uint64_t kSendOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM
 int advance(Cq *cq)
 {
 	if (cq->next >= cq->count) {
-		int n = ibv_cmd_poll_cq(&cq->vcq.cq, static_cast<int>(std::size(cq->batch)), cq->batch);
+		int n = fetch(cq, static_cast<int>(std::size(cq->batch)), cq->batch);
 		if (n < 0)
 			return -n;
 		cq->count = n;
@@ -281,7 +281,7 @@ int pollCq(ibv_cq *ibcq, int n, ibv_wc *wc)
 		wc[got++] = cq->batch[cq->next++];
 	if (got == n)
 		return got;
-	int more = ibv_cmd_poll_cq(ibcq, n - got, wc + got);
+	int more = fetch(cq, n - got, wc + got);
 	return more < 0 ? (got ? got : more) : got + more;
 }
 

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// A completion queue's entries in memory shared with the program (the ring
+// of emu/ibemu_user_verbs.h; rxe's rxe_queue_buf plays this part): the
+// device's side. Everything the program can write, its consumer index, is
+// read once per use and only bounds how full the ring is, never an address.
+//
+// Lifetime: owned by its Cq; unmapped with it.
+#pragma once
+
+#include "emu/uverbs_abi.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace ibemu::emu {
+
+class CqRing {
+public:
+	/* Maps fd (the device's copy of the program's memfd) for a CQ of cqe
+	 * completions: it must be a memfd sealed against shrinking, at least
+	 * ibemu_cq_ring_bytes(cqe) long. fd stays the caller's. 0 or -EINVAL. */
+	static int adopt(int fd, uint32_t cqe, std::unique_ptr<CqRing> &out);
+	~CqRing();
+	CqRing(const CqRing &) = delete;
+	CqRing &operator=(const CqRing &) = delete;
+
+	uint32_t entries() const { return entries_; }
+	/* completions written and not yet read by the program (its garbage
+	 * consumer index counts as a full ring) */
+	uint32_t used() const;
+	/* Writes one completion; the caller has checked used() < capacity. */
+	void push(const ib_uverbs_wc &wc);
+	/* POLL_CQ on a ring CQ: the oldest unread completion, if any. */
+	bool pop(ib_uverbs_wc &out);
+
+private:
+	CqRing(void *map, size_t len, uint32_t entries) : map_(map), len_(len), entries_(entries) {}
+	uint32_t *word(size_t offset) const;
+	void *map_;
+	size_t len_;
+	uint32_t entries_;
+	uint32_t producer_ = 0; /* ours: never read back from shared memory */
+};
+
+} /* namespace ibemu::emu */
