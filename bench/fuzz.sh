@@ -8,7 +8,10 @@
 #   bench/fuzz.sh SECONDS [TARGET...]      TARGET: topology mad umad rmpp uverbs
 #
 # FUZZ_RUNS=N stops a target after N executions instead, if that comes
-# first; FUZZ_SEED=S fixes libFuzzer's seed (default: a new one per run).
+# first; FUZZ_SEED=S fixes libFuzzer's seed (default: a new one per run);
+# FUZZ_ARGS adds libFuzzer options (e.g. -entropic=0: with tens of
+# thousands of features, as fuzz_rmpp has, the entropic scheduler's
+# bookkeeping takes over half the time).
 # A target runs on one core at nice 10; they run one after the other.
 # New inputs are kept in build-fuzz/fuzz-bench/corpus-TARGET (the next run
 # starts from them too; delete the directory to start from the seeds
@@ -45,6 +48,8 @@ for t in "${targets[@]}"; do
 	opts=(-max_total_time="$secs")
 	[ -n "${FUZZ_RUNS:-}" ] && opts+=(-runs="$FUZZ_RUNS")
 	[ -n "${FUZZ_SEED:-}" ] && opts+=(-seed="$FUZZ_SEED")
+	# shellcheck disable=SC2206 # FUZZ_ARGS: words
+	[ -n "${FUZZ_ARGS:-}" ] && opts+=($FUZZ_ARGS)
 	echo "fuzz: $t for ${secs}s${FUZZ_RUNS:+ or $FUZZ_RUNS runs} (log: $out/$t.log)" >&2
 	start=$(date +%s)
 	set +e

@@ -3,6 +3,7 @@
 #include "cuse_dev/process_access.h"
 
 #include "cuse_dev/caller.h"
+#include "cuse_dev/deferred_close.h"
 
 #include <cerrno>
 #include <cinttypes>
@@ -95,7 +96,7 @@ int ProcessAccess::descriptorOf(pid_t tid, const emu::UverbsFile &)
 
 /* pidfd_getfd() needs the ptrace access the daemon has for
  * process_vm_writev() already. */
-int ProcessAccess::takeDescriptor(pid_t tid, int fd)
+int ProcessAccess::takeDescriptor(pid_t tid, int fd, emu::FdKind kind)
 {
 	pid_t tgid = tgidOf(tid);
 	if (tgid <= 0)
@@ -106,7 +107,13 @@ int ProcessAccess::takeDescriptor(pid_t tid, int fd)
 	int copy = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
 	int err = errno;
 	close(pidfd);
-	return copy < 0 ? -err : copy;
+	if (copy < 0)
+		return err == ESRCH ? -ESRCH : -EBADF;
+	if (!emu::descriptorIs(copy, kind)) {
+		deferredClose(copy);
+		return -EINVAL;
+	}
+	return copy;
 }
 
 int ProcessAccess::openMemory(pid_t tid)

@@ -2,12 +2,14 @@
 // Copyright (c) 2026 the ibemu authors
 #include "emu/comp_channel.h"
 
+#include "emu/user_access.h"
 #include "emu/verbs_objects.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <linux/sockios.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -20,16 +22,6 @@ namespace {
 
 constexpr int kSendFlags = MSG_DONTWAIT | MSG_NOSIGNAL;
 
-bool unixStream(int fd)
-{
-	int type = 0, domain = 0;
-	socklen_t len = sizeof type;
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM)
-		return false;
-	len = sizeof domain;
-	return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX;
-}
-
 size_t queued(int fd, unsigned long request)
 {
 	int n = 0;
@@ -40,8 +32,10 @@ size_t queued(int fd, unsigned long request)
 
 int CompChannel::adopt(int sendFd, int recvFd, int recvNum, std::unique_ptr<CompChannel> &out)
 {
+	/* sockets first: fstat() is safe on them, not on any descriptor */
 	struct stat st;
-	if (!unixStream(sendFd) || !unixStream(recvFd) || fstat(recvFd, &st) != 0)
+	if (!descriptorIs(sendFd, FdKind::UnixStream) || !descriptorIs(recvFd, FdKind::UnixStream) ||
+	    fstat(recvFd, &st) != 0)
 		return -EINVAL;
 	if (queued(sendFd, SIOCOUTQ) || queued(recvFd, SIOCINQ))
 		return -EINVAL;
@@ -55,6 +49,8 @@ int CompChannel::adopt(int sendFd, int recvFd, int recvNum, std::unique_ptr<Comp
 	ssize_t n = recv(recvFd, &got, sizeof got, MSG_DONTWAIT);
 	if (n != ssize_t(sizeof got) || got != probe || skb == 0)
 		return -EINVAL;
+	/* the program may write into its end: nothing it sends stays with us */
+	shutdown(sendFd, SHUT_RD);
 	out.reset(new CompChannel(sendFd, recvNum, st.st_ino, st.st_dev, skb));
 	return 0;
 }
@@ -66,6 +62,12 @@ CompChannel::CompChannel(int sendFd, int recvNum, uint64_t ino, uint64_t dev, si
 CompChannel::~CompChannel()
 {
 	close(send_);
+}
+
+bool CompChannel::peerGone() const
+{
+	pollfd p{ send_, 0, 0 };
+	return closed_ || (::poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)));
 }
 
 bool CompChannel::isOurs(int fd) const
@@ -112,12 +114,12 @@ void CompChannel::forget(Cq &cq, int recvFd)
 		std::erase(inFlight_, &cq);
 		return;
 	}
-	/* take every unread event out: they are the newest entries, in order */
-	std::vector<ib_uverbs_comp_event_desc> unread;
-	ib_uverbs_comp_event_desc buf[64];
-	ssize_t n;
-	while ((n = recv(recvFd, buf, sizeof buf, MSG_DONTWAIT)) > 0)
-		unread.insert(unread.end(), buf, buf + size_t(n) / sizeof buf[0]);
+	/* take every unread event out, in one recv(): it holds the socket's
+	 * read lock, so the program's own reads fall before or after it, and
+	 * the events it gets are the newest entries, in order */
+	std::vector<ib_uverbs_comp_event_desc> unread(inFlight_.size());
+	ssize_t n = recv(recvFd, unread.data(), unread.size() * sizeof unread[0], MSG_DONTWAIT);
+	unread.resize(n > 0 ? size_t(n) / sizeof unread[0] : 0);
 	size_t keep = std::min(unread.size(), inFlight_.size());
 	while (inFlight_.size() > keep) { /* read meanwhile */
 		inFlight_.front()->compEventsReported++;
@@ -128,7 +130,8 @@ void CompChannel::forget(Cq &cq, int recvFd)
 		Cq *owner = inFlight_[i];
 		if (owner == &cq)
 			continue;
-		if (send(send_, &unread[unread.size() - keep + i], sizeof buf[0], kSendFlags) == ssize_t(sizeof buf[0]))
+		if (send(send_, &unread[unread.size() - keep + i], sizeof unread[0], kSendFlags) ==
+		    ssize_t(sizeof unread[0]))
 			still.push_back(owner);
 	}
 	inFlight_ = std::move(still);

@@ -39,9 +39,13 @@ public:
 	CompChannel &operator=(const CompChannel &) = delete;
 
 	int number() const { return recvNum_; } /* the program's descriptor */
-	/* is fd (a copy of a descriptor the program holds) this channel's? */
+	/* is fd (a copy of a descriptor the program holds, known to be a
+	 * unix socket) this channel's? */
 	bool isOurs(int fd) const;
 	bool handedOut = false; /* by CREATE_COMP_CHANNEL; a spare until then */
+	uint32_t cqs = 0; /* CQs whose events come here */
+	/* has the program closed its end (every copy of it)? */
+	bool peerGone() const;
 
 	/* ib_uverbs_comp_handler(): one event about cq */
 	void notify(Cq &cq);

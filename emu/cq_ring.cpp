@@ -3,6 +3,7 @@
 #include "emu/cq_ring.h"
 
 #include "emu/ibemu_user_verbs.h"
+#include "emu/user_access.h"
 
 #include <atomic>
 #include <cerrno>
@@ -17,10 +18,11 @@ static_assert(sizeof(ib_uverbs_wc) == IBEMU_CQ_RING_WC_SIZE);
 
 int CqRing::adopt(int fd, uint32_t cqe, std::unique_ptr<CqRing> &out)
 {
+	/* a tmpfs memfd (so fstat() is safe) that cannot shrink under our
+	 * mapping: anything else could SIGBUS the daemon */
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+	if (!descriptorIs(fd, FdKind::Memfd) || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
 		return -EINVAL;
-	/* a ring that could shrink under our mapping would SIGBUS the daemon */
 	int seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || !(seals & F_SEAL_SHRINK))
 		return -EINVAL;

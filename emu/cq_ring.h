@@ -19,7 +19,7 @@ namespace ibemu::emu {
 class CqRing {
 public:
 	/* Maps fd (the device's copy of the program's memfd) for a CQ of cqe
-	 * completions: it must be a memfd sealed against shrinking, at least
+	 * completions: it must be a tmpfs memfd sealed against shrinking, at least
 	 * ibemu_cq_ring_bytes(cqe) long. fd stays the caller's. 0 or -EINVAL. */
 	static int adopt(int fd, uint32_t cqe, std::unique_ptr<CqRing> &out);
 	~CqRing();

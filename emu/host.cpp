@@ -19,7 +19,7 @@ public:
 	int pinnable(pid_t, uint64_t, uint64_t, bool) override { return -EFAULT; }
 	int credentials(pid_t, ProcessCreds &) override { return -ESRCH; }
 	int descriptorOf(pid_t, const UverbsFile &) override { return -EBADF; }
-	int takeDescriptor(pid_t, int) override { return -EBADF; }
+	int takeDescriptor(pid_t, int, FdKind) override { return -EBADF; }
 	int openMemory(pid_t) override { return -ESRCH; }
 	void closeMemory(int) override {}
 	int readMemory(int, uint64_t, void *, size_t) override { return -EFAULT; }

@@ -14,6 +14,17 @@ namespace ibemu::emu {
 
 class UverbsFile;
 
+/* What a descriptor taken from a program must be. Only these are ever
+ * kept or closed on the daemon's thread: their checks and their close()
+ * never call into a filesystem, which a FUSE file (even ibemud's own
+ * sysfs) could make wait for ever. */
+enum class FdKind {
+	UnixStream, /* a connected AF_UNIX stream socket */
+	Memfd, /* a memfd (tmpfs, not hugetlbfs) */
+};
+/* Is fd of that kind? Safe on any descriptor: no filesystem calls. */
+bool descriptorIs(int fd, FdKind kind);
+
 /* What ib_umem_get needs to know about the registering process. */
 struct ProcessCreds {
 	pid_t pid = 0; /* thread group id: the mm that pins */
@@ -34,8 +45,10 @@ public:
 	 * negative errno. */
 	virtual int descriptorOf(pid_t tid, const UverbsFile &file) = 0;
 	/* A copy, for the daemon, of descriptor fd of tid's process
-	 * (pidfd_getfd): the daemon's own descriptor, or a negative errno. */
-	virtual int takeDescriptor(pid_t tid, int fd) = 0;
+	 * (pidfd_getfd), if it is of that kind: the daemon's own descriptor,
+	 * or -EBADF (no such descriptor), -EINVAL (another kind: the copy is
+	 * closed where that cannot stall the daemon), -ESRCH. */
+	virtual int takeDescriptor(pid_t tid, int fd, FdKind kind) = 0;
 
 	/* The address space tid's process has now, as a handle (>= 0) that
 	 * stays bound to it: after the process exits or execs, reads and

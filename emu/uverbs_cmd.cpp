@@ -101,22 +101,24 @@ int UverbsFile::getContext(Request &r)
 }
 
 /* At most this many spares and channels per file: each holds a descriptor
- * in the daemon. */
-constexpr size_t kMaxChannels = 64;
+ * in the daemon. Those the program has closed and no CQ uses are let go
+ * first. */
+constexpr size_t kMaxChannels = 32;
 
 int UverbsFile::takeSpares(pid_t tid, const ibemu_spare *spares, uint32_t n)
 {
+	std::erase_if(channels_, [](const auto &ch) { return ch->cqs == 0 && ch->peerGone(); });
 	if (channels_.size() + n > kMaxChannels)
 		return -EMFILE;
 	std::vector<std::unique_ptr<CompChannel>> taken;
 	for (uint32_t i = 0; i < n; i++) {
-		int snd = ua_.takeDescriptor(tid, spares[i].send_fd);
+		int snd = ua_.takeDescriptor(tid, spares[i].send_fd, FdKind::UnixStream);
 		if (snd < 0)
-			return snd == -ESRCH ? snd : -EBADF;
-		int rcv = ua_.takeDescriptor(tid, spares[i].recv_fd);
+			return snd;
+		int rcv = ua_.takeDescriptor(tid, spares[i].recv_fd, FdKind::UnixStream);
 		if (rcv < 0) {
 			close(snd);
-			return rcv == -ESRCH ? rcv : -EBADF;
+			return rcv;
 		}
 		std::unique_ptr<CompChannel> ch;
 		int ret = CompChannel::adopt(snd, rcv, spares[i].recv_fd, ch);
@@ -149,7 +151,9 @@ int UverbsFile::addSpares(Request &r)
 
 CompChannel *UverbsFile::channelOf(pid_t tid, int fd)
 {
-	int copy = ua_.takeDescriptor(tid, fd);
+	if (!ibemuProvider_) /* no channels: take nothing */
+		return nullptr;
+	int copy = ua_.takeDescriptor(tid, fd, FdKind::UnixStream);
 	if (copy < 0)
 		return nullptr;
 	CompChannel *found = nullptr;
@@ -304,7 +308,7 @@ int UverbsFile::createCompChannel(Request &r)
 		if (ch->handedOut)
 			continue;
 		/* the program may have closed it, or put something else under its number */
-		int copy = ua_.takeDescriptor(r.tid, ch->number());
+		int copy = ua_.takeDescriptor(r.tid, ch->number(), FdKind::UnixStream);
 		bool held = copy >= 0 && ch->isOurs(copy);
 		if (copy >= 0)
 			close(copy);
@@ -341,9 +345,9 @@ int UverbsFile::createCq(Request &r)
 	if (drv.ring_fd >= 0) {
 		if (r.outLen < sizeof(ib_uverbs_create_cq_resp) + sizeof(ibemu_create_cq_resp))
 			return -EINVAL;
-		int fd = ua_.takeDescriptor(r.tid, drv.ring_fd);
+		int fd = ua_.takeDescriptor(r.tid, drv.ring_fd, FdKind::Memfd);
 		if (fd < 0)
-			return -EBADF;
+			return fd;
 		int ret = CqRing::adopt(fd, cmd.cqe, ring);
 		close(fd);
 		if (ret)
@@ -361,6 +365,8 @@ int UverbsFile::createCq(Request &r)
 	cq->cqe = cmd.cqe;
 	cq->userHandle = cmd.user_handle;
 	cq->channel = channel;
+	if (channel)
+		channel->cqs++;
 	commit(res, std::move(cq));
 	return 0;
 }
@@ -390,7 +396,7 @@ int UverbsFile::destroyCq(Request &r)
 	if (cq->usecnt)
 		return -EBUSY;
 	if (cq->channel) { /* its unread events leave the channel, the read ones count */
-		int copy = ua_.takeDescriptor(r.tid, cq->channel->number());
+		int copy = ua_.takeDescriptor(r.tid, cq->channel->number(), FdKind::UnixStream);
 		cq->channel->forget(*cq, copy >= 0 && cq->channel->isOurs(copy) ? copy : -1);
 		if (copy >= 0)
 			close(copy);

@@ -60,8 +60,10 @@ int UverbsFile::destroy(UObject &obj, bool force)
 	}
 	case UType::Cq: {
 		auto &cq = static_cast<Cq &>(obj);
-		if (cq.channel) /* no copy of the program's end: its events are dropped */
+		if (cq.channel) { /* no copy of the program's end: its events are dropped */
 			cq.channel->forget(cq, -1);
+			cq.channel->cqs--;
+		}
 		break;
 	}
 	case UType::Srq:

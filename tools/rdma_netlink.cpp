@@ -25,6 +25,11 @@ int hideRdmaNetlink(std::string &err)
 	protocol.op = SCMP_CMP_EQ;
 	protocol.datum_a = NETLINK_RDMA;
 	int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2, domain, protocol);
+	/* 32-bit (i386, x32) programs are not filtered (they reach socket()
+	 * through socketcall, whose arguments a filter cannot read): allowed,
+	 * not killed */
+	if (rc == 0)
+		rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW);
 	/* Root (CAP_SYS_ADMIN) needs no no_new_privs, which would stop
 	 * setuid programs under exec from gaining their privileges; anyone
 	 * else must set it to install a filter at all. */

@@ -73,6 +73,19 @@ pingpong() {
 	wait $server
 	echo "$rc ${src:-$?}"
 }
+# perftest name args...: pingpong, for perftest. It times in CPU cycles and
+# measures their rate first; in a TCG guest that measurement can come out
+# too noisy ("Correlation coefficient r^2 < 0.9"), and the program then
+# fails on its own, with rxe as with ibemu: such a run is repeated, at
+# most twice
+perftest() {
+	local rcs
+	for _ in 1 2 3; do
+		rcs=$(pingpong "$@")
+		grep -q 'Correlation coefficient' "$work/$1.client" "$work/$1.server" || break
+	done
+	echo "$rcs"
+}
 for pp in ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong; do
 	rcs=$(pingpong $pp -n 50)
 	expect_eq "$pp: client and server exit 0" "0 0" "$rcs"
@@ -92,17 +105,17 @@ done
 for t in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw; do
 	size=65536
 	[ $t = ib_atomic_bw ] && size=8
-	rcs=$(pingpong $t -n 20 -s $size)
+	rcs=$(perftest $t -n 20 -s $size)
 	expect_eq "$t (default flags): client and server exit 0" "0 0" "$rcs"
 	expect_match "$t: the ibv_wr API" 'ibv_wr\* API\s+: ON' "$(cat "$work/$t.client")"
 	expect_match "$t: 20 iterations of $size bytes" "^ *$size +20 +[0-9.]+ +[0-9.]+" "$(cat "$work/$t.client")"
 done
 for t in ib_send_lat ib_write_lat ib_read_lat; do
-	rcs=$(pingpong $t -n 50)
+	rcs=$(perftest $t -n 50)
 	expect_eq "$t (default flags): client and server exit 0" "0 0" "$rcs"
 	expect_match "$t: 50 iterations" '^ *2 +50 +[0-9.]+ +[0-9.]+' "$(cat "$work/$t.client")"
 done
-rcs=$(pingpong ib_send_bw -n 20 -e)
+rcs=$(perftest ib_send_bw -n 20 -e)
 expect_eq "ib_send_bw -e (events): client and server exit 0" "0 0" "$rcs"
 expect_match "ib_send_bw -e: 20 iterations" '^ *65536 +20 +[0-9.]+ +[0-9.]+' "$(cat "$work/ib_send_bw.client")"
 # the stock provider (ipathverbs, by the device's modalias) still serves
@@ -211,7 +224,7 @@ if [ $rxe = 1 ]; then
 	expect_eq "exec with rxe loaded: rxe0 not listed" "" "$(grep rxe0 <<<"$out")"
 	rcs=$(pingpong ibv_rc_pingpong -n 20 -e)
 	expect_eq "rc_pingpong -e with rxe loaded" "0 0" "$rcs"
-	rcs=$(pingpong ib_write_bw -n 20 -s 65536)
+	rcs=$(perftest ib_write_bw -n 20 -s 65536)
 	expect_eq "ib_write_bw with rxe loaded" "0 0" "$rcs"
 fi
 

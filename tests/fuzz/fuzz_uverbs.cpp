@@ -141,7 +141,7 @@ public:
 		out.capIpcLock = p->capIpcLock;
 		return 0;
 	}
-	int takeDescriptor(pid_t, int) override { return -EBADF; } /* no channels here */
+	int takeDescriptor(pid_t, int, FdKind) override { return -EBADF; } /* no channels here */
 	int descriptorOf(pid_t tid, const UverbsFile &file) override
 	{
 		if (!procOf(tid))

@@ -404,3 +404,36 @@ TEST_CASE("CQ rings: completions go to the program's memfd", "[verbs][ring]")
 	ring.hdr().consumer = 8;
 	CHECK(c.cmd(CMD_RESIZE_CQ, ib_uverbs_resize_cq{ 0, cq, 8 }, rr) == 0);
 }
+
+TEST_CASE("completion channels: at most 32 per file, those the program closed let go", "[verbs][channel]")
+{
+	VerbsFixture fx;
+	Client c(fx, fx.dev1(), 100, false);
+	std::vector<std::unique_ptr<Spare>> spares;
+	auto batch = [&](unsigned n) {
+		std::vector<ibemu_spare> v;
+		for (unsigned i = 0; i < n; i++) {
+			spares.push_back(std::make_unique<Spare>());
+			v.push_back(spares.back()->abi());
+		}
+		return v;
+	};
+	auto add = [&](std::vector<ibemu_spare> v) {
+		ibemu_add_spares cmd{};
+		cmd.nspares = uint32_t(v.size());
+		std::copy(v.begin(), v.end(), cmd.spares);
+		ibemu_add_spares_resp resp{};
+		return c.cmd(IBEMU_CMD_ADD_SPARES, cmd, resp);
+	};
+	REQUIRE(providerContext(c, batch(8)) == 0);
+	for (int i = 0; i < 3; i++)
+		REQUIRE(add(batch(8)) == 0);
+	CHECK(add(batch(1)) == -EMFILE);
+	/* the program closes two spares it will not use: their room comes back */
+	for (int i = 0; i < 2; i++) {
+		close(spares[i]->fd[0]);
+		spares[i]->fd[0] = -1;
+	}
+	CHECK(add(batch(2)) == 0);
+	CHECK(add(batch(1)) == -EMFILE);
+}

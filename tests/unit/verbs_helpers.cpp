@@ -68,10 +68,16 @@ int FakeAccess::descriptorOf(pid_t, const UverbsFile &file)
 	return it->second;
 }
 
-int FakeAccess::takeDescriptor(pid_t, int fd)
+int FakeAccess::takeDescriptor(pid_t, int fd, FdKind kind)
 {
 	int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	return copy < 0 ? -errno : copy;
+	if (copy < 0)
+		return -EBADF;
+	if (!descriptorIs(copy, kind)) {
+		close(copy);
+		return -EINVAL;
+	}
+	return copy;
 }
 
 int FakeAccess::openMemory(pid_t tid)

@@ -40,7 +40,7 @@ public:
 	int credentials(pid_t tid, ProcessCreds &out) override;
 	int descriptorOf(pid_t tid, const UverbsFile &file) override;
 	/* the "program" is this test process: a dup() of its own descriptor */
-	int takeDescriptor(pid_t tid, int fd) override;
+	int takeDescriptor(pid_t tid, int fd, FdKind kind) override;
 	/* the handle of a process's memory is its tid; openMems counts them */
 	int openMemory(pid_t tid) override;
 	void closeMemory(int mem) override;

@@ -15,6 +15,7 @@
 #include <new>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace ibemu::provider {
@@ -43,14 +44,22 @@ bool makeSpares(ibemu_spare *out, unsigned n)
 	return true;
 }
 
+/* Is spare s still the socket we made, under its number? */
+bool stillOurs(const Spare &s)
+{
+	struct stat st;
+	return fstat(s.fd, &st) == 0 && st.st_dev == s.dev && st.st_ino == s.ino;
+}
+
 /* After the device took its copies (or failed to): our sending ends go,
  * the receiving ends stay spares (or go too). */
 void settleSpares(Context *ctx, const ibemu_spare *s, unsigned n, bool taken)
 {
 	for (unsigned i = 0; i < n; i++) {
 		close(s[i].send_fd);
-		if (taken)
-			ctx->spares->push_back(s[i].recv_fd);
+		struct stat st;
+		if (taken && fstat(s[i].recv_fd, &st) == 0)
+			ctx->spares->push_back({ s[i].recv_fd, st.st_dev, st.st_ino });
 		else
 			close(s[i].recv_fd);
 	}
@@ -58,11 +67,13 @@ void settleSpares(Context *ctx, const ibemu_spare *s, unsigned n, bool taken)
 
 } /* namespace */
 
+/* The channel's spare is used up; spares the program closed (a channel
+ * destroyed before any CQ used it) are forgotten; below half, top up. */
 void channelUsed(ibv_context *context, ibv_comp_channel *channel)
 {
 	Context *ctx = ctxOf(context);
 	std::lock_guard<std::mutex> guard(*ctx->spareLock);
-	std::erase(*ctx->spares, channel->fd);
+	std::erase_if(*ctx->spares, [&](const Spare &s) { return s.fd == channel->fd || !stillOurs(s); });
 	if (ctx->spares->size() > kSpares / 2)
 		return;
 	struct {
@@ -124,8 +135,10 @@ Cq *newCq(ibv_context *context, int cqe, ibv_comp_channel *channel, int compVect
 				    reinterpret_cast<ib_uverbs_create_cq_resp *>(&resp), sizeof resp);
 	if (cmd.drv.ring_fd >= 0)
 		close(cmd.drv.ring_fd);
-	if (ret == 0 && cq->ring && resp.drv.ring_entries != ibemu_cq_ring_entries(uint32_t(cqe)))
+	if (ret == 0 && cq->ring && resp.drv.ring_entries != ibemu_cq_ring_entries(uint32_t(cqe))) {
+		ibv_cmd_destroy_cq(&cq->vcq.cq); /* a device that does not speak our ring */
 		ret = EPROTO;
+	}
 	if (ret) {
 		if (cq->ring)
 			munmap(cq->ring, cq->ringLen);
@@ -190,8 +203,10 @@ int queryPort(ibv_context *context, uint8_t port, ibv_port_attr *attr)
 ibv_pd *allocPd(ibv_context *context)
 {
 	auto *pd = new (std::nothrow) ibv_pd{};
-	if (!pd)
+	if (!pd) {
+		errno = ENOMEM;
 		return nullptr;
+	}
 	struct ibv_alloc_pd cmd;
 	ib_uverbs_alloc_pd_resp resp;
 	if (int ret = ibv_cmd_alloc_pd(context, pd, &cmd, sizeof cmd, &resp, sizeof resp)) {
@@ -213,8 +228,10 @@ int deallocPd(ibv_pd *pd)
 ibv_mr *regMr(ibv_pd *pd, void *addr, size_t length, uint64_t hcaVa, int access)
 {
 	auto *vmr = new (std::nothrow) verbs_mr{};
-	if (!vmr)
+	if (!vmr) {
+		errno = ENOMEM;
 		return nullptr;
+	}
 	struct ibv_reg_mr cmd;
 	ib_uverbs_reg_mr_resp resp;
 	if (int ret = ibv_cmd_reg_mr(pd, addr, length, hcaVa, access, vmr, &cmd, sizeof cmd, &resp, sizeof resp)) {
@@ -236,8 +253,10 @@ int deregMr(verbs_mr *vmr)
 ibv_ah *createAh(ibv_pd *pd, ibv_ah_attr *attr)
 {
 	auto *ah = new (std::nothrow) ibv_ah{};
-	if (!ah)
+	if (!ah) {
+		errno = ENOMEM;
 		return nullptr;
+	}
 	ib_uverbs_create_ah_resp resp;
 	if (int ret = ibv_cmd_create_ah(pd, ah, attr, &resp, sizeof resp)) {
 		delete ah;
@@ -318,8 +337,10 @@ int destroyQp(ibv_qp *qp)
 ibv_srq *createSrq(ibv_pd *pd, ibv_srq_init_attr *attr)
 {
 	auto *srq = new (std::nothrow) verbs_srq{};
-	if (!srq)
+	if (!srq) {
+		errno = ENOMEM;
 		return nullptr;
+	}
 	struct ibv_create_srq cmd;
 	ib_uverbs_create_srq_resp resp;
 	if (int ret = ibv_cmd_create_srq(pd, &srq->srq, attr, &cmd, sizeof cmd, &resp, sizeof resp)) {
@@ -353,8 +374,9 @@ int destroySrq(ibv_srq *srq)
 void freeContext(ibv_context *context)
 {
 	Context *ctx = ctxOf(context);
-	for (int fd : *ctx->spares) /* spares never handed out */
-		close(fd);
+	for (const Spare &sp : *ctx->spares) /* spares never handed out */
+		if (stillOurs(sp))
+			close(sp.fd);
 	delete ctx->spares;
 	delete ctx->spareLock;
 	verbs_uninit_context(&ctx->vctx);
@@ -400,7 +422,7 @@ verbs_context *allocContext(ibv_device *ibdev, int cmdFd, void *)
 	if (!ctx)
 		return nullptr;
 	ctx->spareLock = new std::mutex;
-	ctx->spares = new std::vector<int>;
+	ctx->spares = new std::vector<Spare>;
 	struct {
 		struct ibv_get_context core;
 		ibemu_get_context_req drv;
@@ -418,6 +440,8 @@ verbs_context *allocContext(ibv_device *ibdev, int cmdFd, void *)
 	/* The device answers its own descriptor as the async event file; a
 	 * copy of it keeps ibv_close_device() from closing one number twice. */
 	ctx->vctx.context.async_fd = ret == 0 ? fcntl(cmdFd, F_DUPFD_CLOEXEC, 0) : -1;
+	if (ret == 0 && ctx->vctx.context.async_fd < 0)
+		ret = errno;
 	if (ret == 0 && resp.drv.magic != IBEMU_UVERBS_MAGIC) {
 		fprintf(stderr, "libibemu: %s is not ibemud's verbs device, or an older ibemud's\n", ibdev->name);
 		ret = EPROTO;

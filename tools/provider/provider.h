@@ -22,14 +22,23 @@
 
 #include <deque>
 #include <mutex>
+#include <sys/types.h>
 #include <vector>
 
 namespace ibemu::provider {
 
+/* A spare's receiving end, as we made it: the number alone could be the
+ * program's by now (closed and reused). */
+struct Spare {
+	int fd;
+	dev_t dev;
+	ino_t ino;
+};
+
 struct Context {
 	verbs_context vctx; /* first: libibverbs allocates (calloc) Context around it */
 	std::mutex *spareLock;
-	std::vector<int> *spares; /* receiving ends the device holds as spares */
+	std::vector<Spare> *spares; /* receiving ends the device holds as spares */
 };
 
 /* struct ibv_context is the last member of struct verbs_context */

@@ -182,8 +182,8 @@ int advance(Cq *cq)
 {
 	if (cq->next >= cq->count) {
 		int n = fetch(cq, static_cast<int>(std::size(cq->batch)), cq->batch);
-		if (n < 0)
-			return -n;
+		if (n < 0) /* ibv_cmd_poll_cq: -1 and errno */
+			return errno ? errno : EIO;
 		cq->count = n;
 		cq->next = 0;
 		if (n == 0)
