@@ -157,6 +157,13 @@ inst $V "${nobody[@]}" "$probe" abi /dev/infiniband/uverbs0 >"$work/probe.abi"
 expect_eq "ABI errnos (ENOSPC, EINVAL, EOPNOTSUPP)" 0 $?
 inst $V "$probe" ioctl /dev/infiniband/uverbs0 >/dev/null
 expect_eq "every ioctl is ENOTTY" 0 $?
+# descriptors that are not what the driver data says, one of them a file
+# of ibemud's own FUSE sysfs (an fstat or close of it on the daemon's
+# thread would wait for that thread): refused, and the daemon answers on
+out=$(inst $V "${nobody[@]}" "$probe" descriptors /dev/infiniband/uverbs0 /sys/class/infiniband/ibemu0/node_guid)
+expect_eq "foreign descriptors in driver data: refused" 0 $?
+echo "$out" >"$work/probe.descriptors"
+expect_match "and the daemon still answers" '^the daemon still answers: ok$' "$out"
 # pinning as an unprivileged user (root has CAP_IPC_LOCK); the probe holds
 # its pages until it reads a line, while we look at `ibemu status`
 mkfifo "$work/go"

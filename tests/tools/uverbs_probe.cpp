@@ -7,9 +7,15 @@
 //   uverbs_probe abi DEV       header errnos
 //   uverbs_probe ioctl DEV     ENOTTY for the ioctl ABI (ibemu's choice; a
 //                              real kernel implements it)
+//   uverbs_probe descriptors DEV FILE
+//                              ibemu's driver data naming descriptors that
+//                              are not what they claim (FILE: one on a FUSE
+//                              mount, e.g. ibemud's own sysfs): refused,
+//                              and the daemon keeps answering
 // Prints one "name: result" line per check; exits 0 when every check
 // matched the kernel's answer. The VM suite runs handles, pin and abi
 // against ibemu and against the real kernel's rdma_rxe and compares.
+#include "emu/ibemu_user_verbs.h"
 #include "emu/uverbs_abi.h"
 
 #include <cerrno>
@@ -21,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -187,15 +194,78 @@ int abi(const char *dev)
 	return failures ? 1 : 0;
 }
 
+/* GET_CONTEXT with ibemu's driver data, one spare */
+int providerContext(int fd, int recvFd, int sendFd)
+{
+	struct {
+		ib_uverbs_get_context core;
+		ibemu_get_context_req drv;
+	} req{};
+	req.drv = { IBEMU_UVERBS_MAGIC, IBEMU_UVERBS_VERSION, 1, 0, {} };
+	req.drv.spares[0] = { recvFd, sendFd };
+	struct {
+		ib_uverbs_get_context_resp core;
+		ibemu_get_context_resp drv;
+	} resp{};
+	return cmd(fd, CMD_GET_CONTEXT, req, &resp, sizeof resp);
+}
+
+int ringCq(int fd, int ringFd)
+{
+	struct {
+		ib_uverbs_create_cq core;
+		ibemu_create_cq_req drv;
+	} req{};
+	req.core.cqe = 4;
+	req.core.comp_channel = -1;
+	req.drv.ring_fd = ringFd;
+	struct {
+		ib_uverbs_create_cq_resp core;
+		ibemu_create_cq_resp drv;
+	} resp{};
+	return cmd(fd, CMD_CREATE_CQ, req, &resp, sizeof resp);
+}
+
+int descriptors(const char *dev, const char *fuseFile)
+{
+	int fd = open(dev, O_RDWR | O_CLOEXEC);
+	int other = open(fuseFile, O_RDONLY | O_CLOEXEC);
+	int sv[2];
+	if (fd < 0 || other < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+		perror("descriptors: setup");
+		return 2;
+	}
+	/* past the FUSE attribute cache (1 s): an fstat() would ask the server */
+	usleep(1200 * 1000);
+	check("spare whose sending end is a FUSE file", providerContext(fd, sv[0], other), EINVAL);
+	check("spare whose receiving end is a FUSE file", providerContext(fd, other, sv[1]), EINVAL);
+	check("a real spare", providerContext(fd, sv[0], sv[1]), 0);
+	check("CQ ring that is a FUSE file", ringCq(fd, other), EINVAL);
+	check("CQ ring that is a socket", ringCq(fd, sv[0]), EINVAL);
+	int loose = memfd_create("ring", MFD_CLOEXEC);
+	check("CQ ring that can shrink", loose >= 0 && ftruncate(loose, 4096) == 0 ? ringCq(fd, loose) : errno, EINVAL);
+	int ring = memfd_create("ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	bool sealed = ring >= 0 && ftruncate(ring, off_t(ibemu_cq_ring_bytes(4))) == 0 &&
+		fcntl(ring, F_ADD_SEALS, F_SEAL_SHRINK) == 0;
+	check("a sealed memfd ring", sealed ? ringCq(fd, ring) : errno, 0);
+	ib_uverbs_query_device_resp qd{};
+	check("the daemon still answers", cmd(fd, CMD_QUERY_DEVICE, ib_uverbs_query_device{}, &qd, sizeof qd), 0);
+	return failures ? 1 : 0;
+}
+
 } /* namespace */
 
 int main(int argc, char **argv)
 {
+	std::string mode = argc > 1 ? argv[1] : "";
+	if (mode == "descriptors" && argc == 4)
+		return descriptors(argv[2], argv[3]);
 	if (argc != 3) {
-		fprintf(stderr, "usage: uverbs_probe handles|pin|abi|ioctl /dev/infiniband/uverbsN\n");
+		fprintf(stderr,
+			"usage: uverbs_probe handles|pin|abi|ioctl /dev/infiniband/uverbsN\n"
+			"       uverbs_probe descriptors /dev/infiniband/uverbsN FILE\n");
 		return 2;
 	}
-	std::string mode = argv[1];
 	if (mode == "handles")
 		return handles(argv[2]);
 	if (mode == "pin")
