@@ -203,7 +203,8 @@ pid_t forkAs(pid_t pid)
  * build. */
 extern "C" const char *__lsan_default_suppressions()
 {
-	return "leak:libibverbs\n";
+	return "leak:libibverbs\n"
+	       "leak:libibemu-rdmav34\n";
 }
 /* and quietly: the suite compares this program's output */
 extern "C" const char *__lsan_default_options()
