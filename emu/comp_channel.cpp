@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <linux/sockios.h>
 #include <poll.h>
 #include <sys/ioctl.h>
@@ -30,7 +31,8 @@ size_t queued(int fd, unsigned long request)
 
 } /* namespace */
 
-int CompChannel::adopt(int sendFd, int recvFd, int recvNum, std::unique_ptr<CompChannel> &out)
+int CompChannel::adopt(boost::asio::io_context &io, int sendFd, int recvFd, int recvNum,
+		       std::unique_ptr<CompChannel> &out)
 {
 	/* sockets first: fstat() is safe on them, not on any descriptor */
 	struct stat st;
@@ -51,17 +53,19 @@ int CompChannel::adopt(int sendFd, int recvFd, int recvNum, std::unique_ptr<Comp
 		return -EINVAL;
 	/* the program may write into its end: nothing it sends stays with us */
 	shutdown(sendFd, SHUT_RD);
-	out.reset(new CompChannel(sendFd, recvNum, st.st_ino, st.st_dev, skb));
+	out.reset(new CompChannel(io, sendFd, recvNum, st.st_ino, st.st_dev, skb));
 	return 0;
 }
 
-CompChannel::CompChannel(int sendFd, int recvNum, uint64_t ino, uint64_t dev, size_t skbSize)
-	: send_(sendFd), recvNum_(recvNum), ino_(ino), dev_(dev), skbSize_(skbSize)
+CompChannel::CompChannel(boost::asio::io_context &io, int sendFd, int recvNum, uint64_t ino, uint64_t dev,
+			 size_t skbSize)
+	: send_(sendFd), recvNum_(recvNum), ino_(ino), dev_(dev), skbSize_(skbSize), room_(io)
 {}
 
 CompChannel::~CompChannel()
 {
-	close(send_);
+	alive_.reset();
+	close(send_); /* room_ closes its own copy */
 }
 
 bool CompChannel::peerGone() const
@@ -85,22 +89,58 @@ void CompChannel::settle()
 	}
 }
 
+constexpr size_t kMaxPending = 4096;
+
+bool CompChannel::sendOne(Cq &cq)
+{
+	ib_uverbs_comp_event_desc ev{ cq.userHandle };
+	if (send(send_, &ev, sizeof ev, kSendFlags) == ssize_t(sizeof ev)) {
+		inFlight_.push_back(&cq);
+		return true;
+	}
+	if (errno == EPIPE || errno == ECONNRESET) { /* nobody will read them */
+		closed_ = true;
+		inFlight_.clear();
+		pending_.clear();
+	}
+	return false;
+}
+
 void CompChannel::notify(Cq &cq)
 {
 	if (closed_)
 		return;
 	settle();
-	ib_uverbs_comp_event_desc ev{ cq.userHandle };
-	if (send(send_, &ev, sizeof ev, kSendFlags) == ssize_t(sizeof ev)) {
-		inFlight_.push_back(&cq);
+	if (pending_.empty() && sendOne(cq))
 		return;
+	if (closed_ || pending_.size() >= kMaxPending)
+		return;
+	pending_.push_back(&cq);
+	flush();
+}
+
+void CompChannel::flush()
+{
+	while (!pending_.empty() && !closed_ && sendOne(*pending_.front()))
+		pending_.pop_front();
+	if (pending_.empty() || closed_ || waiting_)
+		return;
+	if (!room_.is_open()) {
+		int copy = fcntl(send_, F_DUPFD_CLOEXEC, 0);
+		if (copy < 0)
+			return; /* they wait for the next event's flush */
+		room_.assign(copy);
 	}
-	if (errno == EPIPE || errno == ECONNRESET) { /* nobody will read it */
-		closed_ = true;
-		inFlight_.clear();
-	}
-	/* EAGAIN: the socket holds hundreds of unread events; like a CQ
-	 * overrun, this one is lost */
+	waiting_ = true;
+	std::weak_ptr<int> alive = alive_;
+	room_.async_wait(boost::asio::posix::stream_descriptor::wait_write,
+			 [this, alive](const boost::system::error_code &ec) {
+				 if (ec || alive.expired())
+					 return;
+				 waiting_ = false;
+				 settle();
+				 flush();
+			 });
 }
 
 /* ib_uverbs_release_ucq(): the CQ's events that the program has not read
@@ -108,6 +148,7 @@ void CompChannel::notify(Cq &cq)
 void CompChannel::forget(Cq &cq, int recvFd)
 {
 	settle();
+	std::erase(pending_, &cq); /* never sent: never reported */
 	if (std::find(inFlight_.begin(), inFlight_.end(), &cq) == inFlight_.end())
 		return;
 	if (recvFd < 0 || closed_) {
@@ -135,6 +176,7 @@ void CompChannel::forget(Cq &cq, int recvFd)
 			still.push_back(owner);
 	}
 	inFlight_ = std::move(still);
+	flush(); /* the room it made */
 }
 
 } /* namespace ibemu::emu */

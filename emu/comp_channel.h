@@ -17,6 +17,9 @@
 // CQ goes.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -33,7 +36,8 @@ public:
 	 * stream pair with nothing queued, and makes a channel of them. It
 	 * keeps sendFd on success (and only then); recvFd stays the caller's.
 	 * 0 or -EINVAL. */
-	static int adopt(int sendFd, int recvFd, int recvNum, std::unique_ptr<CompChannel> &out);
+	static int adopt(boost::asio::io_context &io, int sendFd, int recvFd, int recvNum,
+			 std::unique_ptr<CompChannel> &out);
 	~CompChannel();
 	CompChannel(const CompChannel &) = delete;
 	CompChannel &operator=(const CompChannel &) = delete;
@@ -47,7 +51,9 @@ public:
 	/* has the program closed its end (every copy of it)? */
 	bool peerGone() const;
 
-	/* ib_uverbs_comp_handler(): one event about cq */
+	/* ib_uverbs_comp_handler(): one event about cq. When the socket is
+	 * full (hundreds unread), it waits here and goes when there is room,
+	 * as the kernel's event list has no bound (ours: 4,096). */
 	void notify(Cq &cq);
 	/* Counts the events the program has read since the last call on
 	 * their CQs (Cq::compEventsReported). */
@@ -58,13 +64,19 @@ public:
 	void forget(Cq &cq, int recvFd);
 
 private:
-	CompChannel(int sendFd, int recvNum, uint64_t ino, uint64_t dev, size_t skbSize);
+	CompChannel(boost::asio::io_context &io, int sendFd, int recvNum, uint64_t ino, uint64_t dev, size_t skbSize);
+	bool sendOne(Cq &cq); /* false: no room; closed_ set if nobody reads */
+	void flush(); /* pending_ into the socket, as far as it takes them */
 	int send_;
 	int recvNum_;
 	uint64_t ino_, dev_;
 	size_t skbSize_; /* what one queued event counts in SIOCOUTQ */
 	bool closed_ = false; /* the program closed its end */
 	std::deque<Cq *> inFlight_; /* sent, not yet known to be read; oldest first */
+	std::deque<Cq *> pending_; /* not sent yet: the socket was full */
+	boost::asio::posix::stream_descriptor room_; /* a copy of send_, to wait for room */
+	bool waiting_ = false;
+	std::shared_ptr<int> alive_ = std::make_shared<int>(0); /* for the wait's handler */
 };
 
 } /* namespace ibemu::emu */

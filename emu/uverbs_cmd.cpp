@@ -121,7 +121,7 @@ int UverbsFile::takeSpares(pid_t tid, const ibemu_spare *spares, uint32_t n)
 			return rcv;
 		}
 		std::unique_ptr<CompChannel> ch;
-		int ret = CompChannel::adopt(snd, rcv, spares[i].recv_fd, ch);
+		int ret = CompChannel::adopt(dev_.io(), snd, rcv, spares[i].recv_fd, ch);
 		close(rcv);
 		if (ret) {
 			close(snd);

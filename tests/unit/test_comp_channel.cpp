@@ -16,6 +16,7 @@
 
 #include <cerrno>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -436,4 +437,32 @@ TEST_CASE("completion channels: at most 32 per file, those the program closed le
 	}
 	CHECK(add(batch(2)) == 0);
 	CHECK(add(batch(1)) == -EMFILE);
+}
+
+TEST_CASE("completion channels: events beyond what the socket holds wait, in order", "[verbs][channel]")
+{
+	ChannelPair p;
+	/* arm and complete until the socket is full, and some more */
+	size_t sent = 0;
+	for (; sent < 2000; sent++) {
+		REQUIRE(arm(p.c, p.cqC, false) == 0);
+		p.send();
+	}
+	int queued = 0; /* the socket took a few hundred; the rest wait */
+	REQUIRE(ioctl(p.channel, FIONREAD, &queued) == 0);
+	CHECK(size_t(queued) / 8 < sent / 2);
+	/* the program reads all it can, the daemon refills as room appears */
+	size_t got = 0;
+	for (int round = 0; round < 100 && got < sent; round++) {
+		auto evs = events(p.channel);
+		for (uint64_t e : evs)
+			REQUIRE(e == ChannelPair::kHandle);
+		got += evs.size();
+		p.poll(); /* the daemon's io_context: the wait for room fires */
+	}
+	CHECK(got == sent);
+	REQUIRE(p.c.destroy(CMD_DESTROY_QP, p.qpC.qp_handle) == 0);
+	ib_uverbs_destroy_cq_resp resp{};
+	REQUIRE(p.c.cmd(CMD_DESTROY_CQ, ib_uverbs_destroy_cq{ 0, p.cqC, 0 }, resp) == 0);
+	CHECK(resp.comp_events_reported == sent);
 }
