@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
 // ibemu's libibverbs provider, libibemu-rdmav34.so: the user-space driver
-// of the emulated HCA, as every real HCA has one. libibverbs loads it (from
-// RDMAV_DRIVERS, which `ibemu exec` sets, or /etc/libibverbs.d) and hands
-// it the ibemu devices by name.
+// of the emulated HCA, as every real HCA has one. libibverbs loads it from
+// RDMAV_DRIVERS, which `ibemu exec` sets (no /etc/libibverbs.d entry is
+// installed: programs outside exec keep ipathverbs), and hands it the
+// ibemu devices by name.
 //
-// Every verb is a write() command on the uverbs descriptor, served by
-// ibemud (emu/uverbs_file.cpp), as with the stock ipathverbs provider; what
+// Every verb but polling a CQ is a write() command on the uverbs
+// descriptor, served by ibemud (emu/uverbs_file.cpp), as with the stock
+// ipathverbs provider; what
 // this provider adds is what libibverbs cannot do without a driver's help,
 // and the start of a fast path:
 //   - CQs in shared memory: completions are read without a system call;
