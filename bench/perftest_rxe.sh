@@ -11,13 +11,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$here/build}" && pwd)
 runs=${2:-3}
 command -v ib_send_lat >/dev/null || { echo "perftest_rxe: needs perftest (tools/install-deps.sh)" >&2; exit 1; }
-if [ "${IBEMU_IN_VM:-}" != 1 ]; then
-	"$here/tests/vm/setup.sh"
-	work=$(mktemp -d /tmp/ibemu-bench.XXXXXX)
-	trap 'rm -rf "$work"' EXIT
-	cd "$work"
-	exec env VM_TIMEOUT=2400 "$here/tests/vm/vm-run" env IBEMU_IN_VM=1 bash "$here/bench/perftest_rxe.sh" "$build" "$runs"
-fi
+[ "${IBEMU_IN_VM:-}" = 1 ] || exec "$here/bench/vm_bench.sh" 2400 "$here/bench/perftest_rxe.sh" "$build" "$runs"
 
 # --- in the guest
 ibemu=$build/tools/ibemu
@@ -79,7 +73,7 @@ row() { # TEST SIZE UNIT ARGS...
 	a=$(for _ in $(seq "$runs"); do one ibemu "$test" -s "$size" "$@"; done | median)
 	b=$(for _ in $(seq "$runs"); do one rxe "$test" -s "$size" "$@"; done | median)
 	printf '%-12s %9s %12s %12s %14s\n' "$test" "$size" "$a $unit" "$b $unit" \
-		"$(awk -v a="$a" -v b="$b" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }')"
+		"$(awk -v a="$a" -v b="$b" 'BEGIN { n = "^[0-9]+([.][0-9]+)?$"; if (a ~ n && b ~ n && a > 0 && b > 0) printf "%.2f", a / b; else print "-" }')"
 }
 row ib_send_lat 2 us -n 300
 row ib_write_lat 2 us -n 300

@@ -9,13 +9,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$here/build}" && pwd)
 runs=${2:-5}
 [ -x "$build/bench/verbs_bw" ] || { echo "verbs_vm: build first (needs libibverbs-dev)" >&2; exit 1; }
-if [ "${IBEMU_IN_VM:-}" != 1 ]; then
-	"$here/tests/vm/setup.sh"
-	work=$(mktemp -d /tmp/ibemu-bench.XXXXXX)
-	trap 'rm -rf "$work"' EXIT
-	cd "$work"
-	exec env VM_TIMEOUT=1200 "$here/tests/vm/vm-run" env IBEMU_IN_VM=1 bash "$here/bench/verbs_vm.sh" "$build" "$runs"
-fi
+[ "${IBEMU_IN_VM:-}" = 1 ] || exec "$here/bench/vm_bench.sh" 1200 "$here/bench/verbs_vm.sh" "$build" "$runs"
 
 # --- in the guest
 ibemu=$build/tools/ibemu
