@@ -116,6 +116,11 @@ int ProcessAccess::takeDescriptor(pid_t tid, int fd, emu::FdKind kind)
 	return copy;
 }
 
+void ProcessAccess::discardDescriptor(int fd)
+{
+	deferredClose(fd);
+}
+
 int ProcessAccess::openMemory(pid_t tid)
 {
 	char path[64];

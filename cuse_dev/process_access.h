@@ -22,6 +22,7 @@ public:
 	int credentials(pid_t tid, emu::ProcessCreds &out) override;
 	int descriptorOf(pid_t tid, const emu::UverbsFile &file) override;
 	int takeDescriptor(pid_t tid, int fd, emu::FdKind kind) override;
+	void discardDescriptor(int fd) override;
 	int openMemory(pid_t tid) override;
 	void closeMemory(int mem) override;
 	int readMemory(int mem, uint64_t addr, void *buf, size_t len) override;

@@ -8,6 +8,7 @@
 // Lifetime: owned by its Cq; unmapped with it.
 #pragma once
 
+#include "emu/shared_mapping.h"
 #include "emu/uverbs_abi.h"
 
 #include <cstddef>
@@ -22,7 +23,6 @@ public:
 	 * completions: it must be a tmpfs memfd sealed against shrinking, at least
 	 * ibemu_cq_ring_bytes(cqe) long. fd stays the caller's. 0 or -EINVAL. */
 	static int adopt(int fd, uint32_t cqe, std::unique_ptr<CqRing> &out);
-	~CqRing();
 	CqRing(const CqRing &) = delete;
 	CqRing &operator=(const CqRing &) = delete;
 
@@ -36,10 +36,8 @@ public:
 	bool pop(ib_uverbs_wc &out);
 
 private:
-	CqRing(void *map, size_t len, uint32_t entries) : map_(map), len_(len), entries_(entries) {}
-	uint32_t *word(size_t offset) const;
-	void *map_;
-	size_t len_;
+	explicit CqRing(uint32_t entries) : entries_(entries) {}
+	SharedMapping mem_;
 	uint32_t entries_;
 	uint32_t producer_ = 0; /* ours: never read back from shared memory */
 };

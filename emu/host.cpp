@@ -6,6 +6,7 @@
 #include "fabric/subnet.h"
 
 #include <cerrno>
+#include <unistd.h>
 
 namespace ibemu::emu {
 
@@ -20,6 +21,7 @@ public:
 	int credentials(pid_t, ProcessCreds &) override { return -ESRCH; }
 	int descriptorOf(pid_t, const UverbsFile &) override { return -EBADF; }
 	int takeDescriptor(pid_t, int, FdKind) override { return -EBADF; }
+	void discardDescriptor(int fd) override { close(fd); }
 	int openMemory(pid_t) override { return -ESRCH; }
 	void closeMemory(int) override {}
 	int readMemory(int, uint64_t, void *, size_t) override { return -EFAULT; }

@@ -25,6 +25,19 @@
 // modulo the entries), each written by one side only, with release
 // ordering, and read by the other with acquire.
 //
+// Work queues in shared memory. After CREATE_QP, the provider attaches a
+// second sealed memfd to an RC, UC or UD QP with IBEMU_CMD_ATTACH_QP_RING:
+// a header (struct ibemu_qp_ring), then the send queue's slots, then the
+// receive queue's (none with an SRQ). ibv_post_send() writes work requests
+// there and rings the doorbell: one byte sent on an AF_UNIX stream pair
+// whose receiving end the device took with the command. ibv_post_recv()
+// only writes: the device takes receives from the ring when a message
+// needs one, and asks for the doorbell (rq_notify) only while a requester
+// waits on an empty queue (RNR) or the QP is in Error. Producer indices are
+// the program's, consumer indices the device's (work requests retired:
+// completed, or done unsignaled); all run free. The device copies each
+// slot out before it looks at it, and checks it as POST_SEND would.
+//
 // Plain C layout: the provider includes this file too.
 #pragma once
 
@@ -37,6 +50,7 @@
 /* A legacy write() command index of ibemu's own (the kernel's table ends at
  * 40, IB_USER_VERBS_CMD_OPEN_QP); other providers never send it. */
 #define IBEMU_CMD_ADD_SPARES 0xf0u
+#define IBEMU_CMD_ATTACH_QP_RING 0xf1u
 
 /* After struct ib_uverbs_create_cq (driver data of CREATE_CQ). */
 struct ibemu_create_cq_req {
@@ -110,7 +124,74 @@ struct ibemu_add_spares_resp {
 	uint32_t reserved;
 };
 
+/* IBEMU_CMD_ATTACH_QP_RING: no response. The QP must be in RESET with
+ * nothing posted. Slot counts are powers of two, at least the QP's
+ * max_send_wr / max_recv_wr; a send slot holds a struct ibemu_send_wqe
+ * then max(max_send_sge SGEs, max_inline_data bytes), a receive slot a
+ * struct ibemu_recv_wqe then max_recv_sge SGEs (struct ib_uverbs_sge);
+ * strides are multiples of 16. */
+struct ibemu_attach_qp_ring {
+	uint32_t qp_handle;
+	int32_t ring_fd; /* the memfd: header, send slots, receive slots */
+	int32_t doorbell_fd; /* the receiving end of the doorbell pair */
+	uint32_t sq_entries;
+	uint32_t sq_stride;
+	uint32_t rq_entries; /* 0 with an SRQ */
+	uint32_t rq_stride;
+	uint32_t reserved;
+};
+
+#define IBEMU_QP_RING_MAX_ENTRIES 16384u
+#define IBEMU_QP_RING_MAX_STRIDE 4096u
+
+struct ibemu_qp_ring {
+	uint32_t sq_producer; /* by the program */
+	uint32_t pad0[15];
+	uint32_t sq_consumer; /* by the device: retired */
+	uint32_t pad1[15];
+	uint32_t rq_producer; /* by the program */
+	uint32_t pad2[15];
+	uint32_t rq_consumer; /* by the device: taken and completed */
+	uint32_t rq_notify; /* by the device: ring the doorbell after posting a receive */
+	uint32_t pad3[14];
+	/* then sq_entries send slots, then rq_entries receive slots */
+};
+
+/* A send slot's head; the SGEs (struct ib_uverbs_sge) or the inline data
+ * follow. opcode and send_flags as in struct ib_uverbs_send_wr. */
+struct ibemu_send_wqe {
+	uint64_t wr_id;
+	uint32_t opcode;
+	uint32_t send_flags;
+	uint32_t num_sge; /* SGEs that follow (0 with IB_SEND_INLINE) */
+	uint32_t inline_len; /* IB_SEND_INLINE: bytes that follow */
+	uint32_t imm_data; /* big-endian, as given (or the rkey to invalidate) */
+	uint32_t rkey; /* RDMA and atomics */
+	uint64_t remote_addr;
+	uint64_t compare_add;
+	uint64_t swap;
+	uint32_t ah; /* UD: the AH's handle */
+	uint32_t remote_qpn; /* UD */
+	uint32_t remote_qkey; /* UD */
+	uint32_t reserved[3];
+};
+
+struct ibemu_recv_wqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t reserved;
+};
+
+static inline uint64_t ibemu_qp_ring_bytes(uint32_t sq_entries, uint32_t sq_stride, uint32_t rq_entries,
+					   uint32_t rq_stride)
+{
+	return sizeof(struct ibemu_qp_ring) + (uint64_t)sq_entries * sq_stride + (uint64_t)rq_entries * rq_stride;
+}
+
 #ifdef __cplusplus
+static_assert(sizeof(struct ibemu_attach_qp_ring) == 32);
+static_assert(sizeof(struct ibemu_qp_ring) == 256);
+static_assert(sizeof(struct ibemu_send_wqe) == 80 && sizeof(struct ibemu_recv_wqe) == 16);
 static_assert(sizeof(struct ibemu_spare) == 8);
 static_assert(sizeof(struct ibemu_get_context_req) == 16 + 8 * IBEMU_MAX_SPARES);
 static_assert(sizeof(struct ibemu_get_context_resp) == 16);

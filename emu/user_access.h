@@ -49,6 +49,11 @@ public:
 	 * or -EBADF (no such descriptor), -EINVAL (another kind: the copy is
 	 * closed where that cannot stall the daemon), -ESRCH. */
 	virtual int takeDescriptor(pid_t tid, int fd, FdKind kind) = 0;
+	/* Closes a descriptor the daemon holds for a program but will not look
+	 * into (one that came over a socket the program writes to, or such a
+	 * socket with whatever it still holds) where that cannot stall the
+	 * daemon: closing a FUSE file waits for its server. */
+	virtual void discardDescriptor(int fd) = 0;
 
 	/* The address space tid's process has now, as a handle (>= 0) that
 	 * stays bound to it: after the process exits or execs, reads and

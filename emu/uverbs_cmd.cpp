@@ -5,6 +5,7 @@
 // (uverbs_file.cpp) has checked the header and the sizes.
 #include "emu/uverbs_file.h"
 
+#include "emu/qp_ring.h"
 #include "emu/verbs_device.h"
 #include "emu/verbs_qp.h"
 
@@ -239,6 +240,12 @@ int UverbsFile::createAh(Request &r)
 
 int UverbsFile::destroyAh(Request &r)
 {
+	/* UD sends posted to a ring before this resolve the AH they name now,
+	 * before its handle can be another's (takeSends) */
+	idr_.forEach([&](UObject &o) {
+		if (o.type == UType::Qp && static_cast<Qp &>(o).qpType == IB_QPT_UD)
+			takeSends(static_cast<Qp &>(o));
+	});
 	return destroyHandle(r.cmd<ib_uverbs_destroy_ah>().ah_handle, UType::Ah);
 }
 
@@ -513,6 +520,46 @@ int UverbsFile::createQp(Request &r)
 	return 0;
 }
 
+/* Each ring QP holds a descriptor (its doorbell) in the daemon. */
+constexpr size_t kMaxQpRings = 256;
+
+/* IBEMU_CMD_ATTACH_QP_RING (emu/ibemu_user_verbs.h) */
+int UverbsFile::attachQpRing(Request &r)
+{
+	if (!ibemuProvider_)
+		return -EOPNOTSUPP;
+	auto cmd = r.cmd<ibemu_attach_qp_ring>();
+	if (cmd.reserved)
+		return -EINVAL;
+	Qp *qp;
+	if (int ret = get(cmd.qp_handle, qp))
+		return ret;
+	if (qp->ring || qp->state != IB_QPS_RESET || !qp->sq.empty() || !qp->rq.empty() ||
+	    (qp->qpType != IB_QPT_RC && qp->qpType != IB_QPT_UC && qp->qpType != IB_QPT_UD))
+		return -EINVAL;
+	size_t rings = 0;
+	idr_.forEach([&](const UObject &o) { rings += o.type == UType::Qp && static_cast<const Qp &>(o).ring; });
+	if (rings >= kMaxQpRings)
+		return -EMFILE;
+	int mem = ua_.takeDescriptor(r.tid, cmd.ring_fd, FdKind::Memfd);
+	if (mem < 0)
+		return mem;
+	int bell = ua_.takeDescriptor(r.tid, cmd.doorbell_fd, FdKind::UnixStream);
+	if (bell < 0) {
+		close(mem);
+		return bell;
+	}
+	QpRing::Geometry g{ cmd.sq_entries, cmd.sq_stride, cmd.rq_entries, cmd.rq_stride };
+	int ret = QpRing::adopt(dev_.io(), ua_, mem, bell, g, *qp, qp->ring);
+	close(mem);
+	if (ret) {
+		ua_.discardDescriptor(bell); /* it may hold what the program sent on it */
+		return ret;
+	}
+	qp->ring->onDoorbell([this, qp] { doorbell(*qp); });
+	return 0;
+}
+
 int UverbsFile::queryQp(Request &r)
 {
 	auto cmd = r.cmd<ib_uverbs_query_qp>();
@@ -572,6 +619,7 @@ int UverbsFile::modifyQp(Request &r)
 	if (((cmd.attr_mask & IB_QP_CUR_STATE) && cmd.cur_qp_state > IB_QPS_ERR) ||
 	    ((cmd.attr_mask & IB_QP_STATE) && cmd.qp_state > IB_QPS_ERR))
 		return -EINVAL;
+	takeSends(*qp); /* posted before this command: queued before it acts */
 	return applyModifyQp(dev_, *qp, cmd);
 }
 

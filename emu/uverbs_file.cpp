@@ -146,6 +146,7 @@ const UverbsFile::Method *UverbsFile::method(uint32_t command, bool &known)
 	}();
 	static const Method addSpares = { &UverbsFile::addSpares, sizeof(ibemu_add_spares),
 					  sizeof(ibemu_add_spares_resp) };
+	static const Method attachQpRing = { &UverbsFile::attachQpRing, sizeof(ibemu_attach_qp_ring), 0 };
 	static const Method exQueryDevice = { &UverbsFile::exQueryDevice, sizeof(ib_uverbs_ex_query_device),
 					      offsetof(ib_uverbs_ex_query_device_resp, odp_general_caps) };
 	uint32_t idx = command & IB_USER_VERBS_CMD_COMMAND_MASK;
@@ -156,9 +157,9 @@ const UverbsFile::Method *UverbsFile::method(uint32_t command, bool &known)
 		known = true;
 		return idx == EX_CMD_QUERY_DEVICE ? &exQueryDevice : nullptr;
 	}
-	if (idx == IBEMU_CMD_ADD_SPARES) {
+	if (idx == IBEMU_CMD_ADD_SPARES || idx == IBEMU_CMD_ATTACH_QP_RING) {
 		known = true;
-		return &addSpares;
+		return idx == IBEMU_CMD_ADD_SPARES ? &addSpares : &attachQpRing;
 	}
 	if (idx >= CMD_LEGACY_COUNT)
 		return nullptr;

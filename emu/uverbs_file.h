@@ -119,6 +119,7 @@ private:
 
 	int getContext(Request &r);
 	int addSpares(Request &r); /* IBEMU_CMD_ADD_SPARES */
+	int attachQpRing(Request &r); /* IBEMU_CMD_ATTACH_QP_RING */
 	/* takes the provider's spare pairs (emu/ibemu_user_verbs.h): all of
 	 * them, or none and an errno */
 	int takeSpares(pid_t tid, const ibemu_spare *spares, uint32_t n);
@@ -151,6 +152,19 @@ private:
 	int postSend(Request &r);
 	int postRecv(Request &r);
 	int postSrqRecv(Request &r);
+	/* a ring QP's doorbell rang: take its new sends, and its receives
+	 * when it asked for the doorbell, then run it */
+	void doorbell(Qp &qp);
+	/* The sends a ring QP's program has posted, into qp.sq, checked. A
+	 * command comes after the posts its program made before it, so the
+	 * commands that change what a send means (MODIFY_QP, DESTROY_AH) take
+	 * them first, as the kernel would have queued them already. */
+	void takeSends(Qp &qp);
+	/* the checks POST_SEND makes of one work request, -EINVAL if it fails
+	 * one (the UD address is resolved here) */
+	int checkSend(const Qp &qp, SendWqe &w) const;
+	/* its opcode for the QP type, and UD's AH: 0, -EINVAL or the lookup's errno */
+	int parseAddress(const Qp &qp, SendWqe &w) const;
 
 	/* --- teardown (uverbs_destroy.cpp) --- */
 	int destroy(UObject &obj, bool force);

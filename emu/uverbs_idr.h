@@ -66,6 +66,12 @@ public:
 	{
 		for (const auto &s : slots_)
 			if (s)
+				fn(static_cast<const T &>(*s));
+	}
+	template <typename Fn> void forEach(Fn &&fn)
+	{
+		for (auto &s : slots_)
+			if (s)
 				fn(*s);
 	}
 

@@ -7,6 +7,7 @@
 // verbs_wire.cpp.
 #include "emu/uverbs_file.h"
 
+#include "emu/qp_ring.h"
 #include "emu/verbs_device.h"
 #include "emu/verbs_qp.h"
 
@@ -80,6 +81,87 @@ int parseRecv(const uint8_t *in, size_t inLen, std::vector<RecvWqe> &list)
 
 } /* namespace */
 
+/* A work request's opcode, and UD's address handle (ib_uverbs_post_send()
+ * looks the AH up while it copies the WRs in). */
+int UverbsFile::parseAddress(const Qp &qp, SendWqe &w) const
+{
+	if (qp.qpType == IB_QPT_UD) {
+		if (w.wr.opcode != IB_WR_SEND && w.wr.opcode != IB_WR_SEND_WITH_IMM)
+			return -EINVAL;
+		Ah *ah;
+		if (int ret = get(w.wr.wr.ud.ah, ah))
+			return ret;
+		w.ah = ah->attr;
+		w.ahPd = ah->pd;
+	} else if (w.wr.opcode > IB_WR_SEND_WITH_INV || w.wr.opcode == IB_WR_LOCAL_INV ||
+		   w.wr.opcode == IB_WR_BIND_MW) {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int UverbsFile::checkSend(const Qp &qp, SendWqe &w) const
+{
+	uint64_t total = w.isInline ? w.inlineData.size() : 0;
+	for (const Sge &s : w.sges)
+		total += s.length;
+	bool atomic = w.wr.opcode == IB_WR_ATOMIC_CMP_AND_SWP || w.wr.opcode == IB_WR_ATOMIC_FETCH_AND_ADD;
+	if (w.sges.size() > qp.maxSendSge || !opcodeOk(qp.qpType, w.wr.opcode) ||
+	    ((w.wr.send_flags & IB_SEND_INLINE) && total > qp.maxInline))
+		return -EINVAL;
+	/* rvt_post_one_wr(): READ and atomics need responder resources;
+	 * an atomic an 8-byte aligned target and an 8-byte result buffer */
+	if ((atomic || w.wr.opcode == IB_WR_RDMA_READ) && qp.maxRdAtomic == 0)
+		return -EINVAL;
+	if (atomic && (w.sges.empty() || w.sges[0].length < 8 || (w.wr.wr.atomic.remote_addr & 7)))
+		return -EINVAL;
+	if (qp.qpType == IB_QPT_UD && w.ahPd != qp.pd) /* an AH of another PD */
+		return -EINVAL;
+	if ((w.wr.send_flags & IB_SEND_INLINE) && (atomic || w.wr.opcode == IB_WR_RDMA_READ))
+		return -EINVAL; /* inline data is only ever sent */
+	return 0;
+}
+
+/* The ring's sends: what the provider checked, checked again. One that
+ * fails (only a program that bypasses the provider writes one) completes
+ * in its turn with a local QP operation error, and the QP goes to Error,
+ * as a real HCA treats a bad WQE it fetched. */
+void UverbsFile::takeSends(Qp &qp)
+{
+	if (!qp.ring)
+		return;
+	while (qpStateOps(qp.state) & kPostSendOk) {
+		SendWqe w;
+		QpRing::Take t = qp.ring->nextSend(w, qp.sq.size());
+		if (t == QpRing::Take::Empty)
+			break;
+		if (t != QpRing::Take::Ok || parseAddress(qp, w) || checkSend(qp, w))
+			w.failStatus = IB_WC_LOC_QP_OP_ERR;
+		w.retriesLeft = qp.retryCnt;
+		w.rnrRetriesLeft = qp.rnrRetry;
+		qp.sq.push_back(std::move(w));
+		if (t == QpRing::Take::Overrun)
+			break; /* the indices are garbage: take nothing more */
+	}
+}
+
+void UverbsFile::doorbell(Qp &qp)
+{
+	QpRing &ring = *qp.ring;
+	takeSends(qp);
+	if (ring.recvNotify()) {
+		size_t had = qp.rq.size();
+		dev_.takeRecvs(qp);
+		if (qpStateOps(qp.state) & kFlushRecv) {
+			dev_.flush(qp);
+		} else if (qp.rq.size() > had) {
+			ring.setRecvNotify(false);
+			dev_.recvPosted(&qp, nullptr);
+		}
+	}
+	dev_.progress(qp);
+}
+
 /* ib_uverbs_post_send(), then the driver's post_send */
 int UverbsFile::postSend(Request &r)
 {
@@ -91,6 +173,8 @@ int UverbsFile::postSend(Request &r)
 	Qp *qp;
 	if (int ret = get(cmd.qp_handle, qp))
 		return ret;
+	if (qp->ring) /* its work requests come through the ring */
+		return -EINVAL;
 	const uint8_t *wqes = r.in + sizeof cmd;
 	const uint8_t *sgls = wqes + size_t(cmd.wqe_size) * cmd.wr_count;
 
@@ -102,18 +186,8 @@ int UverbsFile::postSend(Request &r)
 		memcpy(&w.wr, wqes + size_t(i) * cmd.wqe_size, sizeof w.wr);
 		if (uint64_t(w.wr.num_sge) + sgInd > cmd.sge_count)
 			return -EINVAL;
-		if (qp->qpType == IB_QPT_UD) {
-			if (w.wr.opcode != IB_WR_SEND && w.wr.opcode != IB_WR_SEND_WITH_IMM)
-				return -EINVAL;
-			Ah *ah;
-			if (int ret = get(w.wr.wr.ud.ah, ah))
-				return ret;
-			w.ah = ah->attr;
-			w.ahPd = ah->pd;
-		} else if (w.wr.opcode > IB_WR_SEND_WITH_INV || w.wr.opcode == IB_WR_LOCAL_INV ||
-			   w.wr.opcode == IB_WR_BIND_MW) {
-			return -EINVAL;
-		}
+		if (int ret = parseAddress(*qp, w))
+			return ret;
 		for (uint32_t s = 0; s < w.wr.num_sge; s++) {
 			ib_uverbs_sge sge;
 			memcpy(&sge, sgls + size_t(sgInd + s) * sizeof sge, sizeof sge);
@@ -130,27 +204,14 @@ int UverbsFile::postSend(Request &r)
 	}
 	for (uint32_t i = 0; i < cmd.wr_count && !ret; i++) {
 		SendWqe &w = list[i];
-		uint64_t total = 0;
-		for (const Sge &s : w.sges)
-			total += s.length;
-		bool atomic = w.wr.opcode == IB_WR_ATOMIC_CMP_AND_SWP || w.wr.opcode == IB_WR_ATOMIC_FETCH_AND_ADD;
-		if (w.wr.num_sge > qp->maxSendSge || !opcodeOk(qp->qpType, w.wr.opcode) ||
-		    ((w.wr.send_flags & IB_SEND_INLINE) && total > qp->maxInline))
-			ret = -EINVAL;
-		/* rvt_post_one_wr(): READ and atomics need responder resources;
-		 * an atomic an 8-byte aligned target and an 8-byte result buffer */
-		else if ((atomic || w.wr.opcode == IB_WR_RDMA_READ) && qp->maxRdAtomic == 0)
-			ret = -EINVAL;
-		else if (atomic && (w.sges.empty() || w.sges[0].length < 8 || (w.wr.wr.atomic.remote_addr & 7)))
-			ret = -EINVAL;
-		else if (qp->qpType == IB_QPT_UD && w.ahPd != qp->pd) /* an AH of another PD */
-			ret = -EINVAL;
-		else if ((w.wr.send_flags & IB_SEND_INLINE) && (atomic || w.wr.opcode == IB_WR_RDMA_READ))
-			ret = -EINVAL; /* inline data is only ever sent */
-		else if (qp->sq.size() >= qp->maxSendWr)
+		ret = checkSend(*qp, w);
+		if (!ret && qp->sq.size() >= qp->maxSendWr)
 			ret = -ENOMEM;
-		else if (w.wr.send_flags & IB_SEND_INLINE) {
+		if (!ret && (w.wr.send_flags & IB_SEND_INLINE)) {
 			/* inline data is copied at post time, without lkeys */
+			uint64_t total = 0;
+			for (const Sge &s : w.sges)
+				total += s.length;
 			w.isInline = true;
 			w.inlineData.resize(total);
 			size_t at = 0;
@@ -185,6 +246,8 @@ int UverbsFile::postRecv(Request &r)
 	Qp *qp;
 	if (int ret = get(cmd.qp_handle, qp))
 		return ret;
+	if (qp->ring)
+		return -EINVAL;
 	ib_uverbs_post_recv_resp resp{};
 	int ret = 0;
 	if (qp->srq || !(qpStateOps(qp->state) & kPostRecvOk)) {

@@ -104,6 +104,10 @@ public:
 	void enterError(Qp &qp);
 	/* Completes every queued work request of the QP as flushed. */
 	void flush(Qp &qp);
+	/* A ring QP (emu/qp_ring.h): the receives the program has posted to
+	 * its ring since the last call, into qp.rq. One that fails POST_RECV's
+	 * checks is taken as a bad receive, which fails when a message uses it. */
+	void takeRecvs(Qp &qp);
 	/* A receive was posted to qp (or to srq): requesters that got an RNR
 	 * NAK from it retry now. */
 	void recvPosted(const Qp *qp, const Srq *srq);

@@ -26,6 +26,7 @@ namespace ibemu::emu {
 class UverbsFile;
 class VerbsDevice;
 class CompChannel;
+class QpRing;
 
 enum class UType : uint8_t { Pd, Mr, Cq, Qp, Srq, Ah };
 
@@ -71,6 +72,7 @@ struct Sge {
 struct RecvWqe {
 	uint64_t wrId = 0;
 	std::vector<Sge> sges;
+	bool bad = false; /* a ring slot that failed POST_RECV's checks */
 };
 
 struct Cq final : UObject {
@@ -116,6 +118,7 @@ struct SendWqe {
 	/* UD: the address vector resolved from the AH at post time */
 	ib_uverbs_ah_attr ah{};
 	const Pd *ahPd = nullptr; /* checked at post time only */
+	WcStatus failStatus = IB_WC_SUCCESS; /* a ring slot that failed its checks: completes so */
 	unsigned retriesLeft = 0;
 	unsigned rnrRetriesLeft = 0;
 	/* the responder has executed it and only the ACK (or response) was lost:
@@ -127,7 +130,9 @@ struct SendWqe {
 
 struct Qp final : UObject {
 	static constexpr UType kType = UType::Qp;
-	explicit Qp(boost::asio::io_context &io) : UObject(kType), timer(io) {}
+	/* out of line, in verbs_qp.cpp, where QpRing is a complete type */
+	explicit Qp(boost::asio::io_context &io);
+	~Qp() override;
 	UverbsFile *file = nullptr;
 	VerbsDevice *dev = nullptr;
 	QpType qpType = IB_QPT_RC;
@@ -152,6 +157,10 @@ struct Qp final : UObject {
 
 	std::deque<SendWqe> sq;
 	std::deque<RecvWqe> rq;
+	/* ibemu's provider: work requests come from memory shared with the
+	 * program (POST_SEND and POST_RECV are refused), taken into sq and rq
+	 * as they are needed */
+	std::unique_ptr<QpRing> ring;
 	Timer timer; /* ACK timeout / RNR retry of the head WQE */
 	bool waiting = false; /* the head WQE waits for the timer */
 	uint64_t waitSeq = 0; /* which wait a timer handler belongs to */

@@ -6,6 +6,7 @@
 // What a QP may do in each state is the table in verbs_qp.h.
 #include "emu/verbs_qp.h"
 
+#include "emu/qp_ring.h"
 #include "emu/uverbs_file.h"
 #include "emu/verbs_device.h"
 #include "fabric/node.h"
@@ -14,6 +15,10 @@
 #include <cerrno>
 
 namespace ibemu::emu {
+
+Qp::Qp(boost::asio::io_context &io) : UObject(kType), timer(io)
+{}
+Qp::~Qp() = default;
 
 namespace {
 
@@ -213,6 +218,8 @@ int applyModifyQp(VerbsDevice &dev, Qp &qp, const ib_uverbs_modify_qp &cmd)
 			dev.forget(qp);
 			qp.sq.clear();
 			qp.rq.clear();
+			if (qp.ring)
+				qp.ring->reset();
 			break;
 		case IB_QPS_ERR:
 			dev.enterError(qp);

@@ -17,6 +17,7 @@
 //       successfully at the requester.
 // Any error completion moves the QP to the Error state, which flushes it.
 #include "emu/host.h"
+#include "emu/qp_ring.h"
 #include "emu/uverbs_file.h"
 #include "emu/verbs_device.h"
 #include "emu/verbs_qp.h"
@@ -211,6 +212,35 @@ void VerbsDevice::complete(Cq &cq, const ib_uverbs_wc &wc, bool solicited)
 	}
 }
 
+namespace {
+
+/* A ring QP's work requests left its queues: its program may reuse their
+ * slots. Before the completion is written, or the program could see the
+ * completion, post again and find the ring still full. */
+void retired(Qp &qp)
+{
+	if (qp.ring)
+		qp.ring->publish(qp.sq.size(), qp.rq.size());
+}
+
+} /* namespace */
+
+void VerbsDevice::takeRecvs(Qp &qp)
+{
+	if (!qp.ring || qp.srq)
+		return;
+	for (;;) {
+		RecvWqe w;
+		QpRing::Take t = qp.ring->nextRecv(w, qp.rq.size());
+		if (t == QpRing::Take::Empty)
+			break;
+		w.bad = t != QpRing::Take::Ok || w.sges.size() > qp.maxRecvSge;
+		qp.rq.push_back(std::move(w));
+		if (t == QpRing::Take::Overrun)
+			break; /* the indices are garbage: take nothing more */
+	}
+}
+
 void VerbsDevice::waitForRetry(Qp &qp, std::chrono::nanoseconds d)
 {
 	qp.waiting = true;
@@ -273,6 +303,10 @@ void VerbsDevice::responderGone(const Qp &qp)
 void VerbsDevice::flush(Qp &qp)
 {
 	forget(qp);
+	if (qp.ring) /* receives posted from now on flush at once too: ask
+		      * for the doorbell, then look (in that order) */
+		qp.ring->setRecvNotify(true);
+	takeRecvs(qp);
 	auto flushWc = [&](uint64_t wrId, uint32_t opcode) {
 		ib_uverbs_wc wc{};
 		wc.wr_id = wrId;
@@ -283,12 +317,16 @@ void VerbsDevice::flush(Qp &qp)
 		return wc;
 	};
 	while (!qp.sq.empty()) {
-		complete(*qp.sendCq, flushWc(qp.sq.front().wr.wr_id, wcOpcode(qp.sq.front().wr.opcode)));
+		ib_uverbs_wc wc = flushWc(qp.sq.front().wr.wr_id, wcOpcode(qp.sq.front().wr.opcode));
 		qp.sq.pop_front();
+		retired(qp);
+		complete(*qp.sendCq, wc);
 	}
 	while (!qp.rq.empty()) {
-		complete(*qp.recvCq, flushWc(qp.rq.front().wrId, IB_WC_RECV));
+		ib_uverbs_wc wc = flushWc(qp.rq.front().wrId, IB_WC_RECV);
 		qp.rq.pop_front();
+		retired(qp);
+		complete(*qp.recvCq, wc);
 	}
 }
 
@@ -314,6 +352,7 @@ void VerbsDevice::finishHead(Qp &qp, WcStatus status, uint32_t byteLen)
 {
 	SendWqe w = std::move(qp.sq.front());
 	qp.sq.pop_front();
+	retired(qp);
 	if (status != IB_WC_SUCCESS || qp.sqSigAll || (w.wr.send_flags & IB_SEND_SIGNALED)) {
 		ib_uverbs_wc wc{};
 		wc.wr_id = w.wr.wr_id;
@@ -377,6 +416,10 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	const bool isAtomic = op == IB_WR_ATOMIC_CMP_AND_SWP || op == IB_WR_ATOMIC_FETCH_AND_ADD;
 	const bool isWrite = op == IB_WR_RDMA_WRITE || op == IB_WR_RDMA_WRITE_WITH_IMM;
 	const bool hasImm = op == IB_WR_SEND_WITH_IMM || op == IB_WR_RDMA_WRITE_WITH_IMM;
+	if (w.failStatus != IB_WC_SUCCESS) {
+		status = w.failStatus;
+		return Outcome::Error;
+	}
 	fabric::Port *src = port(qp.portNum);
 	if (!src) {
 		status = IB_WC_GENERAL_ERR;
@@ -501,6 +544,16 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	const bool consumesRecv = op == IB_WR_SEND || op == IB_WR_SEND_WITH_IMM || op == IB_WR_RDMA_WRITE_WITH_IMM;
 	RecvWqe recv;
 	std::deque<RecvWqe> *rq = rqp->srq ? &rqp->srq->queue : &rqp->rq;
+	if (consumesRecv && rq->empty())
+		takeRecvs(*rqp);
+	if (consumesRecv && rq->empty() && rc && rqp->ring && !rqp->srq) {
+		/* the program's next receive is to ring, and wake us: ask, then
+		 * look once more (one posted in between saw no request) */
+		rqp->ring->setRecvNotify(true);
+		takeRecvs(*rqp);
+		if (!rq->empty())
+			rqp->ring->setRecvNotify(false);
+	}
 	if (consumesRecv && rq->empty()) {
 		if (!rc)
 			return Outcome::Done;
@@ -582,6 +635,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	if (consumesRecv) {
 		recv = std::move(rq->front());
 		rq->pop_front();
+		retired(*rqp);
 		rwc.wr_id = recv.wrId;
 		rwc.qp_num = rqp->qpn;
 		rwc.src_qp = qp.qpn;
@@ -608,6 +662,8 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			}
 			return Outcome::Done;
 		};
+		if (recv.bad) /* the responder's own receive is broken */
+			return recvError(IB_WC_LOC_QP_OP_ERR, IB_WC_REM_OP_ERR);
 		if (op != IB_WR_RDMA_WRITE_WITH_IMM) {
 			std::vector<Seg> dstSegs;
 			uint64_t room = 0;
@@ -641,6 +697,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			int c = len ? copySegs(ua, local, dstSegs, len) : 0;
 			if (c == -1) { /* our own data could not be read: the receive stays */
 				rq->push_front(std::move(recv));
+				retired(*rqp);
 				status = IB_WC_LOC_PROT_ERR;
 				return Outcome::Error;
 			}

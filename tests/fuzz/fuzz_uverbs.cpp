@@ -55,6 +55,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <unistd.h>
 
 using namespace ibemu;
 using namespace ibemu::emu;
@@ -142,6 +143,7 @@ public:
 		return 0;
 	}
 	int takeDescriptor(pid_t, int, FdKind) override { return -EBADF; } /* no channels here */
+	void discardDescriptor(int fd) override { close(fd); }
 	int descriptorOf(pid_t tid, const UverbsFile &file) override
 	{
 		if (!procOf(tid))

@@ -39,26 +39,6 @@ struct Spare {
 	ibemu_spare abi() const { return { fd[0], fd[1] }; }
 };
 
-int providerContext(Client &c, std::vector<ibemu_spare> spares, ibemu_get_context_resp *out = nullptr)
-{
-	struct {
-		ib_uverbs_get_context core;
-		ibemu_get_context_req drv;
-	} req{};
-	req.drv.magic = IBEMU_UVERBS_MAGIC;
-	req.drv.version = IBEMU_UVERBS_VERSION;
-	req.drv.nspares = static_cast<uint32_t>(spares.size());
-	std::copy(spares.begin(), spares.end(), req.drv.spares);
-	struct {
-		ib_uverbs_get_context_resp core;
-		ibemu_get_context_resp drv;
-	} resp{};
-	int r = c.cmd(CMD_GET_CONTEXT, req, resp);
-	if (out)
-		*out = resp.drv;
-	return r;
-}
-
 int createChannel(Client &c, int &fd)
 {
 	ib_uverbs_create_comp_channel req{};

@@ -2,6 +2,8 @@
 // Copyright (c) 2026 the ibemu authors
 #include "tests/unit/verbs_helpers.h"
 
+#include "emu/ibemu_user_verbs.h"
+
 #include <catch2/catch.hpp>
 
 #include <cerrno>
@@ -346,6 +348,27 @@ Pair::Pair(uint8_t type, uint32_t accessB, int srqB)
 	REQUIRE(b.createQp(pdB, cqB, cqB, type, qpB) == 0);
 	a.connect(qpA.qp_handle, type, lid2(), qpB.qpn);
 	b.connect(qpB.qp_handle, type, lid1(), qpA.qpn);
+}
+
+/* GET_CONTEXT as ibemu's provider sends it */
+int providerContext(Client &c, std::vector<ibemu_spare> spares, ibemu_get_context_resp *out)
+{
+	struct {
+		ib_uverbs_get_context core;
+		ibemu_get_context_req drv;
+	} req{};
+	req.drv.magic = IBEMU_UVERBS_MAGIC;
+	req.drv.version = IBEMU_UVERBS_VERSION;
+	req.drv.nspares = static_cast<uint32_t>(spares.size());
+	std::copy(spares.begin(), spares.end(), req.drv.spares);
+	struct {
+		ib_uverbs_get_context_resp core;
+		ibemu_get_context_resp drv;
+	} resp{};
+	int r = c.cmd(CMD_GET_CONTEXT, req, resp);
+	if (out)
+		*out = resp.drv;
+	return r;
 }
 
 } /* namespace ibemu::test */

@@ -7,6 +7,7 @@
 
 #include "tests/unit/emu_helpers.h"
 
+#include "emu/ibemu_user_verbs.h"
 #include "emu/uverbs_abi.h"
 #include "emu/uverbs_file.h"
 
@@ -41,6 +42,12 @@ public:
 	int descriptorOf(pid_t tid, const UverbsFile &file) override;
 	/* the "program" is this test process: a dup() of its own descriptor */
 	int takeDescriptor(pid_t tid, int fd, FdKind kind) override;
+	void discardDescriptor(int fd) override
+	{
+		discarded++;
+		close(fd);
+	}
+	int discarded = 0;
 	/* the handle of a process's memory is its tid; openMems counts them */
 	int openMemory(pid_t tid) override;
 	void closeMemory(int mem) override;
@@ -95,6 +102,10 @@ struct Client {
 	std::vector<ib_uverbs_wc> poll(uint32_t cq, uint32_t ne = 16);
 	int destroy(uint32_t command, uint32_t handle);
 };
+
+/* GET_CONTEXT with ibemu's provider's driver data: its spares (socket
+ * pairs: emu/ibemu_user_verbs.h); out: the device's answer */
+int providerContext(Client &c, std::vector<ibemu_spare> spares, ibemu_get_context_resp *out = nullptr);
 
 inline ib_uverbs_sge sge(const void *addr, uint32_t len, uint32_t lkey)
 {

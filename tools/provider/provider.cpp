@@ -322,14 +322,14 @@ int queryQp(ibv_qp *qp, ibv_qp_attr *attr, int mask, ibv_qp_init_attr *init)
 
 int modifyQp(ibv_qp *qp, ibv_qp_attr *attr, int mask)
 {
-	struct ibv_modify_qp cmd;
-	return ibv_cmd_modify_qp(qp, attr, mask, &cmd, sizeof cmd);
+	return modifyRingQp(qpOf(qp), attr, mask);
 }
 
 int destroyQp(ibv_qp *qp)
 {
 	if (int ret = ibv_cmd_destroy_qp(qp))
 		return ret;
+	detachRing(qpOf(qp));
 	delete qpOf(qp);
 	return 0;
 }
@@ -402,8 +402,8 @@ const verbs_context_ops kOps = [] {
 	o.modify_qp = modifyQp;
 	o.modify_srq = modifySrq;
 	o.poll_cq = pollCq;
-	o.post_recv = ibv_cmd_post_recv;
-	o.post_send = ibv_cmd_post_send;
+	o.post_recv = postRecv;
+	o.post_send = postSend;
 	o.post_srq_recv = ibv_cmd_post_srq_recv;
 	o.query_device_ex = queryDeviceEx;
 	o.query_port = queryPort;

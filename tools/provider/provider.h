@@ -6,12 +6,13 @@
 // installed: programs outside exec keep ipathverbs), and hands it the
 // ibemu devices by name.
 //
-// Every verb but polling a CQ is a write() command on the uverbs
-// descriptor, served by ibemud (emu/uverbs_file.cpp), as with the stock
-// ipathverbs provider; what
-// this provider adds is what libibverbs cannot do without a driver's help,
-// and the start of a fast path:
+// Every control verb is a write() command on the uverbs descriptor, served
+// by ibemud (emu/uverbs_file.cpp), as with the stock ipathverbs provider;
+// what this provider adds is what libibverbs cannot do without a driver's
+// help, and a fast path:
 //   - CQs in shared memory: completions are read without a system call;
+//   - send and receive queues in shared memory: posting writes there, and
+//     a send rings a doorbell, one byte on a socket (provider_ring.cpp);
 //   - completion channels: spare socket pairs for the device to take
 //     (emu/ibemu_user_verbs.h), kept topped up (provider.cpp);
 //   - the extended API: ibv_create_qp_ex with send_ops_flags and the
@@ -49,14 +50,30 @@ inline Context *ctxOf(ibv_context *c)
 	return reinterpret_cast<Context *>(reinterpret_cast<char *>(c) - offsetof(verbs_context, context));
 }
 
-/* ibv_qp_ex's builders collect work requests here until wr_complete(). */
+/* A QP's work queues in memory shared with the device, and its doorbell
+ * (emu/ibemu_user_verbs.h; provider_ring.cpp). */
+struct QpRing {
+	void *map = nullptr; /* struct ibemu_qp_ring, send slots, receive slots */
+	size_t len = 0;
+	int bell = -1; /* the doorbell pair's sending end */
+	uint32_t sqEntries = 0, sqStride = 0, rqEntries = 0, rqStride = 0;
+	uint32_t sqProducer = 0, rqProducer = 0; /* ours; published to the header */
+	/* what the device granted, and what modify_qp set */
+	uint32_t maxSendWr = 0, maxRecvWr = 0, maxSendSge = 0, maxRecvSge = 0, maxInline = 0;
+	uint8_t maxRdAtomic = 0;
+};
+
 struct Qp {
 	verbs_qp vqp;
-	std::mutex lock; /* wr_start .. wr_complete/wr_abort */
+	/* wr_start .. wr_complete/wr_abort, and the send ring */
+	std::mutex lock;
+	/* ibv_qp_ex's builders collect work requests here until wr_complete() */
 	std::vector<ibv_send_wr> wrs;
 	std::deque<std::vector<ibv_sge>> sges; /* per WR; stable addresses */
 	std::deque<std::vector<uint8_t>> inlineData; /* copied at set time */
 	int err = 0; /* latched by a builder, returned by wr_complete */
+	std::mutex recvLock; /* the receive ring */
+	QpRing ring; /* map == nullptr: POST_SEND and POST_RECV commands */
 };
 
 inline Qp *qpOf(ibv_qp *q)
@@ -87,6 +104,17 @@ void channelUsed(ibv_context *context, ibv_comp_channel *channel);
 Cq *newCq(ibv_context *context, int cqe, ibv_comp_channel *channel, int compVector);
 /* up to n completions, from the ring or POLL_CQ; cq->lock held */
 int fetch(Cq *cq, int n, ibv_wc *wc);
+
+/* provider_ring.cpp: after CREATE_QP, work queues in shared memory; a QP
+ * the device will not take them for keeps the write() commands. */
+void attachRing(ibv_context *context, Qp *qp, const ibv_qp_init_attr_ex &granted);
+void detachRing(Qp *qp);
+/* qp->lock held */
+int postSendLocked(Qp *qp, ibv_send_wr *wr, ibv_send_wr **bad);
+int postSend(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad);
+int postRecv(ibv_qp *qp, ibv_recv_wr *wr, ibv_recv_wr **bad);
+/* MODIFY_QP, and what the ring's checks need from it */
+int modifyRingQp(Qp *qp, ibv_qp_attr *attr, int mask);
 
 /* provider_ex.cpp */
 ibv_qp *createQpEx(ibv_context *context, ibv_qp_init_attr_ex *attr);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// The extended verbs on top of the write() commands: ibv_create_qp_ex with
-// the ibv_wr_* builders, which collect work requests between wr_start()
-// and wr_complete() and post them as one POST_SEND; and ibv_create_cq_ex
+// The extended verbs: ibv_create_qp_ex with the ibv_wr_* builders, which
+// collect work requests between wr_start() and wr_complete() and post them
+// together (to the ring, or as one POST_SEND); and ibv_create_cq_ex
 // with ibv_start_poll(), which reads completions from a batch polled from
 // the device.
 #include "tools/provider/provider.h"
@@ -157,7 +157,8 @@ int wrComplete(ibv_qp_ex *qpx)
 			qp->wrs[i].next = i + 1 < qp->wrs.size() ? &qp->wrs[i + 1] : nullptr;
 		}
 		ibv_send_wr *bad = nullptr;
-		ret = ibv_cmd_post_send(&qp->vqp.qp, qp->wrs.data(), &bad);
+		ret = qp->ring.map ? postSendLocked(qp, qp->wrs.data(), &bad)
+				   : ibv_cmd_post_send(&qp->vqp.qp, qp->wrs.data(), &bad);
 	}
 	clearWrs(qp);
 	qp->lock.unlock();
@@ -306,6 +307,7 @@ ibv_qp *createQpEx(ibv_context *context, ibv_qp_init_attr_ex *attr)
 		errno = ret;
 		return nullptr;
 	}
+	attachRing(context, qp, *attr);
 	ibv_qp_ex &x = qp->vqp.qp_ex;
 	uint64_t ops = withOps ? attr->send_ops_flags : 0;
 	if (ops & IBV_QP_EX_WITH_SEND)

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+#include "emu/shared_mapping.h"
+
+#include "emu/user_access.h"
+
+#include <atomic>
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+namespace ibemu::emu {
+
+int SharedMapping::map(int fd, uint64_t len)
+{
+	struct stat st;
+	if (base_ || len == 0 || !descriptorIs(fd, FdKind::Memfd) || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		return -EINVAL;
+	int seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK) || uint64_t(st.st_size) < len)
+		return -EINVAL;
+	void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -EINVAL;
+	base_ = static_cast<uint8_t *>(p);
+	len_ = len;
+	return 0;
+}
+
+SharedMapping::~SharedMapping()
+{
+	if (base_)
+		munmap(base_, len_);
+}
+
+uint32_t SharedMapping::load(size_t offset) const
+{
+	return std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t *>(base_ + offset)).load(std::memory_order_acquire);
+}
+
+void SharedMapping::store(size_t offset, uint32_t v) const
+{
+	std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t *>(base_ + offset)).store(v, std::memory_order_release);
+}
+
+} /* namespace ibemu::emu */
