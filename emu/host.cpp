@@ -32,8 +32,10 @@ NoAccess noAccess;
 
 } /* namespace */
 
-Host::Host(boost::asio::io_context &io, fabric::Subnet &subnet) : io_(io), subnet_(subnet), access_(&noAccess)
+Host::Host(boost::asio::io_context &io, fabric::Subnet &subnet)
+	: io_(io), subnet_(subnet), access_(&noAccess), ibCm_(io), sa_(io)
 {
+	cma_ = std::make_unique<Cma>(io, *this, ibCm_, sa_);
 	subnet_.setPortListener([this](fabric::Port &p, bool rereg) {
 		if (VerbsDevice *v = verbsAt(p))
 			v->portChanged(p, rereg);
@@ -44,6 +46,7 @@ Host::Host(boost::asio::io_context &io, fabric::Subnet &subnet) : io_(io), subne
 Host::~Host()
 {
 	subnet_.setPortListener(nullptr);
+	cma_.reset();
 	while (!hcas_.empty())
 		removeHca(hcas_.back().get());
 	retired_.clear();
@@ -66,6 +69,8 @@ Hca *Host::addHca(fabric::Node &node, std::string name)
 		usedDevNums_.insert(dev);
 		auto mad = std::make_unique<MadPort>(io_, subnet_, node.port(num), clients_);
 		hca->umadPorts.push_back(std::make_unique<UmadPort>(*mad, dev, hca->name));
+		ibCm_.addPort(*mad);
+		sa_.addPort(*mad);
 		hca->madPorts.push_back(std::move(mad));
 	}
 	unsigned vn = 0;
@@ -89,15 +94,20 @@ void Host::removeHca(Hca *hca)
 		if (it->get() != hca)
 			continue;
 		hca->verbs->kill();
+		if (cma_) /* not while the host itself goes */
+			cma_->deviceRemoved(*hca);
 		bool busy = hca->verbs->openFiles() > 0;
 		for (auto &u : hca->umadPorts) {
 			u->kill();
 			usedDevNums_.erase(u->devNum());
 			busy = busy || u->openFiles() > 0;
 		}
-		for (auto &m : hca->madPorts) /* no more receives */
+		for (auto &m : hca->madPorts) { /* no more receives */
+			ibCm_.removePort(*m);
+			sa_.removePort(*m);
 			if (m->port().host == m.get())
 				m->port().host = nullptr;
+		}
 		if (busy)
 			retired_.push_back(std::move(*it));
 		hcas_.erase(it);

@@ -4,12 +4,17 @@
 // and umad device numbering.
 //
 // Lifetime rules: a Host owns its Hcas (unique_ptr); an Hca owns one MadPort
-// and one UmadPort per port, and its VerbsDevice. Removing an HCA kills its umad ports first, so
+// and one UmadPort per port, and its VerbsDevice. The host's kernel clients
+// of the MAD layer (the IB CM and the SA client, each with an agent on
+// every local port) and the RDMA CM on top of them live as long as the Host. Removing an HCA kills its umad ports first, so
 // transports holding open files see them die cleanly before the HCA goes.
 #pragma once
 
+#include "emu/cma.h"
+#include "emu/ib_cm.h"
 #include "emu/mad_port.h"
 #include "emu/pinned_vm.h"
+#include "emu/sa_query.h"
 #include "emu/umad_port.h"
 #include "emu/user_access.h"
 #include "emu/verbs_device.h"
@@ -64,6 +69,8 @@ public:
 	void setAccess(UserAccess *ua) { access_ = ua; }
 	UserAccess &access() const { return *access_; }
 	PinnedVm &pinned() { return pinned_; }
+	/* the RDMA CM (rdma_cm files use it) */
+	Cma &cma() { return *cma_; }
 	boost::asio::io_context &io() const { return io_; }
 	fabric::Subnet &subnet() const { return subnet_; }
 
@@ -74,6 +81,9 @@ private:
 	PinnedVm pinned_;
 	UserAccess *access_;
 	std::vector<std::unique_ptr<Hca>> hcas_;
+	IbCm ibCm_;
+	SaClient sa_;
+	std::unique_ptr<Cma> cma_;
 	std::vector<std::unique_ptr<Hca>> retired_; /* removed, files still open */
 	std::set<unsigned> usedDevNums_;
 };

@@ -442,6 +442,24 @@ int MadPort::postSend(MadAgent &agent, std::shared_ptr<MadSend> send)
 	return 0;
 }
 
+void MadPort::cancelSend(MadAgent &agent, uint64_t cookie)
+{
+	for (auto &[tid, s] : agent.sends_)
+		if (s->cookie == cookie && !s->done) {
+			s->timer.cancel();
+			return completeLater(s, SendStatus::Flushed);
+		}
+}
+
+void MadPort::modifySend(MadAgent &agent, uint64_t cookie, uint32_t timeoutMs)
+{
+	for (auto &[tid, s] : agent.sends_)
+		if (s->cookie == cookie && !s->done && s->awaitingResponse && !s->rmppActive) {
+			s->timeoutMs = timeoutMs;
+			return armTimer(s, timeoutMs);
+		}
+}
+
 /* ---------------- receiving ---------------- */
 
 void MadPort::receive(fabric::Port &, const Packet &pkt)

@@ -65,6 +65,10 @@ public:
 	/* ib_post_send_mad(). On success the MAD layer owns the send and reports
 	 * it through AgentClient::madSendDone(). */
 	int postSend(MadAgent &agent, std::shared_ptr<MadSend> send);
+	/* ib_cancel_mad(): an outstanding send completes Flushed, later */
+	void cancelSend(MadAgent &agent, uint64_t cookie);
+	/* ib_modify_mad(): an outstanding send waits timeoutMs from now */
+	void modifySend(MadAgent &agent, uint64_t cookie, uint32_t timeoutMs);
 
 	/* GID table of the port: entry i is GidPrefix : GUIDInfo[i]. */
 	unsigned gidTableLen() const;

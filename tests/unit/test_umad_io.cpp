@@ -156,8 +156,8 @@ TEST_CASE_METHOD(EmuFixture, "hi_tid wrap-around: 2^24-1, then round to the free
 	emu::MadClients &clients = host->clients();
 	UmadFile f(umad1());
 	uint32_t early = gsiAgent(f);
-	REQUIRE(clients.find(5) != nullptr); /* 1-4: the kernel agents of the two ports */
-	REQUIRE(clients.find(5)->client() == &f);
+	REQUIRE(clients.find(9) != nullptr); /* 1-8: the kernel's agents (SMI, GSI, CM, SA) of the two ports */
+	REQUIRE(clients.find(9)->client() == &f);
 
 	/* near the end of the cycle; the last ids before it as alloc gives them */
 	cycleOf(clients) = kMaxHiTid - 2;
@@ -167,12 +167,12 @@ TEST_CASE_METHOD(EmuFixture, "hi_tid wrap-around: 2^24-1, then round to the free
 		clients.free(id);
 	}
 	uint32_t last = gsiAgent(f); /* the last hi_tid */
-	uint32_t wrapped = gsiAgent(f); /* 1-5 are taken: 6 */
+	uint32_t wrapped = gsiAgent(f); /* 1-9 are taken: 10 */
 	REQUIRE(clients.find(kMaxHiTid) != nullptr);
 	CHECK(clients.find(kMaxHiTid)->client() == &f);
-	REQUIRE(clients.find(6) != nullptr);
-	CHECK(clients.find(6)->client() == &f);
-	CHECK(clients.find(7) == nullptr);
+	REQUIRE(clients.find(10) != nullptr);
+	CHECK(clients.find(10)->client() == &f);
+	CHECK(clients.find(11) == nullptr);
 
 	/* one low TID for all three: only the hi_tid tells the answers apart */
 	for (uint32_t agent : { early, last, wrapped }) {
@@ -181,9 +181,9 @@ TEST_CASE_METHOD(EmuFixture, "hi_tid wrap-around: 2^24-1, then round to the free
 		REQUIRE(m.writeTo(f) > 0);
 	}
 	REQUIRE(wireTids.size() == 3);
-	CHECK(wireTids[0] == (uint64_t(5) << 32 | 0x77));
+	CHECK(wireTids[0] == (uint64_t(9) << 32 | 0x77));
 	CHECK(wireTids[1] == (uint64_t(kMaxHiTid) << 32 | 0x77));
-	CHECK(wireTids[2] == (uint64_t(6) << 32 | 0x77));
+	CHECK(wireTids[2] == (uint64_t(10) << 32 | 0x77));
 	poll();
 	std::map<uint32_t, uint64_t> answered; /* agent id -> TID of its answer */
 	std::vector<uint8_t> buf;

@@ -136,28 +136,29 @@ TEST_CASE_METHOD(EmuFixture, "UNREGISTER_AGENT and unknown ioctls", "[umad][ioct
 TEST_CASE_METHOD(EmuFixture, "hi_tid: cyclic, global across ports, never reused at once", "[umad][ioctl]")
 {
 	UmadFile a(umad1()), b(umad2());
-	/* hi_tids 1-4 went to the kernel's own SMI and GSI agents of the two ports */
+	/* hi_tids 1-8 went to the kernel's own agents of the two ports: SMI,
+	 * GSI, the IB CM's and the SA client's */
 	CHECK(host->clients().find(1) == nullptr);
 	REQUIRE(regAgent(a, 1, 0, 0, {}) == 0);
 	REQUIRE(regAgent(b, 1, 0, 0, {}) == 0);
 	REQUIRE(regAgent(a, 1, 0, 0, {}) == 0);
-	CHECK(host->clients().find(5));
-	CHECK(&host->clients().find(6)->port() == hca2->madPorts[0].get());
-	CHECK(host->clients().find(7));
-	CHECK_FALSE(host->clients().find(8));
+	CHECK(host->clients().find(9));
+	CHECK(&host->clients().find(10)->port() == hca2->madPorts[0].get());
+	CHECK(host->clients().find(11));
+	CHECK_FALSE(host->clients().find(12));
 	uint32_t zero = 0;
 	CHECK(a.ioctl(IB_USER_MAD_UNREGISTER_AGENT, reinterpret_cast<uint8_t *>(&zero), 4) == 0);
-	CHECK_FALSE(host->clients().find(5));
+	CHECK_FALSE(host->clients().find(9));
 	REQUIRE(regAgent(a, 1, 0, 0, {}) == 0);
-	CHECK_FALSE(host->clients().find(5)); /* cyclic: 8 comes next, not the freed 5 */
-	CHECK(host->clients().find(8));
+	CHECK_FALSE(host->clients().find(9)); /* cyclic: 12 comes next, not the freed 9 */
+	CHECK(host->clients().find(12));
 	/* a failed registration (method conflict) uses up a number too */
 	REQUIRE(regAgent(a, 1, IB_MGMT_CLASS_PERF_MGMT, 1, { 1 }) == 0);
-	CHECK(regAgent(b, 1, IB_MGMT_CLASS_PERF_MGMT, 1, { 1 }) == 0); /* other port: fine, 10 */
-	CHECK(regAgent(a, 1, IB_MGMT_CLASS_PERF_MGMT, 1, { 1 }) == -EINVAL); /* took and freed 11 */
+	CHECK(regAgent(b, 1, IB_MGMT_CLASS_PERF_MGMT, 1, { 1 }) == 0); /* other port: fine, 14 */
+	CHECK(regAgent(a, 1, IB_MGMT_CLASS_PERF_MGMT, 1, { 1 }) == -EINVAL); /* took and freed 15 */
 	REQUIRE(regAgent(a, 1, 0, 0, {}) == 0);
-	CHECK_FALSE(host->clients().find(11));
-	CHECK(host->clients().find(12));
+	CHECK_FALSE(host->clients().find(15));
+	CHECK(host->clients().find(16));
 }
 
 TEST_CASE_METHOD(EmuFixture, "a dead port: ENXIO, EPIPE, EIO and POLLERR", "[umad][ioctl]")

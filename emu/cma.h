@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The RDMA connection manager of the emulated host (the kernel's
+// drivers/infiniband/core/cma.c with the IPoIB address resolution of
+// addr.c): IDs bound to addresses and port numbers, address resolution,
+// route resolution through the SA (emu/sa_query.h), and connections
+// through the IB CM (emu/ib_cm.h).
+//
+// Addresses: every port of a local HCA has the IPv4 address
+// 10.200.N.P (N of its uverbsN, P the port number) on the subnet
+// 10.200.0.0/16, and the IPv6 link-local address fe80::/64 with the port
+// GUID as interface ID (the universal/local bit set, as IPoIB's).
+// docs/rdma-cm.md has the rest.
+//
+// Lifetime rules: Cma owns every CmaId. An ID's events go to its sink
+// (the rdma_cm file, emu/ucma_file.h) from handlers run by the io_context;
+// destroy() ends an ID at once and no event for it follows.
+#pragma once
+
+#include "emu/clock.h"
+#include "emu/ib_cm.h"
+#include "emu/rdma_cm_abi.h"
+#include "emu/sa_query.h"
+
+#include <boost/asio/io_context.hpp>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+
+namespace ibemu::emu {
+
+class Host;
+struct Hca;
+class MadPort;
+struct CmaId;
+
+/* A socket address of any family rdma_cm takes (AF_INET, AF_INET6, AF_IB). */
+struct CmaAddr {
+	kernel_sockaddr_storage ss{};
+
+	uint16_t family() const;
+	/* the port number (AF_IB: the low 16 bits of the service ID) */
+	uint16_t port() const;
+	void setPort(uint16_t port);
+	bool isAny() const;
+	/* bytes of the family's sockaddr, 0 for an unknown family */
+	size_t size() const;
+	static CmaAddr from(const void *p, size_t len);
+};
+
+enum class CmaState {
+	Idle,
+	AddrQuery,
+	AddrResolved,
+	RouteQuery,
+	RouteResolved,
+	Connect,
+	Disconnect,
+	AddrBound,
+	Listen,
+	Established,
+};
+
+/* what a connection's peer said (REQ or REP), for INIT_QP_ATTR */
+struct CmaPeer {
+	uint32_t qpn = 0;
+	uint32_t psn = 0; /* its starting PSN: our send queue's */
+	uint8_t responderResources = 0;
+	uint8_t initiatorDepth = 0;
+	uint8_t retryCount = 0;
+	uint8_t rnrRetryCount = 0;
+	uint8_t ackTimeout = 0;
+};
+
+class CmaSink {
+public:
+	/* ev.id is the ID's handle unless the event says otherwise;
+	 * connReq: the new ID of a CONNECT_REQUEST */
+	virtual void cmaEvent(CmaId &id, const rdma_ucm_event_resp &ev, CmaId *connReq) = 0;
+
+protected:
+	~CmaSink() = default;
+};
+
+struct CmaId {
+	uint32_t handle = 0; /* ucma's context ID, host-wide */
+	CmaSink *sink = nullptr;
+	void *owner = nullptr; /* the file it belongs to */
+	uint64_t uid = 0;
+	uint16_t ps = 0;
+	uint8_t qpType = 0;
+	CmaState state = CmaState::Idle;
+	CmaAddr src, dst;
+	Hca *hca = nullptr; /* the bound device, and its port */
+	uint8_t portNum = 0;
+	uint16_t pkey = 0xffff;
+	bool havePath = false;
+	PathRecord path;
+	uint32_t seqNum = 0; /* our starting PSN: the peer's send queue's */
+	uint32_t qpNum = 0;
+	bool srq = false;
+	uint8_t tos = 0;
+	bool reuseaddr = false;
+	bool afonly = false;
+	uint8_t ackTimeout = 0;
+	bool ackTimeoutSet = false;
+	uint32_t backlog = 0; /* listen: requests not yet read */
+	CmaId *listener = nullptr; /* a passive ID until its request is read */
+	bool visible = true; /* false until the CONNECT_REQUEST is read */
+	uint32_t eventsReported = 0;
+	CmaPeer peer;
+	CmId *cm = nullptr;
+	int64_t saQuery = 0;
+	std::unique_ptr<Timer> addrTimer;
+};
+
+class Cma final : public CmHandler {
+public:
+	Cma(boost::asio::io_context &io, Host &host, IbCm &cm, SaClient &sa);
+	~Cma();
+	Cma(const Cma &) = delete;
+	Cma &operator=(const Cma &) = delete;
+
+	/* The IPv4 address of a local HCA port (network byte order) */
+	static uint32_t ipv4Of(const Hca &hca, unsigned port);
+
+	/* an HCA is unplugged: its IDs lose it and hear DEVICE_REMOVAL */
+	void deviceRemoved(const Hca &hca);
+
+	CmaId *create(CmaSink *sink, void *owner, uint64_t uid, uint16_t ps, uint8_t qpType);
+	CmaId *find(uint32_t handle) const;
+	/* an ID of this owner's that no unread request holds, or null */
+	CmaId *firstOf(const void *owner) const;
+	void destroy(CmaId *id);
+
+	int bind(CmaId &id, const CmaAddr &addr);
+	int resolveAddr(CmaId &id, const CmaAddr *src, const CmaAddr &dst, uint32_t timeoutMs);
+	int resolveRoute(CmaId &id, uint32_t timeoutMs);
+	int listen(CmaId &id, uint32_t backlog);
+	int connect(CmaId &id, const rdma_ucm_conn_param &p);
+	/* p null: the active side's RTU after its REP */
+	int accept(CmaId &id, const rdma_ucm_conn_param *p);
+	int reject(CmaId &id, uint8_t reason, const uint8_t *priv, size_t len);
+	int disconnect(CmaId &id);
+	int initQpAttr(const CmaId &id, uint32_t state, ib_uverbs_qp_attr &out) const;
+	int notify(CmaId &id, uint32_t event);
+
+	/* the bound port's GID and the destination's (zero when unknown) */
+	void gids(const CmaId &id, fabric::Gid &sgid, fabric::Gid &dgid) const;
+	uint64_t nodeGuid(const CmaId &id) const;
+	/* the service ID of an address (rdma_get_service_id) */
+	uint64_t serviceId(const CmaId &id, const CmaAddr &addr) const;
+	/* the ID's devices index as the kernel's ib_device index (its uverbsN + 1) */
+	uint32_t deviceIndex(const CmaId &id) const;
+
+	/* IbCm events */
+	void cmEvent(CmId &cm, const CmEvent &ev) override;
+
+private:
+	MadPort *madPort(const CmaId &id) const;
+	/* the local port with this address: true and the port, or false */
+	bool localPort(const CmaAddr &addr, Hca *&hca, uint8_t &port) const;
+	int bindPort(CmaId &id);
+	bool portInUse(const CmaId &id, uint16_t port) const;
+	void post(CmaId &id, uint32_t event, int status);
+	void send(CmaId &id, rdma_ucm_event_resp ev, CmaId *connReq = nullptr);
+	void onRequest(const CmEvent &ev);
+	CmaId *byCm(const CmId &cm) const;
+	void stopListen(CmaId &id);
+
+	boost::asio::io_context &io_;
+	Host &host_;
+	IbCm &cm_;
+	SaClient &sa_;
+	std::map<uint32_t, std::unique_ptr<CmaId>> ids_;
+	uint32_t nextHandle_ = 0;
+	/* one IB CM listener per service ID, shared by the IDs listening on it */
+	std::map<uint64_t, std::pair<CmId *, unsigned>> cmListens_;
+	std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+} /* namespace ibemu::emu */

@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// rdma_cm files (emu/ucma_file.h) driven as librdmacm drives them, between
+// the fixture's two HCAs: addresses, a route from an SA on the fabric, the
+// IB CM's REQ/MRA/REP/RTU/DREQ/DREP on the wire, rejects and timeouts.
+#include "tests/unit/verbs_helpers.h"
+
+#include "emu/cm_msgs.h"
+#include "emu/mad_port.h"
+#include "emu/rdma_cm_abi.h"
+#include "emu/sa_query.h"
+#include "emu/ucma_file.h"
+
+#include <arpa/inet.h>
+#include <catch2/catch.hpp>
+
+using namespace ibemu;
+using namespace ibemu::emu;
+using namespace ibemu::test;
+
+namespace {
+
+/* An SA on host1's port answering PathRecord Gets from the fabric's LIDs;
+ * silent when told to be. */
+struct TestSa final : AgentClient {
+	EmuFixture &fx;
+	MadAgent *agent = nullptr;
+	bool silent = false;
+	unsigned queries = 0;
+	uint64_t lastMask = 0;
+
+	explicit TestSa(EmuFixture &f) : fx(f)
+	{
+		MadRegistration reg;
+		reg.mgmtClass = IB_MGMT_CLASS_SUBN_ADM;
+		reg.classVersion = 2;
+		reg.methods.set(IB_MGMT_METHOD_GET);
+		REQUIRE(fx.hca1->madPorts[0]->registerAgent(1, &reg, 0, 0, this, nullptr, &agent) == 0);
+		fx.p1->smLid = fx.lid1();
+		fx.p2->smLid = fx.lid1();
+	}
+	~TestSa() { fx.hca1->madPorts[0]->unregisterAgent(agent); }
+
+	uint16_t lidOf(const fabric::Gid &g) const
+	{
+		uint64_t guid = 0;
+		for (int i = 8; i < 16; i++)
+			guid = guid << 8 | g[size_t(i)];
+		return guid == fx.p1->guid ? fx.lid1() : guid == fx.p2->guid ? fx.lid2() : 0;
+	}
+
+	void madReceived(MadAgent &a, MadRecv &&recv) override
+	{
+		queries++;
+		if (silent)
+			return;
+		PathRecord q = PathRecord::decode(recv.mad.data() + 56);
+		lastMask = 0;
+		for (int i = 0; i < 8; i++)
+			lastMask = lastMask << 8 | recv.mad[size_t(48 + i)];
+		PathRecord p = q;
+		p.slid = lidOf(q.sgid);
+		p.dlid = lidOf(q.dgid);
+		p.mtu = 4;
+		p.rate = 3;
+		p.packetLifeTime = 18;
+		p.sl = 0;
+		auto s = std::make_shared<MadSend>(fx.io);
+		s->msg = recv.mad;
+		s->msg[3] = 0x81; /* GetResp */
+		p.encode(s->msg.data() + 56);
+		s->ah = recv.src;
+		s->ah.remoteQkey = IB_QP1_QKEY;
+		REQUIRE(a.port().postSend(a, s) == 0);
+	}
+	void madSendDone(MadAgent &, uint64_t, SendStatus) override {}
+};
+
+sockaddr_in6 ip4(uint32_t addr, uint16_t port)
+{
+	sockaddr_in6 s{};
+	auto *s4 = reinterpret_cast<sockaddr_in *>(&s);
+	s4->sin_family = AF_INET;
+	s4->sin_addr.s_addr = addr;
+	s4->sin_port = htons(port);
+	return s;
+}
+
+/* one process's rdma_cm file, written to as librdmacm writes */
+struct CmClient {
+	VerbsFixture &fx;
+	std::unique_ptr<UcmaFile> file;
+	pid_t tid;
+
+	CmClient(VerbsFixture &f, pid_t t) : fx(f), file(std::make_unique<UcmaFile>(f.host->cma(), f.ua, t)), tid(t) {}
+	/* close() and open() again */
+	void reopen()
+	{
+		file.reset();
+		file = std::make_unique<UcmaFile>(fx.host->cma(), fx.ua, tid);
+	}
+
+	template <typename Cmd> ssize_t cmd(uint32_t command, const Cmd &c, uint16_t out = 0, bool nonblock = true)
+	{
+		std::vector<uint8_t> buf(sizeof(rdma_ucm_cmd_hdr) + sizeof c);
+		rdma_ucm_cmd_hdr h{ command, uint16_t(sizeof c), out };
+		memcpy(buf.data(), &h, sizeof h);
+		memcpy(buf.data() + sizeof h, &c, sizeof c);
+		return file->write(tid, buf.data(), buf.size(), nonblock);
+	}
+	uint32_t create(uint64_t uid, uint16_t ps = RDMA_PS_TCP)
+	{
+		rdma_ucm_create_id_resp resp{ ~0u };
+		rdma_ucm_create_id c{};
+		c.uid = uid;
+		c.response = uintptr_t(&resp);
+		c.ps = ps;
+		REQUIRE(cmd(RDMA_USER_CM_CMD_CREATE_ID, c, sizeof resp) > 0);
+		return resp.id;
+	}
+	ssize_t bindIp(uint32_t id, sockaddr_in6 a)
+	{
+		rdma_ucm_bind_ip c{};
+		c.addr = a;
+		c.id = id;
+		return cmd(RDMA_USER_CM_CMD_BIND_IP, c);
+	}
+	ssize_t resolveIp(uint32_t id, const sockaddr_in6 *src, sockaddr_in6 dst, uint32_t ms = 2000)
+	{
+		rdma_ucm_resolve_ip c{};
+		if (src)
+			c.src_addr = *src;
+		c.dst_addr = dst;
+		c.id = id;
+		c.timeout_ms = ms;
+		return cmd(RDMA_USER_CM_CMD_RESOLVE_IP, c);
+	}
+	ssize_t resolveRoute(uint32_t id, uint32_t ms = 2000)
+	{
+		return cmd(RDMA_USER_CM_CMD_RESOLVE_ROUTE, rdma_ucm_resolve_route{ id, ms });
+	}
+	ssize_t listen(uint32_t id, uint32_t backlog = 8)
+	{
+		return cmd(RDMA_USER_CM_CMD_LISTEN, rdma_ucm_listen{ id, backlog });
+	}
+	ssize_t connect(uint32_t id, uint32_t qpn, const char *priv = "")
+	{
+		rdma_ucm_connect c{};
+		c.id = id;
+		c.conn_param.qp_num = qpn;
+		c.conn_param.valid = 1;
+		c.conn_param.retry_count = 7;
+		c.conn_param.rnr_retry_count = 7;
+		c.conn_param.responder_resources = 4;
+		c.conn_param.initiator_depth = 4;
+		c.conn_param.private_data_len = uint8_t(strlen(priv));
+		memcpy(c.conn_param.private_data, priv, strlen(priv));
+		return cmd(RDMA_USER_CM_CMD_CONNECT, c);
+	}
+	ssize_t accept(uint32_t id, uint64_t uid, uint32_t qpn)
+	{
+		rdma_ucm_accept c{};
+		c.id = id;
+		c.uid = uid;
+		if (qpn) {
+			c.conn_param.qp_num = qpn;
+			c.conn_param.valid = 1;
+			c.conn_param.responder_resources = 4;
+			c.conn_param.initiator_depth = 4;
+			c.conn_param.rnr_retry_count = 7;
+		}
+		return cmd(RDMA_USER_CM_CMD_ACCEPT, c);
+	}
+	ssize_t getEvent(rdma_ucm_event_resp &ev, bool nonblock = true)
+	{
+		ev = {};
+		rdma_ucm_get_event c{ uintptr_t(&ev) };
+		return cmd(RDMA_USER_CM_CMD_GET_EVENT, c, sizeof ev, nonblock);
+	}
+	/* the next event, which must be `type` */
+	rdma_ucm_event_resp expect(uint32_t type)
+	{
+		rdma_ucm_event_resp ev;
+		REQUIRE(getEvent(ev) > 0);
+		CHECK(ev.event == type);
+		return ev;
+	}
+	ib_uverbs_qp_attr qpAttr(uint32_t id, uint32_t state)
+	{
+		ib_uverbs_qp_attr a{};
+		rdma_ucm_init_qp_attr c{ uintptr_t(&a), id, state };
+		REQUIRE(cmd(RDMA_USER_CM_CMD_INIT_QP_ATTR, c, sizeof a) > 0);
+		return a;
+	}
+	uint32_t destroy(uint32_t id)
+	{
+		rdma_ucm_destroy_id_resp resp{ ~0u };
+		rdma_ucm_destroy_id c{ uintptr_t(&resp), id, 0 };
+		REQUIRE(cmd(RDMA_USER_CM_CMD_DESTROY_ID, c, sizeof resp) > 0);
+		return resp.events_reported;
+	}
+};
+
+struct CmPair : VerbsFixture {
+	TestSa sa{ *this };
+	CmClient client{ *this, 100 };
+	CmClient server{ *this, 200 };
+	uint32_t addr1 = Cma::ipv4Of(*hca1, 1);
+	uint32_t addr2 = Cma::ipv4Of(*hca2, 1);
+
+	/* the client's ID through ADDR_RESOLVED and ROUTE_RESOLVED to addr2:port */
+	uint32_t resolved(uint16_t port)
+	{
+		uint32_t id = client.create(0xc1);
+		sockaddr_in6 src = ip4(addr1, 0), dst = ip4(addr2, port);
+		REQUIRE(client.resolveIp(id, &src, dst) > 0);
+		drain();
+		client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+		REQUIRE(client.resolveRoute(id) > 0);
+		drain();
+		client.expect(RDMA_CM_EVENT_ROUTE_RESOLVED);
+		return id;
+	}
+};
+
+} /* namespace */
+
+TEST_CASE("rdma_cm: each local port has its address", "[rdma_cm]")
+{
+	CmPair p;
+	CHECK(ntohl(p.addr1) >> 16 == 0x0ac8); /* 10.200.0.0/16 */
+	CHECK(p.addr1 != p.addr2);
+	uint32_t id = p.client.create(1);
+	CHECK(p.client.bindIp(id, ip4(p.addr1, 7000)) > 0);
+	/* the same address and port again: in use */
+	uint32_t id2 = p.client.create(2);
+	CHECK(p.client.bindIp(id2, ip4(p.addr1, 7000)) == -EADDRINUSE);
+	/* an address no port has */
+	uint32_t id3 = p.client.create(3);
+	CHECK(p.client.bindIp(id3, ip4(inet_addr("10.200.99.9"), 0)) == -EADDRNOTAVAIL);
+	/* a bound ID binds no more */
+	CHECK(p.client.bindIp(id, ip4(p.addr1, 7001)) == -EINVAL);
+
+	rdma_ucm_query_route_resp r{};
+	rdma_ucm_query q{ uintptr_t(&r), id, 0 };
+	REQUIRE(p.client.cmd(RDMA_USER_CM_CMD_QUERY_ROUTE, q, sizeof r) > 0);
+	CHECK(be64toh(r.node_guid) == p.hca1->node->nodeGuid);
+	CHECK(r.port_num == 1);
+	CHECK(r.num_paths == 0);
+	CHECK(reinterpret_cast<sockaddr_in *>(&r.src_addr)->sin_port == htons(7000));
+	/* a response that does not fit */
+	CHECK(p.client.cmd(RDMA_USER_CM_CMD_QUERY_ROUTE, q, 16) == -ENOSPC);
+	/* another file's ID, and no ID */
+	rdma_ucm_query q2{ uintptr_t(&r), id, 0 };
+	CHECK(p.server.cmd(RDMA_USER_CM_CMD_QUERY_ROUTE, q2, sizeof r) == -EINVAL);
+	q2.id = 999;
+	CHECK(p.client.cmd(RDMA_USER_CM_CMD_QUERY_ROUTE, q2, sizeof r) == -ENOENT);
+}
+
+TEST_CASE("rdma_cm: address resolution errors as a real host gives them", "[rdma_cm]")
+{
+	CmPair p;
+	uint32_t id = p.client.create(1);
+	/* on the subnet, but no port answers: ARP times out */
+	REQUIRE(p.client.resolveIp(id, nullptr, ip4(inet_addr("10.200.99.9"), 1), 500) > 0);
+	p.drain();
+	rdma_ucm_event_resp ev;
+	CHECK(p.client.getEvent(ev) == -EAGAIN);
+	p.advance(500);
+	ev = p.client.expect(RDMA_CM_EVENT_ADDR_ERROR);
+	CHECK(int(ev.status) == -ETIMEDOUT);
+	CHECK(ev.uid == 1);
+	/* off the subnet: no route */
+	uint32_t id2 = p.client.create(2);
+	REQUIRE(p.client.resolveIp(id2, nullptr, ip4(inet_addr("192.0.2.1"), 1)) > 0);
+	p.drain();
+	ev = p.client.expect(RDMA_CM_EVENT_ADDR_ERROR);
+	CHECK(int(ev.status) == -ENETUNREACH);
+	/* a blocking GET_EVENT with nothing queued parks */
+	CHECK(p.client.getEvent(ev, false) == UcmaFile::kBlocked);
+	CHECK(p.client.destroy(id) == 1);
+	CHECK(p.client.destroy(id2) == 1);
+}
+
+TEST_CASE("rdma_cm: a route is a PathRecord from the SM; no answer is ROUTE_ERROR", "[rdma_cm]")
+{
+	CmPair p;
+	uint32_t id = p.resolved(7471);
+	CHECK(p.sa.queries == 1);
+	CHECK(p.sa.lastMask ==
+	      (PR_DGID | PR_SGID | PR_PKEY | PR_NUMB_PATH | PR_REVERSIBLE | PR_SERVICE_ID | PR_QOS_CLASS));
+	rdma_ucm_query_route_resp r{};
+	rdma_ucm_query q{ uintptr_t(&r), id, 0 };
+	REQUIRE(p.client.cmd(RDMA_USER_CM_CMD_QUERY_ROUTE, q, sizeof r) > 0);
+	CHECK(r.num_paths == 1);
+	CHECK(ntohs(r.ib_route[0].slid) == p.lid1());
+	CHECK(ntohs(r.ib_route[0].dlid) == p.lid2());
+	CHECK(r.ib_route[0].mtu == 4);
+
+	/* QUERY PATH: the SA's record as it came */
+	uint8_t buf[8 + 72]{};
+	rdma_ucm_query qp{ uintptr_t(buf), id, RDMA_USER_CM_QUERY_PATH };
+	REQUIRE(p.client.cmd(RDMA_USER_CM_CMD_QUERY, qp, sizeof buf) > 0);
+	CHECK(buf[0] == 1);
+	PathRecord rec = PathRecord::decode(buf + 16);
+	CHECK(rec.dlid == p.lid2());
+
+	/* the SM says nothing: ten tries, then ROUTE_ERROR */
+	p.sa.silent = true;
+	uint32_t id2 = p.client.create(2);
+	sockaddr_in6 src = ip4(p.addr1, 0);
+	REQUIRE(p.client.resolveIp(id2, &src, ip4(p.addr2, 1)) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	REQUIRE(p.client.resolveRoute(id2, 1000) > 0);
+	for (int i = 0; i < 12; i++)
+		p.advance(100);
+	auto ev = p.client.expect(RDMA_CM_EVENT_ROUTE_ERROR);
+	CHECK(int(ev.status) == -ETIMEDOUT);
+	CHECK(p.sa.queries == 1 + 11);
+}
+
+TEST_CASE("rdma_cm: a connection through the IB CM, and its end", "[rdma_cm]")
+{
+	CmPair p;
+	uint32_t lid = p.server.create(0x5e);
+	REQUIRE(p.server.bindIp(lid, ip4(p.addr2, 7471)) > 0);
+	REQUIRE(p.server.listen(lid) > 0);
+	/* a second listener on the port */
+	uint32_t lid2 = p.server.create(0x5f);
+	CHECK(p.server.bindIp(lid2, ip4(0, 7471)) == -EADDRINUSE);
+
+	uint32_t cid = p.resolved(7471);
+	ib_uverbs_qp_attr init = p.client.qpAttr(cid, IB_QPS_INIT);
+	CHECK(init.qp_attr_mask == (IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_ACCESS_FLAGS));
+	CHECK(init.qp_access_flags == 0);
+	CHECK(init.port_num == 1);
+	REQUIRE(p.client.connect(cid, 0x123, "hello") > 0);
+	p.drain();
+
+	auto req = p.server.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
+	CHECK(req.uid == 0x5e);
+	CHECK(req.param.conn.qp_num == 0x123);
+	CHECK(req.param.conn.private_data_len == 56);
+	CHECK(memcmp(req.param.conn.private_data, "hello", 5) == 0);
+	uint32_t sid = req.id;
+	CHECK(sid != lid);
+	/* the server's MRA keeps the client waiting past the REQ's own timeout
+	 * (2 x 1024 + 4096 ms): no second REQ, no error */
+	for (int i = 0; i < 10; i++)
+		p.advance(1000);
+	rdma_ucm_event_resp ev;
+	CHECK(p.client.getEvent(ev) == -EAGAIN);
+	CHECK(p.server.getEvent(ev) == -EAGAIN);
+
+	REQUIRE(p.server.accept(sid, 0xacce, 0x456) > 0);
+	p.drain();
+	auto rep = p.client.expect(RDMA_CM_EVENT_CONNECT_RESPONSE);
+	CHECK(rep.uid == 0xc1);
+	CHECK(rep.param.conn.qp_num == 0x456);
+
+	/* both QPs get each other's numbers and PSNs */
+	ib_uverbs_qp_attr cRtr = p.client.qpAttr(cid, IB_QPS_RTR), cRts = p.client.qpAttr(cid, IB_QPS_RTS);
+	ib_uverbs_qp_attr sRtr = p.server.qpAttr(sid, IB_QPS_RTR), sRts = p.server.qpAttr(sid, IB_QPS_RTS);
+	CHECK(cRtr.dest_qp_num == 0x456);
+	CHECK(sRtr.dest_qp_num == 0x123);
+	CHECK(cRtr.ah_attr.dlid == p.lid2());
+	CHECK(sRtr.ah_attr.dlid == p.lid1());
+	CHECK(cRtr.path_mtu == 4);
+	CHECK(cRtr.rq_psn == sRts.sq_psn);
+	CHECK(sRtr.rq_psn == cRts.sq_psn);
+	CHECK(cRts.retry_cnt == 7);
+	CHECK(p.client.qpAttr(cid, IB_QPS_INIT).qp_access_flags ==
+	      (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC));
+
+	/* the active side's ACCEPT is its RTU */
+	REQUIRE(p.client.accept(cid, 0, 0) > 0);
+	p.drain();
+	auto est = p.server.expect(RDMA_CM_EVENT_ESTABLISHED);
+	CHECK(est.uid == 0xacce);
+	CHECK(est.id == sid);
+
+	/* the client disconnects; the server answers */
+	REQUIRE(p.client.cmd(RDMA_USER_CM_CMD_DISCONNECT, rdma_ucm_disconnect{ cid }) > 0);
+	p.drain();
+	p.server.expect(RDMA_CM_EVENT_DISCONNECTED);
+	CHECK(p.client.getEvent(ev) == -EAGAIN);
+	REQUIRE(p.server.cmd(RDMA_USER_CM_CMD_DISCONNECT, rdma_ucm_disconnect{ sid }) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_DISCONNECTED);
+
+	CHECK(p.server.destroy(sid) == 2); /* ESTABLISHED and DISCONNECTED */
+	CHECK(p.server.destroy(lid) == 1); /* the CONNECT_REQUEST */
+	CHECK(p.client.destroy(cid) == 4);
+}
+
+TEST_CASE("rdma_cm: no listener is a REJ with invalid service ID", "[rdma_cm]")
+{
+	CmPair p;
+	uint32_t cid = p.resolved(9999);
+	REQUIRE(p.client.connect(cid, 0x123) > 0);
+	p.drain();
+	auto ev = p.client.expect(RDMA_CM_EVENT_REJECTED);
+	CHECK(ev.status == cm::REJ_INVALID_SERVICE_ID);
+}
+
+TEST_CASE("rdma_cm: a rejected request, and a peer whose file closes mid-handshake", "[rdma_cm]")
+{
+	CmPair p;
+	uint32_t lid = p.server.create(0x5e);
+	REQUIRE(p.server.bindIp(lid, ip4(0, 7471)) > 0);
+	REQUIRE(p.server.listen(lid) > 0);
+
+	uint32_t cid = p.resolved(7471);
+	REQUIRE(p.client.connect(cid, 0x123) > 0);
+	p.drain();
+	auto req = p.server.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
+	rdma_ucm_reject rj{};
+	rj.id = req.id;
+	rj.private_data_len = 3;
+	memcpy(rj.private_data, "no!", 3);
+	rj.reason = 7; /* only the consumer's reasons */
+	CHECK(p.server.cmd(RDMA_USER_CM_CMD_REJECT, rj) == -EINVAL);
+	rj.reason = 0;
+	REQUIRE(p.server.cmd(RDMA_USER_CM_CMD_REJECT, rj) > 0);
+	p.drain();
+	auto ev = p.client.expect(RDMA_CM_EVENT_REJECTED);
+	CHECK(ev.status == cm::REJ_CONSUMER_DEFINED);
+	CHECK(memcmp(ev.param.conn.private_data, "no!", 3) == 0);
+
+	/* a second try; the server's file closes before it answers */
+	uint32_t cid2 = p.resolved(7471);
+	REQUIRE(p.client.connect(cid2, 0x124) > 0);
+	p.drain();
+	p.server.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
+	p.server.reopen();
+	p.drain();
+	ev = p.client.expect(RDMA_CM_EVENT_REJECTED);
+	CHECK(ev.status == cm::REJ_CONSUMER_DEFINED);
+}
+
+TEST_CASE("rdma_cm: a REQ no one answers ends UNREACHABLE after the CM's retries", "[rdma_cm]")
+{
+	CmPair p;
+	uint32_t cid = p.resolved(7471);
+	/* the server's port drops CM MADs: unplug its agent's HCA view by
+	 * listening nowhere and silencing the CM on host2 */
+	p.hca2->madPorts[0]->port().host = nullptr;
+	REQUIRE(p.client.connect(cid, 0x123) > 0);
+	p.drain();
+	/* REQ timeout: 2 * 4.096us*2^18 + 4.096us*2^20 = 2*1024 + 4096 ms, 16 tries */
+	for (int i = 0; i < 16 * 7; i++)
+		p.advance(1000);
+	auto ev = p.client.expect(RDMA_CM_EVENT_UNREACHABLE);
+	CHECK(int(ev.status) == -ETIMEDOUT);
+	p.hca2->madPorts[0]->port().host = p.hca2->madPorts[0].get();
+}
