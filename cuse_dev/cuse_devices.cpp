@@ -5,6 +5,7 @@
 #include "cuse_dev/cuse_devices.h"
 
 #include "cuse_dev/process_access.h"
+#include "cuse_dev/rdma_cm_files.h"
 #include "cuse_dev/session_pump.h"
 #include "cuse_dev/umad_files.h"
 #include "cuse_dev/verbs_files.h"
@@ -43,9 +44,12 @@ Device &dev(fuse_req_t req)
 	return *static_cast<Device *>(fuse_req_userdata(req));
 }
 
-const char *kindName(NodeKind k)
+/* the node's name under the prefix: umadN, issmN, uverbsN, rdma_cm */
+std::string nodeName(NodeKind k, unsigned num)
 {
-	return k == NodeKind::Umad ? "umad" : k == NodeKind::Issm ? "issm" : "uverbs";
+	if (k == NodeKind::RdmaCm)
+		return "rdma_cm";
+	return (k == NodeKind::Umad ? "umad" : k == NodeKind::Issm ? "issm" : "uverbs") + std::to_string(num);
 }
 
 } /* namespace */
@@ -57,12 +61,13 @@ struct CuseDevices::Impl {
 	UmadFiles files;
 	ProcessAccess access;
 	VerbsFiles verbsFiles;
+	RdmaCmFiles cmFiles;
 	std::vector<std::unique_ptr<Device>> devices;
 	bool stopped = false;
 	unsigned spinUs;
 
 	Impl(boost::asio::io_context &i, emu::Host &h, std::string p, unsigned spin)
-		: io(i), host(h), prefix(std::move(p)), files(i), verbsFiles(i, h), spinUs(spin)
+		: io(i), host(h), prefix(std::move(p)), files(i), verbsFiles(i, h), cmFiles(i, h), spinUs(spin)
 	{}
 };
 
@@ -121,6 +126,32 @@ void uvRelease(fuse_req_t req, fuse_file_info *fi)
 	dev(req).owner->verbsFiles.release(req, fi);
 }
 
+void cmOpen(fuse_req_t req, fuse_file_info *fi)
+{
+	dev(req).owner->cmFiles.open(req, fi);
+}
+void cmWrite(fuse_req_t req, const char *buf, size_t size, off_t, fuse_file_info *fi)
+{
+	dev(req).owner->cmFiles.write(req, buf, size, fi);
+}
+void cmPoll(fuse_req_t req, fuse_file_info *fi, fuse_pollhandle *ph)
+{
+	dev(req).owner->cmFiles.poll(req, fi, ph);
+}
+void cmRelease(fuse_req_t req, fuse_file_info *fi)
+{
+	dev(req).owner->cmFiles.release(req, fi);
+}
+
+const cuse_lowlevel_ops kCmOps = [] {
+	cuse_lowlevel_ops ops{};
+	ops.open = cmOpen;
+	ops.write = cmWrite;
+	ops.poll = cmPoll;
+	ops.release = cmRelease;
+	return ops;
+}();
+
 const cuse_lowlevel_ops kVerbsOps = [] {
 	cuse_lowlevel_ops ops{};
 	ops.open = uvOpen;
@@ -169,7 +200,7 @@ int CuseDevices::start(std::string &err)
 		d->kind = kind;
 		d->port = port;
 		d->verbs = verbs;
-		d->devName = s.prefix + kindName(kind) + std::to_string(num);
+		d->devName = s.prefix + nodeName(kind, num);
 		std::string devInfo = "DEVNAME=" + d->devName;
 		const char *devInfoArgv[] = { devInfo.c_str() };
 		cuse_info ci{};
@@ -177,7 +208,10 @@ int CuseDevices::start(std::string &err)
 		ci.dev_info_argv = devInfoArgv;
 		const char *argv[] = { "ibemud" };
 		fuse_args args = FUSE_ARGS_INIT(1, const_cast<char **>(argv));
-		d->se = cuse_lowlevel_new(&args, &ci, kind == NodeKind::Uverbs ? &kVerbsOps : &kOps, d.get());
+		const cuse_lowlevel_ops *ops = kind == NodeKind::Uverbs ? &kVerbsOps
+			: kind == NodeKind::RdmaCm                      ? &kCmOps
+									: &kOps;
+		d->se = cuse_lowlevel_new(&args, &ci, ops, d.get());
 		fuse_opt_free_args(&args); /* parsing copied them into args.argv */
 		if (!d->se) {
 			err = "cannot create a CUSE session for " + d->devName;
@@ -214,19 +248,23 @@ int CuseDevices::start(std::string &err)
 		if (int rc = create(NodeKind::Uverbs, hca->verbsNum, nullptr, hca->verbs.get()))
 			return rc;
 	}
+	/* the kernel's rdma_ucm misc device: one for the host */
+	if (int rc = create(NodeKind::RdmaCm, 0, nullptr, nullptr))
+		return rc;
+	s.cmFiles.setNode(path(NodeKind::RdmaCm, 0));
 	return 0;
 }
 
 std::string CuseDevices::path(NodeKind kind, unsigned num) const
 {
-	return "/dev/" + impl_->prefix + kindName(kind) + std::to_string(num);
+	return "/dev/" + impl_->prefix + nodeName(kind, num);
 }
 
 std::pair<unsigned, unsigned> CuseDevices::numbers(NodeKind kind, unsigned num) const
 {
 	/* The kernel publishes them in /sys/class/cuse/<name, '/' as '!'>/dev;
 	 * /dev/infiniband itself is covered in our namespace. */
-	std::string name = impl_->prefix + kindName(kind) + std::to_string(num);
+	std::string name = impl_->prefix + nodeName(kind, num);
 	std::replace(name.begin(), name.end(), '/', '!');
 	FILE *f = fopen(("/sys/class/cuse/" + name + "/dev").c_str(), "re");
 	unsigned maj = 0, min = 0;
@@ -242,6 +280,7 @@ void CuseDevices::openers(std::map<pid_t, unsigned> &out) const
 {
 	impl_->files.openers(out);
 	impl_->verbsFiles.openers(out);
+	impl_->cmFiles.openers(out);
 }
 
 void CuseDevices::shutdown()
@@ -251,6 +290,7 @@ void CuseDevices::shutdown()
 		return;
 	s.stopped = true;
 	s.files.shutdown();
+	s.cmFiles.shutdown(); /* its IDs end while their ports can still tell the peers */
 	s.verbsFiles.shutdown(); /* closes every uverbs file while the HCAs still exist */
 	for (auto &d : s.devices) {
 		if (d->pump)

@@ -25,7 +25,7 @@ class Host;
 
 namespace ibemu::cuse_dev {
 
-enum class NodeKind { Umad, Issm, Uverbs };
+enum class NodeKind { Umad, Issm, Uverbs, RdmaCm }; /* RdmaCm: one node, its number ignored */
 
 class CuseDevices {
 public:

@@ -241,6 +241,7 @@ FuseFs::FuseFs(boost::asio::io_context &io, emu::Host &host, const Options &opts
 		return std::make_pair(unsigned(IB_UMAD_MAJOR), issm ? IB_ISSM_MINOR_BASE + dev : dev);
 	};
 	numbers.uverbs = opts.uverbsNumbers;
+	numbers.rdmaCm = opts.rdmaCmNumbers;
 	buildSysfs(s.root, host, numbers);
 	if (opts.status) {
 		auto render = opts.status;

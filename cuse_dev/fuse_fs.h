@@ -39,6 +39,8 @@ public:
 		std::function<std::pair<unsigned, unsigned>(unsigned devNum, bool issm)> umadNumbers;
 		/* CUSE: uverbsN numbers; with them the tree has class/infiniband_verbs */
 		std::function<std::pair<unsigned, unsigned>(unsigned verbsNum)> uverbsNumbers;
+		/* rdma_cm's; unset: no rdma_cm device */
+		std::function<std::pair<unsigned, unsigned>()> rdmaCmNumbers;
 		/* the session pump's spin window, microseconds */
 		unsigned spinUs = 50;
 		/* renders /status.json at the root of the filesystem (live state

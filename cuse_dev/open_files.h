@@ -20,6 +20,7 @@
 #include <sys/types.h>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 struct fuse_file_info;
 struct fuse_pollhandle;
@@ -95,9 +96,10 @@ public:
 	/* read(): parks the request on o. serve() answers what it can when
 	 * this is the only read parked; one still parked after that gets an
 	 * interrupt handler, so a signal frees its caller with EINTR. */
-	template <class Serve> void park(Open &o, fuse_req_t req, size_t size, bool nonblock, Serve &&serve)
+	template <class Serve>
+	void park(Open &o, fuse_req_t req, size_t size, bool nonblock, Serve &&serve, std::vector<uint8_t> command = {})
 	{
-		o.wait.park(req, size, nonblock);
+		o.wait.park(req, size, nonblock, std::move(command));
 		if (o.wait.size() == 1)
 			serve();
 		o.wait.armInterrupt(req, readInterrupted, this);

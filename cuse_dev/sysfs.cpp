@@ -5,6 +5,7 @@
 
 #include "emu/hca_attrs.h"
 #include "emu/host.h"
+#include "emu/rdma_cm_abi.h"
 #include "emu/umad_abi.h"
 #include "emu/uverbs_abi.h"
 
@@ -276,6 +277,16 @@ void buildSysfs(SysfsNode &root, emu::Host &host, const DevNumbers &numbers)
 	if (numbers.uverbs) {
 		verbs = cls->addDir("infiniband_verbs");
 		verbs->addFile("abi_version", [] { return text(fmt("%u\n", emu::IB_USER_VERBS_ABI_VERSION)); });
+	}
+	if (numbers.rdmaCm) {
+		SysfsNode *misc = cls->child("misc") ? cls->child("misc") : cls->addDir("misc");
+		SysfsNode *cm = misc->addDir("rdma_cm");
+		cm->addFile("abi_version", [] { return text(fmt("%u\n", emu::RDMA_USER_CM_ABI_VERSION)); });
+		auto num = numbers.rdmaCm;
+		cm->addFile("dev", [num] {
+			auto [maj, min] = num();
+			return text(fmt("%u:%u\n", maj, min));
+		});
 	}
 	for (const auto &hca : host.hcas()) {
 		SysfsNode &d = buildDevice(*ib, *hca);

@@ -51,10 +51,14 @@ struct DevNumbers {
 	/* uverbsN major:minor; unset: no uverbs devices (FUSE transport), so no
 	 * class/infiniband_verbs */
 	std::function<std::pair<unsigned, unsigned>(unsigned verbsNum)> uverbs;
+	/* rdma_cm's major:minor; unset: no rdma_cm device, so no
+	 * class/misc/rdma_cm */
+	std::function<std::pair<unsigned, unsigned>()> rdmaCm;
 };
 
 /* Builds class/infiniband, class/infiniband_mad and (with uverbs numbers)
- * class/infiniband_verbs for every local HCA under `root`. */
+ * class/infiniband_verbs for every local HCA under `root`, and with an
+ * rdma_cm number class/misc/rdma_cm (ucma.c's abi_version). */
 void buildSysfs(SysfsNode &root, emu::Host &host, const DevNumbers &numbers);
 
 /* Kernel formats, shared with tests */

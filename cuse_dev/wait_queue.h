@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
+#include <vector>
 
 struct fuse_pollhandle;
 struct fuse_req;
@@ -19,6 +21,7 @@ struct PendingRead {
 	fuse_req_t req;
 	size_t size;
 	bool nonblock; /* the file's flags at the time of this read(): fcntl may change them */
+	std::vector<uint8_t> command; /* a parked write() instead: what to run again (rdma_cm's GET_EVENT) */
 };
 
 class WaitQueue {
@@ -30,7 +33,10 @@ public:
 
 	/* Queues a read; the caller serves the queue, then calls armInterrupt()
 	 * if the read is still parked. */
-	void park(fuse_req_t req, size_t size, bool nonblock) { reads_.push_back({ req, size, nonblock }); }
+	void park(fuse_req_t req, size_t size, bool nonblock, std::vector<uint8_t> command = {})
+	{
+		reads_.push_back({ req, size, nonblock, std::move(command) });
+	}
 	/* interrupted(req, data) must find the read and call cancel(). */
 	void armInterrupt(fuse_req_t req, void (*interrupted)(fuse_req_t, void *), void *data);
 	bool parked(fuse_req_t req) const;

@@ -114,7 +114,7 @@ private:
 	struct Links {
 		std::vector<std::pair<std::string, std::string>> links; /* name, target */
 		std::vector<std::string> nodes; /* CUSE nodes to wait for */
-		std::vector<std::string> verbsNodes; /* of them, the uverbs ones (mode 0666) */
+		std::vector<std::string> verbsNodes; /* of them, those of mode 0666: uverbs, rdma_cm */
 	};
 
 	bool setupFabric();
@@ -401,6 +401,7 @@ bool Daemon::startTransport()
 			return c->numbers(issm ? cuse_dev::NodeKind::Issm : cuse_dev::NodeKind::Umad, dev);
 		};
 		fsOpts.uverbsNumbers = [c](unsigned n) { return c->numbers(cuse_dev::NodeKind::Uverbs, n); };
+		fsOpts.rdmaCmNumbers = [c] { return c->numbers(cuse_dev::NodeKind::RdmaCm, 0); };
 	}
 	mkdir(inst_.fsDir().c_str(), 0755);
 	fs_ = std::make_unique<cuse_dev::FuseFs>(io_, *host_, fsOpts);
@@ -439,6 +440,8 @@ Daemon::Links Daemon::linkTable() const
 			t.verbsNodes.push_back(cuseNode(cuse_dev::NodeKind::Uverbs, h->verbsNum,
 							"uverbs" + std::to_string(h->verbsNum)));
 	}
+	if (useCuse_) /* ucma's misc device: 0666 too */
+		t.verbsNodes.push_back(cuseNode(cuse_dev::NodeKind::RdmaCm, 0, "rdma_cm"));
 	return t;
 }
 
@@ -461,11 +464,13 @@ int Daemon::mountAll(const Links &t, std::string &err) const
 	for (const auto &n : t.verbsNodes) /* uverbs_devnode(): 0666 */
 		if (rc == 0)
 			chmod(n.c_str(), 0666);
-	std::vector<std::string> classes = { "infiniband", "infiniband_mad" };
-	if (useCuse_)
+	std::vector<std::string> classes = { "infiniband", "infiniband_mad" }, merged;
+	if (useCuse_) {
 		classes.push_back("infiniband_verbs");
+		merged.push_back("misc"); /* misc/rdma_cm next to the host's */
+	}
 	if (rc == 0)
-		rc = tools::mountSysClass(inst_.fsDir(), classes, inst_.scratchDir(), err);
+		rc = tools::mountSysClass(inst_.fsDir(), classes, merged, inst_.scratchDir(), err);
 	if (rc == 0 && !opts_.global)
 		rc = tools::mountDevInfiniband(t.links, inst_.scratchDir(), err);
 	return rc;

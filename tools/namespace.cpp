@@ -80,21 +80,23 @@ int enterPrivateMountNamespace(std::string &err)
 	return 0;
 }
 
-int mountSysClass(const std::string &fsRoot, const std::vector<std::string> &names, const std::string &scratch,
-		  std::string &err)
+int mountSysClass(const std::string &fsRoot, const std::vector<std::string> &names,
+		  const std::vector<std::string> &merged, const std::string &scratch, std::string &err)
 {
 	std::string orig = scratch + "/orig-class";
 	if (int rc = bindAside("/sys/class", orig, err))
 		return rc;
 	if (mount("tmpfs", "/sys/class", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755") != 0)
 		return fail(err, "tmpfs on /sys/class");
-
+	auto listed = [](const std::vector<std::string> &v, const std::string &n) {
+		return std::find(v.begin(), v.end(), n) != v.end();
+	};
 	DIR *d = opendir(orig.c_str());
 	if (!d)
 		return fail(err, "opendir " + orig);
 	while (dirent *e = readdir(d)) {
 		std::string n = e->d_name;
-		if (n == "." || n == ".." || std::find(names.begin(), names.end(), n) != names.end())
+		if (n == "." || n == ".." || listed(names, n) || listed(merged, n))
 			continue;
 		std::string to = "/sys/class/" + n;
 		if (mkdir(to.c_str(), 0755) != 0 || bind(orig + "/" + n, to, err) != 0) {
@@ -109,6 +111,40 @@ int mountSysClass(const std::string &fsRoot, const std::vector<std::string> &nam
 			return fail(err, "mkdir " + to);
 		if (int rc = bind(fsRoot + "/class/" + n, to, err))
 			return rc;
+	}
+	for (const auto &n : merged) {
+		std::string to = "/sys/class/" + n, ours = fsRoot + "/class/" + n;
+		if (mkdir(to.c_str(), 0755) != 0)
+			return fail(err, "mkdir " + to);
+		std::vector<std::string> mine;
+		if (DIR *od = opendir(ours.c_str())) {
+			while (dirent *e = readdir(od))
+				if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+					mine.push_back(e->d_name);
+			closedir(od);
+		}
+		if (DIR *hd = opendir((orig + "/" + n).c_str())) { /* the host's, as links */
+			while (dirent *e = readdir(hd)) {
+				std::string en = e->d_name;
+				char target[4096];
+				ssize_t len = readlinkat(dirfd(hd), e->d_name, target, sizeof target - 1);
+				if (en == "." || en == ".." || listed(mine, en) || len <= 0)
+					continue;
+				target[len] = 0;
+				if (symlink(target, (to + "/" + en).c_str()) != 0) {
+					closedir(hd);
+					return fail(err, "symlink " + to + "/" + en);
+				}
+			}
+			closedir(hd);
+		}
+		for (const auto &en : mine) {
+			std::string at = to + "/" + en;
+			if (mkdir(at.c_str(), 0755) != 0)
+				return fail(err, "mkdir " + at);
+			if (int rc = bind(ours + "/" + en, at, err))
+				return rc;
+		}
 	}
 	return 0;
 }

@@ -16,9 +16,12 @@ namespace ibemu::tools {
 int enterPrivateMountNamespace(std::string &err);
 
 /* /sys/class becomes a tmpfs holding the host's classes (bind-mounted
- * back) plus <fsRoot>/class/{names}. scratch is a private directory. */
-int mountSysClass(const std::string &fsRoot, const std::vector<std::string> &names, const std::string &scratch,
-		  std::string &err);
+ * back) plus <fsRoot>/class/{names}, which replace the host's. A class in
+ * `merged` keeps the host's entries (links to /sys/devices, as sysfs has
+ * them) next to <fsRoot>/class/<class>/<entry> (misc: rdma_cm). scratch is
+ * a private directory. */
+int mountSysClass(const std::string &fsRoot, const std::vector<std::string> &names,
+		  const std::vector<std::string> &merged, const std::string &scratch, std::string &err);
 
 /* /dev/infiniband becomes a tmpfs with links: each pair is a name and the
  * path it points to. The host's /dev/infiniband stays reachable at

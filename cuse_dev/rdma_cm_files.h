@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The rdma_cm character device over the CUSE protocol: where a command
+// from librdmacm enters emu/ (ucma_open/write/poll/close).
+//
+// write() carries one command; its response goes straight into the
+// caller's memory (ProcessAccess). A GET_EVENT on a blocking file with
+// nothing queued is parked, like a read, and run again when an event
+// comes; a signal frees its caller with EINTR.
+#pragma once
+
+#include "cuse_dev/open_files.h"
+
+#include <boost/asio/io_context.hpp>
+
+#include <map>
+#include <string>
+
+namespace ibemu::emu {
+class Host;
+class UcmaFile;
+}
+
+namespace ibemu::cuse_dev {
+
+class RdmaCmFiles {
+public:
+	/* node: the device node's path, which MIGRATE_ID's descriptor must be */
+	RdmaCmFiles(boost::asio::io_context &io, emu::Host &host);
+	void setNode(std::string node) { node_ = std::move(node); }
+	~RdmaCmFiles();
+	RdmaCmFiles(const RdmaCmFiles &) = delete;
+	RdmaCmFiles &operator=(const RdmaCmFiles &) = delete;
+
+	void open(fuse_req_t req, fuse_file_info *fi);
+	void write(fuse_req_t req, const char *buf, size_t size, fuse_file_info *fi);
+	void poll(fuse_req_t req, fuse_file_info *fi, fuse_pollhandle *ph);
+	void release(fuse_req_t req, fuse_file_info *fi);
+
+	void openers(std::map<pid_t, unsigned> &out) const;
+	/* Answers every parked request and closes every file. */
+	void shutdown();
+
+	struct Open;
+
+private:
+	void serve(uint64_t fh);
+	/* is descriptor fd of tid's process one of our rdma_cm files? */
+	bool isCmFile(pid_t tid, int fd) const;
+
+	boost::asio::io_context &io_;
+	emu::Host &host_;
+	OpenFiles<Open> opens_;
+	std::string node_;
+};
+
+} /* namespace ibemu::cuse_dev */
