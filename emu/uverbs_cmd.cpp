@@ -501,7 +501,9 @@ int UverbsFile::createQp(Request &r)
 	qp->maxSendSge = cmd.max_send_sge;
 	qp->maxRecvWr = srq ? 0 : std::max(cmd.max_recv_wr, 1u);
 	qp->maxRecvSge = srq ? 0 : cmd.max_recv_sge;
-	qp->maxInline = cmd.max_inline_data;
+	/* a send WQE holds its SGEs or as many bytes inline, whichever is more
+	 * (as rxe's rxe_qp_init_req() grants it): that is the QP's inline room */
+	qp->maxInline = std::min(lim.maxInline, std::max(cmd.max_inline_data, cmd.max_send_sge * 16));
 	qp->sqSigAll = cmd.sq_sig_all;
 	qp->userHandle = cmd.user_handle;
 	uint32_t qpn = dev_.addQp(qp.get());
