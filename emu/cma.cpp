@@ -157,6 +157,15 @@ uint32_t Cma::ipv4Of(const Hca &hca, unsigned port)
 	return htonl(kSubnet | (hca.verbsNum & 0xff) << 8 | (port & 0xff));
 }
 
+std::array<uint8_t, 16> Cma::ipv6Of(uint64_t portGuid)
+{
+	std::array<uint8_t, 16> a{ 0xfe, 0x80 };
+	uint64_t iid = portGuid | 0x0200000000000000ull; /* the universal/local bit, as IPoIB sets it */
+	for (int i = 0; i < 8; i++)
+		a[size_t(8 + i)] = uint8_t(iid >> (56 - 8 * i));
+	return a;
+}
+
 bool Cma::localPort(const CmaAddr &addr, Hca *&hca, uint8_t &port) const
 {
 	for (const auto &h : host_.hcas()) {
@@ -167,12 +176,8 @@ bool Cma::localPort(const CmaAddr &addr, Hca *&hca, uint8_t &port) const
 				match = reinterpret_cast<const sockaddr_in *>(addr.ss.data)->sin_addr.s_addr ==
 					ipv4Of(*h, p);
 			} else if (addr.family() == AF_INET6) {
-				uint8_t ll[16] = { 0xfe, 0x80 };
-				uint64_t iid = mp.port().guid | 0x0200000000000000ull;
-				for (int i = 0; i < 8; i++)
-					ll[8 + i] = uint8_t(iid >> (56 - 8 * i));
-				match = memcmp(&reinterpret_cast<const sockaddr_in6 *>(addr.ss.data)->sin6_addr, ll,
-					       16) == 0;
+				match = memcmp(&reinterpret_cast<const sockaddr_in6 *>(addr.ss.data)->sin6_addr,
+					       ipv6Of(mp.port().guid).data(), 16) == 0;
 			} else if (addr.family() == kAfIb) {
 				fabric::Gid g;
 				match = mp.gid(0, g) &&
@@ -212,7 +217,7 @@ void Cma::deviceRemoved(const Hca &hca)
 		id->addrTimer.reset();
 		if (id->cm)
 			cm_.destroy(id->cm);
-		id->cm = nullptr;
+		setCm(*id, nullptr);
 		id->hca = nullptr;
 		id->portNum = 0;
 		post(*id, RDMA_CM_EVENT_DEVICE_REMOVAL, 0);
@@ -221,9 +226,13 @@ void Cma::deviceRemoved(const Hca &hca)
 
 CmaId *Cma::create(CmaSink *sink, void *owner, uint64_t uid, uint16_t ps, uint8_t qpType)
 {
-	uint32_t h = 0; /* the lowest free handle, as the kernel's xa_alloc */
-	while (ids_.count(h))
-		h++;
+	uint32_t h; /* the lowest free handle, as the kernel's xa_alloc */
+	if (!freeHandles_.empty()) {
+		h = *freeHandles_.begin();
+		freeHandles_.erase(freeHandles_.begin());
+	} else {
+		h = nextHandle_++;
+	}
 	auto id = std::make_unique<CmaId>();
 	id->handle = h;
 	id->sink = sink;
@@ -234,6 +243,7 @@ CmaId *Cma::create(CmaSink *sink, void *owner, uint64_t uid, uint16_t ps, uint8_
 	id->seqNum = rng()() & 0xffffff;
 	CmaId *raw = id.get();
 	ids_[h] = std::move(id);
+	byOwner_[owner].insert(raw);
 	return raw;
 }
 
@@ -243,20 +253,45 @@ CmaId *Cma::find(uint32_t handle) const
 	return it == ids_.end() ? nullptr : it->second.get();
 }
 
+size_t Cma::countOf(const void *owner) const
+{
+	auto it = byOwner_.find(owner);
+	return it == byOwner_.end() ? 0 : it->second.size();
+}
+
 CmaId *Cma::firstOf(const void *owner) const
 {
-	for (const auto &[h, id] : ids_)
-		if (id->owner == owner && !id->listener)
-			return id.get();
+	auto it = byOwner_.find(owner);
+	if (it != byOwner_.end())
+		for (CmaId *id : it->second)
+			if (!id->listener)
+				return id;
 	return nullptr;
+}
+
+void Cma::moveTo(CmaId &id, CmaSink *sink, void *owner)
+{
+	auto it = byOwner_.find(id.owner);
+	if (it != byOwner_.end() && it->second.erase(&id) && it->second.empty())
+		byOwner_.erase(it);
+	id.owner = owner;
+	id.sink = sink;
+	byOwner_[owner].insert(&id);
+}
+
+void Cma::setCm(CmaId &id, CmId *cm)
+{
+	if (id.cm)
+		byCm_.erase(id.cm);
+	id.cm = cm;
+	if (cm)
+		byCm_[cm] = &id;
 }
 
 CmaId *Cma::byCm(const CmId &cm) const
 {
-	for (const auto &[h, id] : ids_)
-		if (id->cm == &cm)
-			return id.get();
-	return nullptr;
+	auto it = byCm_.find(&cm);
+	return it == byCm_.end() ? nullptr : it->second;
 }
 
 void Cma::stopListen(CmaId &id)
@@ -279,16 +314,28 @@ void Cma::destroy(CmaId *id)
 		stopListen(*id);
 	if (id->cm)
 		cm_.destroy(id->cm);
-	id->cm = nullptr;
-	/* requests on a listener that no one read go with it */
+	setCm(*id, nullptr);
+	/* requests on a listener that no one read go with it (they are its
+	 * owner's IDs) */
 	std::vector<CmaId *> children;
-	for (const auto &[h, o] : ids_)
-		if (o->listener == id)
-			children.push_back(o.get());
+	if (id->state == CmaState::Listen)
+		for (CmaId *o : byOwner_[id->owner])
+			if (o->listener == id)
+				children.push_back(o);
 	for (CmaId *child : children) {
 		child->listener = nullptr;
 		destroy(child);
 	}
+	auto [from, to] = byPort_.equal_range(portKey(id->ps, id->src.port()));
+	for (auto it = from; it != to; ++it)
+		if (it->second == id) {
+			byPort_.erase(it);
+			break;
+		}
+	auto own = byOwner_.find(id->owner);
+	if (own != byOwner_.end() && own->second.erase(id) && own->second.empty())
+		byOwner_.erase(own);
+	freeHandles_.insert(id->handle);
 	ids_.erase(id->handle);
 }
 
@@ -338,11 +385,11 @@ uint64_t Cma::serviceId(const CmaId &id, const CmaAddr &addr) const
 
 bool Cma::portInUse(const CmaId &id, uint16_t port) const
 {
-	for (const auto &[h, o] : ids_) {
-		if (o.get() == &id || o->ps != id.ps || o->state == CmaState::Idle || o->src.port() != port)
+	auto [from, to] = byPort_.equal_range(portKey(id.ps, port));
+	for (auto it = from; it != to; ++it) {
+		const CmaId *o = it->second;
+		if (o == &id)
 			continue;
-		if (o->listener || !o->visible || o->cm)
-			continue; /* a passive ID shares its listener's port */
 		bool overlap = o->src.isAny() || id.src.isAny() ||
 			memcmp(o->src.ss.data, id.src.ss.data, std::max(o->src.size(), id.src.size())) == 0;
 		if (!overlap)
@@ -391,6 +438,7 @@ int Cma::bind(CmaId &id, const CmaAddr &addr)
 		id.portNum = 0;
 		return rc;
 	}
+	byPort_.emplace(portKey(id.ps, id.src.port()), &id);
 	id.state = CmaState::AddrBound;
 	return 0;
 }
@@ -416,8 +464,9 @@ void Cma::post(CmaId &id, uint32_t event, int status)
 /* ---------------- address and route resolution ---------------- */
 
 /* rdma_resolve_addr(): IPoIB's ARP, answered by the active port that has
- * the address; an address of the subnet no port has is never answered,
- * one off the subnet has no route */
+ * the address; an address of the subnet no port has is never answered
+ * (ADDR_ERROR, ETIMEDOUT), one off the subnet has no route (ENETUNREACH
+ * from the command itself, as the kernel's) */
 int Cma::resolveAddr(CmaId &id, const CmaAddr *src, const CmaAddr &dst, uint32_t timeoutMs)
 {
 	if (!dst.size())
@@ -435,6 +484,10 @@ int Cma::resolveAddr(CmaId &id, const CmaAddr *src, const CmaAddr &dst, uint32_t
 	}
 	if (id.state != CmaState::AddrBound)
 		return -EINVAL;
+	bool onSubnet = dst.family() != AF_INET ||
+		(ntohl(reinterpret_cast<const sockaddr_in *>(dst.ss.data)->sin_addr.s_addr) & 0xffff0000) == kSubnet;
+	if (!onSubnet) /* no route to it: the kernel's rdma_resolve_ip() fails at once */
+		return -ENETUNREACH;
 	id.dst = dst;
 	id.state = CmaState::AddrQuery;
 
@@ -452,8 +505,6 @@ int Cma::resolveAddr(CmaId &id, const CmaAddr *src, const CmaAddr &dst, uint32_t
 					found = true;
 				}
 	}
-	bool onSubnet = dst.family() != AF_INET ||
-		(ntohl(reinterpret_cast<const sockaddr_in *>(dst.ss.data)->sin_addr.s_addr) & 0xffff0000) == kSubnet;
 	uint32_t handle = id.handle;
 	std::weak_ptr<bool> alive = alive_;
 	auto done = [this, alive, handle, h, p](int status) {
@@ -476,15 +527,13 @@ int Cma::resolveAddr(CmaId &id, const CmaAddr *src, const CmaAddr &dst, uint32_t
 	};
 	if (found) {
 		boost::asio::post(io_, [done] { done(0); });
-	} else if (onSubnet) {
+	} else {
 		id.addrTimer = std::make_unique<Timer>(io_);
 		id.addrTimer->expires_after(std::chrono::milliseconds(timeoutMs));
 		id.addrTimer->async_wait([done](const boost::system::error_code &ec) {
 			if (!ec)
 				done(-ETIMEDOUT);
 		});
-	} else {
-		boost::asio::post(io_, [done] { done(-ENETUNREACH); });
 	}
 	return 0;
 }
@@ -550,8 +599,10 @@ int Cma::listen(CmaId &id, uint32_t backlog)
 	}
 	if (id.state != CmaState::AddrBound)
 		return -EINVAL;
-	for (const auto &[h, o] : ids_) { /* a second listener on the port */
-		if (o.get() == &id || o->state != CmaState::Listen || o->ps != id.ps || o->src.port() != id.src.port())
+	auto [from, to] = byPort_.equal_range(portKey(id.ps, id.src.port()));
+	for (auto it = from; it != to; ++it) { /* a second listener on the port */
+		const CmaId *o = it->second;
+		if (o == &id || o->state != CmaState::Listen)
 			continue;
 		if (o->src.isAny() || id.src.isAny() || memcmp(o->src.ss.data, id.src.ss.data, id.src.size()) == 0)
 			return -EADDRINUSE;
@@ -629,14 +680,14 @@ int Cma::connect(CmaId &id, const rdma_ucm_conn_param &p)
 	av.lid = path.dlid;
 	av.sl = path.sl;
 	av.pkeyIndex = pkeyIndexOf(*mp, path.pkey);
-	id.cm = cm_.create(this);
+	setCm(id, cm_.create(this));
 	id.qpNum = p.qp_num;
 	id.srq = p.srq;
 	id.peer.retryCount = req.retryCount;
 	id.peer.ackTimeout = req.primary.localAckTimeout;
 	if (int rc = cm_.sendReq(*id.cm, *mp, av, req)) {
 		cm_.destroy(id.cm);
-		id.cm = nullptr;
+		setCm(id, nullptr);
 		return rc;
 	}
 	id.state = CmaState::Connect;
@@ -785,12 +836,14 @@ void Cma::onRequest(const CmEvent &ev)
 				rxPort = uint8_t(p);
 			}
 	CmaId *listener = nullptr;
-	for (const auto &[h, o] : ids_) {
-		if (o->state != CmaState::Listen || o->ps != ps || o->src.port() != port)
+	auto [from, to] = byPort_.equal_range(portKey(ps, port));
+	for (auto it = from; it != to; ++it) {
+		CmaId *o = it->second;
+		if (o->state != CmaState::Listen)
 			continue;
 		if (o->hca && (o->hca != rxHca || o->portNum != rxPort))
 			continue;
-		listener = o.get();
+		listener = o;
 		if (!o->src.isAny())
 			break; /* the specific address wins over the wildcard */
 	}
@@ -806,7 +859,7 @@ void Cma::onRequest(const CmEvent &ev)
 	id->portNum = rxPort;
 	id->src = addrFromHdr(hdr + 20, v6, port);
 	id->dst = addrFromHdr(hdr + 4, v6, uint16_t(hdr[2] << 8 | hdr[3]));
-	id->cm = newCm;
+	setCm(*id, newCm);
 	newCm->handler = this;
 	/* the route is the REQ's primary path, seen from this end */
 	PathRecord &p = id->path;

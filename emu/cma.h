@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 
 namespace ibemu::emu {
 
@@ -125,14 +126,20 @@ public:
 
 	/* The IPv4 address of a local HCA port (network byte order) */
 	static uint32_t ipv4Of(const Hca &hca, unsigned port);
+	/* The link-local IPv6 address of a port with this GUID */
+	static std::array<uint8_t, 16> ipv6Of(uint64_t portGuid);
 
 	/* an HCA is unplugged: its IDs lose it and hear DEVICE_REMOVAL */
 	void deviceRemoved(const Hca &hca);
 
 	CmaId *create(CmaSink *sink, void *owner, uint64_t uid, uint16_t ps, uint8_t qpType);
 	CmaId *find(uint32_t handle) const;
+	/* how many IDs this owner has */
+	size_t countOf(const void *owner) const;
 	/* an ID of this owner's that no unread request holds, or null */
 	CmaId *firstOf(const void *owner) const;
+	/* MIGRATE_ID: the ID is another file's from now on */
+	void moveTo(CmaId &id, CmaSink *sink, void *owner);
 	void destroy(CmaId *id);
 
 	int bind(CmaId &id, const CmaAddr &addr);
@@ -176,6 +183,13 @@ private:
 	SaClient &sa_;
 	std::map<uint32_t, std::unique_ptr<CmaId>> ids_;
 	uint32_t nextHandle_ = 0;
+	std::set<uint32_t> freeHandles_; /* below nextHandle_ */
+	/* indexes, so that no command scans every ID of the host */
+	std::map<const void *, std::set<CmaId *>> byOwner_;
+	std::map<const CmId *, CmaId *> byCm_;
+	std::multimap<uint32_t, CmaId *> byPort_; /* bound IDs by port space << 16 | port */
+	void setCm(CmaId &id, CmId *cm);
+	static uint32_t portKey(uint16_t ps, uint16_t port) { return uint32_t(ps) << 16 | port; }
 	/* one IB CM listener per service ID, shared by the IDs listening on it */
 	std::map<uint64_t, std::pair<CmId *, unsigned>> cmListens_;
 	std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

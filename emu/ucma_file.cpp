@@ -132,6 +132,8 @@ ssize_t UcmaFile::createId(Request &r)
 	default:
 		return -EINVAL;
 	}
+	if (cma_.countOf(this) >= kMaxIds)
+		return -ENOMEM;
 	CmaId *id = cma_.create(this, this, cmd.uid, cmd.ps, qpType);
 	rdma_ucm_create_id_resp resp{ id->handle };
 	if (int rc = respond(r.tid, cmd.response, &resp, sizeof resp)) {
@@ -515,8 +517,7 @@ ssize_t UcmaFile::migrateId(Request &r)
 	if (from->opener_ != opener_)
 		return -EINVAL;
 	if (from != this) {
-		id->owner = this;
-		id->sink = this;
+		cma_.moveTo(*id, this, this);
 		for (auto it = from->events_.begin(); it != from->events_.end();) {
 			if (it->id == id->handle) {
 				events_.push_back(*it);

@@ -29,6 +29,8 @@ namespace ibemu::emu {
 class UcmaFile final : public CmaSink {
 public:
 	static constexpr ssize_t kBlocked = -1000;
+	/* IDs one file may hold (the kernel bounds them by memory alone) */
+	static constexpr size_t kMaxIds = 65536;
 
 	/* opener: the process that opened the file (MIGRATE_ID checks it) */
 	UcmaFile(Cma &cma, UserAccess &ua, pid_t opener);

@@ -14,6 +14,10 @@
 #include <arpa/inet.h>
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <string>
+#include <vector>
+
 using namespace ibemu;
 using namespace ibemu::emu;
 using namespace ibemu::test;
@@ -29,17 +33,19 @@ struct TestSa final : AgentClient {
 	unsigned queries = 0;
 	uint64_t lastMask = 0;
 
-	explicit TestSa(EmuFixture &f) : fx(f)
+	MadPort &at;
+
+	/* on host1's port, or host2's */
+	explicit TestSa(EmuFixture &f, bool onHost2 = false) : fx(f), at(*(onHost2 ? f.hca2 : f.hca1)->madPorts[0])
 	{
 		MadRegistration reg;
 		reg.mgmtClass = IB_MGMT_CLASS_SUBN_ADM;
 		reg.classVersion = 2;
 		reg.methods.set(IB_MGMT_METHOD_GET);
-		REQUIRE(fx.hca1->madPorts[0]->registerAgent(1, &reg, 0, 0, this, nullptr, &agent) == 0);
-		fx.p1->smLid = fx.lid1();
-		fx.p2->smLid = fx.lid1();
+		REQUIRE(at.registerAgent(1, &reg, 0, 0, this, nullptr, &agent) == 0);
+		fx.p1->smLid = fx.p2->smLid = at.port().lid;
 	}
-	~TestSa() { fx.hca1->madPorts[0]->unregisterAgent(agent); }
+	~TestSa() { at.unregisterAgent(agent); }
 
 	uint16_t lidOf(const fabric::Gid &g) const
 	{
@@ -202,7 +208,8 @@ struct CmClient {
 };
 
 struct CmPair : VerbsFixture {
-	TestSa sa{ *this };
+	explicit CmPair(bool saOnHost2 = false) : sa(*this, saOnHost2) {}
+	TestSa sa;
 	CmClient client{ *this, 100 };
 	CmClient server{ *this, 200 };
 	uint32_t addr1 = Cma::ipv4Of(*hca1, 1);
@@ -270,16 +277,14 @@ TEST_CASE("rdma_cm: address resolution errors as a real host gives them", "[rdma
 	ev = p.client.expect(RDMA_CM_EVENT_ADDR_ERROR);
 	CHECK(int(ev.status) == -ETIMEDOUT);
 	CHECK(ev.uid == 1);
-	/* off the subnet: no route */
+	/* off the subnet: no route, and the command says so */
 	uint32_t id2 = p.client.create(2);
-	REQUIRE(p.client.resolveIp(id2, nullptr, ip4(inet_addr("192.0.2.1"), 1)) > 0);
+	CHECK(p.client.resolveIp(id2, nullptr, ip4(inet_addr("192.0.2.1"), 1)) == -ENETUNREACH);
 	p.drain();
-	ev = p.client.expect(RDMA_CM_EVENT_ADDR_ERROR);
-	CHECK(int(ev.status) == -ENETUNREACH);
 	/* a blocking GET_EVENT with nothing queued parks */
 	CHECK(p.client.getEvent(ev, false) == UcmaFile::kBlocked);
 	CHECK(p.client.destroy(id) == 1);
-	CHECK(p.client.destroy(id2) == 1);
+	CHECK(p.client.destroy(id2) == 0);
 }
 
 TEST_CASE("rdma_cm: a route is a PathRecord from the SM; no answer is ROUTE_ERROR", "[rdma_cm]")
@@ -454,4 +459,119 @@ TEST_CASE("rdma_cm: a REQ no one answers ends UNREACHABLE after the CM's retries
 	auto ev = p.client.expect(RDMA_CM_EVENT_UNREACHABLE);
 	CHECK(int(ev.status) == -ETIMEDOUT);
 	p.hca2->madPorts[0]->port().host = p.hca2->madPorts[0].get();
+}
+
+TEST_CASE("rdma_cm: what crosses the wire for a connection", "[rdma_cm]")
+{
+	CmPair p(true); /* the SA on host2: the PathRecord query crosses the fabric too */
+	std::vector<std::string> wire;
+	p.subnet.setDropFilter([&](const Port &out, const Packet &pkt) {
+		if (&out != p.p1 && &out != p.p2)
+			return false; /* each MAD once, where it leaves its CA */
+		static const std::map<uint16_t, std::string> cm = { { cm::ATTR_REQ, "REQ" },  { cm::ATTR_MRA, "MRA" },
+								    { cm::ATTR_REJ, "REJ" },  { cm::ATTR_REP, "REP" },
+								    { cm::ATTR_RTU, "RTU" },  { cm::ATTR_DREQ, "DREQ" },
+								    { cm::ATTR_DREP, "DREP" } };
+		uint16_t attr = uint16_t(pkt.mad[16] << 8 | pkt.mad[17]);
+		std::string from = &out == p.p1 ? "host1 " : "host2 ";
+		if (pkt.mad[1] == IB_MGMT_CLASS_CM && cm.count(attr))
+			wire.push_back(from + "CM " + cm.at(attr));
+		else if (pkt.mad[1] == IB_MGMT_CLASS_SUBN_ADM && attr == 0x0035)
+			wire.push_back(from + (pkt.mad[3] == IB_MGMT_METHOD_GET ? "SubnAdmGet" : "SubnAdmGetResp") +
+				       " PathRecord");
+		return false;
+	});
+	uint32_t lid = p.server.create(1);
+	REQUIRE(p.server.bindIp(lid, ip4(p.addr2, 7471)) > 0);
+	REQUIRE(p.server.listen(lid) > 0);
+	uint32_t cid = p.resolved(7471);
+	REQUIRE(p.client.connect(cid, 0x123) > 0);
+	p.drain();
+	uint32_t sid = p.server.expect(RDMA_CM_EVENT_CONNECT_REQUEST).id;
+	REQUIRE(p.server.accept(sid, 2, 0x456) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_CONNECT_RESPONSE);
+	REQUIRE(p.client.accept(cid, 0, 0) > 0);
+	p.drain();
+	p.server.expect(RDMA_CM_EVENT_ESTABLISHED);
+	REQUIRE(p.client.cmd(RDMA_USER_CM_CMD_DISCONNECT, rdma_ucm_disconnect{ cid }) > 0);
+	p.drain();
+	REQUIRE(p.server.cmd(RDMA_USER_CM_CMD_DISCONNECT, rdma_ucm_disconnect{ sid }) > 0);
+	p.drain();
+	p.subnet.setDropFilter(nullptr);
+	const std::vector<std::string> expected = {
+		"host1 SubnAdmGet PathRecord",
+		"host2 SubnAdmGetResp PathRecord",
+		"host1 CM REQ",
+		"host2 CM MRA",
+		"host2 CM REP",
+		"host1 CM RTU",
+		"host1 CM DREQ",
+		"host2 CM DREP",
+	};
+	CHECK(wire == expected);
+}
+
+TEST_CASE("rdma_cm: bad commands get the kernel's errnos and leave nothing behind", "[rdma_cm]")
+{
+	CmPair p;
+	uint8_t raw[8] = {};
+	CHECK(p.client.file->write(100, raw, 7, true) == -EINVAL); /* no whole header */
+	rdma_ucm_cmd_hdr h{ RDMA_USER_CM_CMD_COUNT, 0, 0 };
+	memcpy(raw, &h, sizeof h);
+	CHECK(p.client.file->write(100, raw, 8, true) == -EINVAL); /* no such command */
+	h = { RDMA_USER_CM_CMD_CREATE_ID, 64, 4 };
+	memcpy(raw, &h, sizeof h);
+	CHECK(p.client.file->write(100, raw, 8, true) == -EINVAL); /* more command than written */
+	CHECK(p.client.cmd(RDMA_USER_CM_CMD_GET_OPTION, rdma_ucm_query{}) == -ENOSYS);
+	CHECK(p.client.cmd(RDMA_USER_CM_CMD_JOIN_MCAST, rdma_ucm_join_mcast{}) == -ENOSYS);
+
+	/* a response the caller cannot take: EFAULT, and the ID is not kept */
+	alignas(8) static uint8_t hole[64];
+	p.ua.proc(100).unmapped.push_back({ uint64_t(uintptr_t(hole)), uint64_t(uintptr_t(hole)) + sizeof hole });
+	rdma_ucm_create_id c{};
+	c.response = uintptr_t(hole);
+	c.ps = RDMA_PS_TCP;
+	CHECK(p.client.cmd(RDMA_USER_CM_CMD_CREATE_ID, c, 4) == -EFAULT);
+	CHECK(p.host->cma().countOf(p.client.file.get()) == 0);
+	/* too small a response buffer; an unknown port space */
+	rdma_ucm_create_id_resp resp{};
+	c.response = uintptr_t(&resp);
+	CHECK(p.client.cmd(RDMA_USER_CM_CMD_CREATE_ID, c, 2) == -ENOSPC);
+	c.ps = 0x9999;
+	CHECK(p.client.cmd(RDMA_USER_CM_CMD_CREATE_ID, c, 4) == -EINVAL);
+
+	/* an event the caller cannot take stays queued */
+	uint32_t id = p.client.create(7);
+	REQUIRE(p.client.resolveIp(id, nullptr, ip4(p.addr1, 1)) > 0);
+	p.drain();
+	rdma_ucm_get_event ge{ uintptr_t(hole) };
+	CHECK(p.client.cmd(RDMA_USER_CM_CMD_GET_EVENT, ge, sizeof(rdma_ucm_event_resp)) == -EFAULT);
+	p.client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+
+	/* binds with a size that is not the family's, and a bind of AF_IB */
+	rdma_ucm_bind b{};
+	b.id = p.client.create(8);
+	uint16_t fam = AF_INET;
+	memcpy(b.addr.data, &fam, 2);
+	b.addr_size = sizeof(sockaddr_in6);
+	CHECK(p.client.cmd(RDMA_USER_CM_CMD_BIND, b) == -EINVAL);
+	sockaddr_ib sib{};
+	sib.sib_family = kAfIb;
+	sib.sib_sid = htobe64(0x0000000001060000ull);
+	sib.sib_sid_mask = htobe64(0xffffffffffff0000ull);
+	memcpy(b.addr.data, &sib, sizeof sib);
+	b.addr_size = sizeof sib;
+	CHECK(p.client.cmd(RDMA_USER_CM_CMD_BIND, b) > 0); /* librdmacm's AF_IB probe */
+
+	/* the IDs one file may hold */
+	for (size_t n = p.host->cma().countOf(p.client.file.get()); n < UcmaFile::kMaxIds; n++)
+		p.client.create(n);
+	rdma_ucm_create_id c2{};
+	c2.response = uintptr_t(&resp);
+	c2.ps = RDMA_PS_TCP;
+	CHECK(p.client.cmd(RDMA_USER_CM_CMD_CREATE_ID, c2, 4) == -ENOMEM);
+	p.client.reopen(); /* closing the file ends them all */
+	CHECK(p.host->cma().countOf(p.client.file.get()) == 0);
+	CHECK(p.host->cma().find(0) == nullptr);
 }
