@@ -251,7 +251,6 @@ int CuseDevices::start(std::string &err)
 	/* the kernel's rdma_ucm misc device: one for the host */
 	if (int rc = create(NodeKind::RdmaCm, 0, nullptr, nullptr))
 		return rc;
-	s.cmFiles.setNode(path(NodeKind::RdmaCm, 0));
 	return 0;
 }
 
@@ -274,6 +273,11 @@ std::pair<unsigned, unsigned> CuseDevices::numbers(NodeKind kind, unsigned num) 
 		fclose(f);
 	}
 	return { maj, min };
+}
+
+void CuseDevices::setRdmaCmNode(std::string p)
+{
+	impl_->cmFiles.setNode(std::move(p));
 }
 
 void CuseDevices::openers(std::map<pid_t, unsigned> &out) const

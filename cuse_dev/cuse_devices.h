@@ -45,6 +45,9 @@ public:
 	std::string path(NodeKind kind, unsigned num) const;
 	/* its major:minor, once the node exists (0:0 before) */
 	std::pair<unsigned, unsigned> numbers(NodeKind kind, unsigned num) const;
+	/* where the rdma_cm node is reachable in the daemon's own namespace
+	 * (its /dev/infiniband may be covered), for MIGRATE_ID's check */
+	void setRdmaCmNode(std::string path);
 
 	struct Impl;
 

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace ibemu::cuse_dev {
 
@@ -110,26 +111,44 @@ void RdmaCmFiles::release(fuse_req_t req, fuse_file_info *fi)
 		fuse_reply_err(req, 0);
 }
 
-/* Compares the descriptor's mount and inode (from /proc/TID/fdinfo, which
- * never asks the file's filesystem: a stat() of a FUSE file could wait on
- * a server that is this very thread) with those of our node. */
+/* Compares the descriptor's filesystem and inode with those of our node,
+ * from /proc/TID/fdinfo (its mount and inode) and /proc/TID/mountinfo (that
+ * mount's device), which never ask the file's filesystem: a stat() of a
+ * FUSE file could wait on a server that is this very thread. */
 bool RdmaCmFiles::isCmFile(pid_t tid, int fd) const
 {
 	struct statx ours;
-	if (node_.empty() || statx(AT_FDCWD, node_.c_str(), 0, STATX_INO | STATX_MNT_ID, &ours) != 0)
+	if (node_.empty() || statx(AT_FDCWD, node_.c_str(), 0, STATX_INO, &ours) != 0)
 		return false;
-	std::string path = "/proc/" + std::to_string(tid) + "/fdinfo/" + std::to_string(fd);
-	FILE *f = fopen(path.c_str(), "re");
-	if (!f)
-		return false;
+	std::string proc = "/proc/" + std::to_string(tid);
 	unsigned long long mnt = ~0ull, ino = ~0ull;
-	char line[256];
-	while (fgets(line, sizeof line, f)) {
-		sscanf(line, "mnt_id: %llu", &mnt);
-		sscanf(line, "ino: %llu", &ino);
+	char line[1024];
+	if (FILE *f = fopen((proc + "/fdinfo/" + std::to_string(fd)).c_str(), "re")) {
+		while (fgets(line, sizeof line, f)) {
+			sscanf(line, "mnt_id: %llu", &mnt);
+			sscanf(line, "ino: %llu", &ino);
+		}
+		fclose(f);
 	}
-	fclose(f);
-	return mnt == ours.stx_mnt_id && ino == ours.stx_ino;
+	if (ino == ~0ull) { /* a kernel whose fdinfo has no inode: the path the link names */
+		char target[4096];
+		std::string link = proc + "/fd/" + std::to_string(fd);
+		ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+		if (n <= 0 || std::string(target, size_t(n)) != node_)
+			return false;
+	} else if (ino != ours.stx_ino) {
+		return false;
+	}
+	bool same = false;
+	if (FILE *f = fopen((proc + "/mountinfo").c_str(), "re")) {
+		unsigned long long id;
+		unsigned maj, min;
+		while (!same && fgets(line, sizeof line, f))
+			same = sscanf(line, "%llu %*u %u:%u", &id, &maj, &min) == 3 && id == mnt &&
+				maj == ours.stx_dev_major && min == ours.stx_dev_minor;
+		fclose(f);
+	}
+	return same;
 }
 
 void RdmaCmFiles::shutdown()

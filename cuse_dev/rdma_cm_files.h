@@ -25,8 +25,8 @@ namespace ibemu::cuse_dev {
 
 class RdmaCmFiles {
 public:
-	/* node: the device node's path, which MIGRATE_ID's descriptor must be */
 	RdmaCmFiles(boost::asio::io_context &io, emu::Host &host);
+	/* the device node, which MIGRATE_ID's descriptor must be */
 	void setNode(std::string node) { node_ = std::move(node); }
 	~RdmaCmFiles();
 	RdmaCmFiles(const RdmaCmFiles &) = delete;

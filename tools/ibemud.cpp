@@ -29,6 +29,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <arpa/inet.h>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -218,16 +219,26 @@ nlohmann::ordered_json Daemon::describe() const
 		snprintf(guid, sizeof(guid), "0x%016" PRIx64, h->node->nodeGuid);
 		d["node_guid"] = guid;
 		nlohmann::ordered_json ports = nlohmann::ordered_json::array();
-		for (const auto &u : h->umadPorts)
-			ports.push_back({ { "port", u->portNum() },
-					  { "umad", "/dev/infiniband/umad" + std::to_string(u->devNum()) },
-					  { "issm", "/dev/infiniband/issm" + std::to_string(u->devNum()) } });
+		for (size_t k = 0; k < h->umadPorts.size(); k++) {
+			const emu::UmadPort &u = *h->umadPorts[k];
+			char v4[INET_ADDRSTRLEN], v6[INET6_ADDRSTRLEN];
+			uint32_t a4 = emu::Cma::ipv4Of(*h, u.portNum());
+			inet_ntop(AF_INET, &a4, v4, sizeof v4);
+			inet_ntop(AF_INET6, emu::Cma::ipv6Of(h->madPorts[k]->port().guid).data(), v6, sizeof v6);
+			ports.push_back({ { "port", u.portNum() },
+					  { "umad", "/dev/infiniband/umad" + std::to_string(u.devNum()) },
+					  { "issm", "/dev/infiniband/issm" + std::to_string(u.devNum()) },
+					  { "ipv4", v4 },
+					  { "ipv6", v6 } });
+		}
 		d["ports"] = ports;
 		if (cuse_)
 			d["uverbs"] = "/dev/infiniband/uverbs" + std::to_string(h->verbsNum);
 		devs.push_back(d);
 	}
 	j["devices"] = devs;
+	if (cuse_)
+		j["rdma_cm"] = "/dev/infiniband/rdma_cm";
 	if (sm_)
 		j["sm"] = { { "pid", sm_->pid() },
 			    { "state", sm_->state() },
@@ -481,6 +492,12 @@ int Daemon::mountAll(const Links &t, std::string &err) const
  * hands the outcome back to the io thread. */
 void Daemon::startMounter()
 {
+	if (useCuse_) { /* the host's /dev/infiniband, at scratch/dev-infiniband once covered */
+		std::string node = cuse_->path(cuse_dev::NodeKind::RdmaCm, 0);
+		if (!opts_.global)
+			node = inst_.scratchDir() + "/dev-infiniband" + node.substr(strlen("/dev/infiniband"));
+		cuse_->setRdmaCmNode(node);
+	}
 	mounter_ = std::thread([this, links = linkTable()] {
 		std::string e;
 		int rc = mountAll(links, e);

@@ -64,8 +64,9 @@ std::string daemonPath()
  * there is none. */
 std::string providerPath()
 {
-	for (const std::string &p : { selfDir() + "/provider/libibemu", selfDir() + "/../" IBEMU_LIBDIR "/libibverbs/libibemu",
-				      std::string(IBEMU_PROVIDER_DIR) + "/libibemu" })
+	for (const std::string &p :
+	     { selfDir() + "/provider/libibemu", selfDir() + "/../" IBEMU_LIBDIR "/libibverbs/libibemu",
+	       std::string(IBEMU_PROVIDER_DIR) + "/libibemu" })
 		if (access((p + "-rdmav34.so").c_str(), R_OK) == 0)
 			return p;
 	return "";
@@ -95,6 +96,8 @@ void printDevices(const nlohmann::json &j)
 				       p.value("phys_state", "").c_str(), p.value("lid", 0), p.value("sm_lid", 0),
 				       p.value("rate", "").c_str(), p.value("issm_held", false) ? "  (issm held)" : "",
 				       p.value("open_files", 0));
+			if (j.contains("rdma_cm")) /* its addresses mean something to rdma_cm */
+				printf("  IPv4 %s", p.value("ipv4", "").c_str());
 			printf("\n");
 		}
 		if (d.contains("uverbs")) {
@@ -384,8 +387,9 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd)
 	if (loadReady(inst, ready) && ready.value("verbs_provider", "ibemu") == "ibemu") {
 		std::string provider = providerPath();
 		if (provider.empty()) {
-			fprintf(stderr, "ibemu exec: ibemu's libibverbs provider (libibemu-rdmav34.so) is not installed "
-					"next to ibemu or in " IBEMU_PROVIDER_DIR "; verbs programs get the stock provider\n");
+			fprintf(stderr,
+				"ibemu exec: ibemu's libibverbs provider (libibemu-rdmav34.so) is not installed "
+				"next to ibemu or in " IBEMU_PROVIDER_DIR "; verbs programs get the stock provider\n");
 		} else {
 			const char *theirs = getenv("RDMAV_DRIVERS");
 			setenv("RDMAV_DRIVERS", (theirs && *theirs ? provider + ":" + theirs : provider).c_str(), 1);
@@ -512,9 +516,8 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 			fprintf(stderr, "ibemu up: arguments after -- are OpenSM's, and need --sm\n");
 			return void(exitCode = 2);
 		}
-		std::vector<std::string> args{ "--instance",  u->instance,       "--transport",
-					       u->transport,  "--log-level",     u->logLevel,
-					       "--verbs-provider", u->verbsProvider };
+		std::vector<std::string> args{ "--instance",  u->instance, "--transport",      u->transport,
+					       "--log-level", u->logLevel, "--verbs-provider", u->verbsProvider };
 		if (!u->topology.empty()) {
 			char real[PATH_MAX];
 			if (!realpath(u->topology.c_str(), real)) {

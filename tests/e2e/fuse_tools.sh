@@ -41,6 +41,9 @@ expect_eq "OpenSM master on the fat tree" 0 $?
 
 out=$("$ibemu" status --instance $A)
 expect_match "status shows the live port state" 'umad0 /dev/infiniband/issm0  ACTIVE/LinkUp  LID 1  SM LID 1  100 Gb/sec \(4X EDR\)  \(issm held\)  [1-9] open' "$out"
+out=$("$ibemu" status --instance $A --json |
+	python3 -c 'import json,sys; p=json.load(sys.stdin)["devices"][0]["ports"][0]; print(p["ipv4"], p["ipv6"])')
+expect_eq "status --json: the port's rdma_cm addresses" "10.200.0.1 fe80::202:c903:0:101" "$out"
 out=$(inst $A ibstat ibemu0 1)
 expect_match "ibstat after SM: LID" 'Base lid: [1-9]' "$out"
 expect_match "ibstat after SM: SM LID" 'SM lid: [1-9]' "$out"
