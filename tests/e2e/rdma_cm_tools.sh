@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Stock librdmacm programs over ibemu's rdma_cm device, for the VM suite:
+# the device and its sysfs entry, then rping, ucmatose, rdma_server /
+# rdma_client, rdma_xserver / rdma_xclient and perftest's -R mode between
+# the two local CAs (addresses 10.200.N.1, routes from OpenSM, the IB CM on
+# the wire), a connection whose client is killed, and the error cases next
+# to rdma_rxe, which must give the same events.
+# usage: rdma_cm_tools.sh IBEMU_BINARY
+set -u
+ibemu=$1
+. "$(dirname "$0")/lib.sh"
+e2e_setup cuse-rdma-cm
+[ -w /dev/cuse ] || { echo "cuse-rdma-cm: no /dev/cuse; skipped"; exit 77; }
+chmod 755 "$work"
+ip link set lo up 2>/dev/null
+
+V=cm-$$
+"$ibemu" up --instance $V >/dev/null 2>&1
+expect_eq "up" 0 $?
+out=$(inst $V stat -L -c '%F %a' /dev/infiniband/rdma_cm)
+expect_eq "rdma_cm is a character device, mode 0666" "character special file 666" "$out"
+dev=$(inst $V stat -L -c '%t %T' /dev/infiniband/rdma_cm | { read -r a b; echo "$((16#$a)):$((16#$b))"; })
+expect_eq "sysfs dev = the node's numbers" "$dev" "$(inst $V cat /sys/class/misc/rdma_cm/dev)"
+expect_eq "rdma_cm abi_version" 4 "$(inst $V cat /sys/class/misc/rdma_cm/abi_version)"
+expect_eq "the host's misc devices stay" "$(readlink /sys/class/misc/fuse)" "$(inst $V readlink /sys/class/misc/fuse)"
+out=$("$ibemu" status --instance $V --json |
+	python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["rdma_cm"], *(d["ports"][0]["ipv4"] for d in j["devices"]))')
+expect_eq "status --json: rdma_cm and each port's IPv4" "/dev/infiniband/rdma_cm 10.200.0.1 10.200.1.1" "$out"
+
+start_opensm $V 0x0002c90300000101
+wait_for $V 120 sh -c 'ibstat ibemu0 | grep -q "State: Active" && ibstat ibemu1 | grep -q "State: Active"'
+expect_eq "OpenSM brings both ports up" 0 $?
+
+# pair NAME SERVER... -- CLIENT...: the server in the background, the
+# client once the server has had time to listen; prints both exit statuses
+# (cm_prefix: a command that runs them, `ibemu exec` by default)
+cm_prefix=("$ibemu" exec --instance $V --)
+pair() {
+	local name=$1 s=() c=()
+	shift
+	while [ "$1" != -- ]; do s+=("$1"); shift; done
+	shift
+	c=("$@")
+	timeout "$tool_timeout" "${cm_prefix[@]}" "${s[@]}" >"$work/$name.server" 2>&1 &
+	local server=$!
+	sleep 2
+	timeout "$tool_timeout" "${cm_prefix[@]}" "${c[@]}" >"$work/$name.client" 2>&1
+	local rc=$?
+	wait $server
+	echo "$rc $?"
+}
+
+rcs=$(pair rping rping -s -a 10.200.1.1 -C 10 -v -- rping -c -a 10.200.1.1 -I 10.200.0.1 -C 10 -v)
+expect_eq "rping ibemu0 -> ibemu1: client and server exit 0" "0 0" "$rcs"
+expect_eq "rping: 10 pings" 10 "$(grep -c '^ping data: rdma-ping-' "$work/rping.client")"
+expect_eq "rping: the server's 10" 10 "$(grep -c '^server ping data: rdma-ping-' "$work/rping.server")"
+
+rcs=$(pair ucmatose ucmatose -b 10.200.1.1 -c 2 -C 10 -- ucmatose -s 10.200.1.1 -b 10.200.0.1 -c 2 -C 10)
+expect_eq "ucmatose, 2 connections: client and server exit 0" "0 0" "$rcs"
+expect_match "ucmatose: data transfers" 'data transfers complete' "$(cat "$work/ucmatose.client")"
+
+rcs=$(pair rdma_server rdma_server -s 10.200.1.1 -- rdma_client -s 10.200.1.1)
+expect_eq "rdma_server / rdma_client (sync ids, MIGRATE_ID): exit 0" "0 0" "$rcs"
+expect_match "rdma_client: end 0" 'rdma_client: end 0' "$(cat "$work/rdma_server.client")"
+
+rcs=$(pair rdma_xserver rdma_xserver -c r -- rdma_xclient -c r -s 10.200.1.1)
+expect_eq "rdma_xserver / rdma_xclient (RC, inline send): exit 0" "0 0" "$rcs"
+
+for t in ib_send_lat ib_write_bw; do
+	rcs=$(pair $t $t -R -d ibemu1 -n 50 -- $t -R -d ibemu0 -n 50 10.200.1.1)
+	expect_eq "$t -R: client and server exit 0" "0 0" "$rcs"
+	expect_match "$t -R: 50 iterations" '^ *[0-9]+ +50 +[0-9.]+ +[0-9.]+' "$(cat "$work/$t.client")"
+done
+
+# a client killed mid-connection: its file closes, the IB CM sends DREQ,
+# the server sees the disconnect and ends
+timeout "$tool_timeout" "$ibemu" exec --instance $V -- rping -s -a 10.200.1.1 -v >"$work/killed.server" 2>&1 &
+server=$!
+sleep 2
+"$ibemu" exec --instance $V -- rping -c -a 10.200.1.1 -I 10.200.0.1 -v >"$work/killed.client" 2>&1 &
+client=$!
+for _ in $(seq 100); do grep -q 'ping data' "$work/killed.client" && break; sleep 0.2; done
+kill -9 $client
+wait $client 2>/dev/null
+wait $server
+expect_match "killed client: the server saw the disconnect" 'DISCONNECT EVENT' "$(cat "$work/killed.server")"
+
+# error cases: the event rping reports ("cma event ..., error N")
+cmevent() { grep -m1 -o 'cma event RDMA_CM_EVENT_[A-Z_]*, error -\?[0-9]*' "$1"; }
+pair noserver true -- rping -c -a 10.200.1.1 -I 10.200.0.1 -p 9999 -C 1 >/dev/null
+ibemu_rej=$(cmevent "$work/noserver.client")
+expect_eq "no listener: REJ, invalid service ID" "cma event RDMA_CM_EVENT_REJECTED, error 8" "$ibemu_rej"
+pair offnet true -- rping -c -a 192.0.2.1 -C 1 >/dev/null
+ibemu_unreach=$(grep -m1 'rdma_resolve_addr' "$work/offnet.client")
+expect_eq "an address off every subnet: rdma_resolve_addr fails, ENETUNREACH" \
+	"rdma_resolve_addr: Network is unreachable" "$ibemu_unreach"
+
+# the SM goes: a route query nobody answers ends in ROUTE_ERROR
+stop_opensm $V
+pair nosm true -- rping -c -a 10.200.1.1 -I 10.200.0.1 -C 1 >/dev/null
+expect_match "no SM: ROUTE_ERROR" 'RDMA_CM_EVENT_ROUTE_ERROR' "$(cat "$work/nosm.client")"
+down_inst $V
+
+# --- the same error cases against the real kernel's rdma_cm on rdma_rxe
+rm -f /etc/modprobe.d/ibemu-no-ib-core.conf
+if modprobe crc32_generic 2>/dev/null && modprobe rdma_rxe 2>/dev/null && modprobe rdma_ucm && modprobe dummy &&
+	ip link add cmd0 type dummy && ip addr add 10.55.0.1/24 dev cmd0 && ip link set cmd0 up &&
+	rdma link add rxe0 type rxe netdev cmd0; then
+	cm_prefix=(env)
+	rcs=$(pair rxe_rping rping -s -a 10.55.0.1 -C 3 -v -- rping -c -a 10.55.0.1 -C 3 -v)
+	expect_eq "rxe: rping exits 0 (the reference works)" "0 0" "$rcs"
+	pair rxe_noserver true -- rping -c -a 10.55.0.1 -p 9999 -C 1 >/dev/null
+	expect_eq "rxe: no listener gives the event ibemu gives" "$ibemu_rej" "$(cmevent "$work/rxe_noserver.client")"
+	pair rxe_offnet true -- rping -c -a 192.0.2.1 -C 1 >/dev/null
+	expect_eq "rxe: an unroutable address gives the error ibemu gives" "$ibemu_unreach" \
+		"$(grep -m1 'rdma_resolve_addr' "$work/rxe_offnet.client")"
+	rdma link delete rxe0
+else
+	bad "rdma_rxe reference device: could not be set up"
+fi
+e2e_done
