@@ -270,4 +270,50 @@ Short decodeShort(const uint8_t *mad, uint16_t attr)
 	return m;
 }
 
+/* Table 119 SIDR_REQ */
+void encode(const SidrReq &m, ibemu::Mad &mad)
+{
+	put32(mad, 0, m.requestId);
+	put16(mad, 4, m.pkey);
+	put64(mad, 8, m.serviceId);
+	putBytes(mad, 16, m.privateData.data(), kSidrReqPrivate);
+}
+
+SidrReq decodeSidrReq(const uint8_t *mad)
+{
+	SidrReq m;
+	m.requestId = get32(mad, 0);
+	m.pkey = get16(mad, 4);
+	m.serviceId = get64(mad, 8);
+	getBytes(mad, 16, m.privateData);
+	return m;
+}
+
+/* Table 120 SIDR_REP */
+void encode(const SidrRep &m, ibemu::Mad &mad)
+{
+	put32(mad, 0, m.requestId);
+	put8(mad, 4, m.status);
+	put8(mad, 5, m.infoLength);
+	put24(mad, 8, m.qpn);
+	put64(mad, 12, m.serviceId);
+	put32(mad, 20, m.qkey);
+	putBytes(mad, 24, m.info.data(), m.info.size());
+	putBytes(mad, 96, m.privateData.data(), kSidrRepPrivate);
+}
+
+SidrRep decodeSidrRep(const uint8_t *mad)
+{
+	SidrRep m;
+	m.requestId = get32(mad, 0);
+	m.status = get8(mad, 4);
+	m.infoLength = get8(mad, 5);
+	m.qpn = get24(mad, 8);
+	m.serviceId = get64(mad, 12);
+	m.qkey = get32(mad, 20);
+	getBytes(mad, 24, m.info);
+	getBytes(mad, 96, m.privateData);
+	return m;
+}
+
 } /* namespace ibemu::emu::cm */

@@ -39,6 +39,16 @@ constexpr size_t kRepPrivate = 196;
 constexpr size_t kRtuPrivate = 224;
 constexpr size_t kDreqPrivate = 220;
 constexpr size_t kDrepPrivate = 224;
+constexpr size_t kSidrReqPrivate = 216;
+constexpr size_t kSidrRepPrivate = 136;
+
+/* SIDR_REP status (IBA table 120, enum ib_cm_sidr_status) */
+enum SidrStatus : uint8_t {
+	SIDR_SUCCESS = 0,
+	SIDR_UNSUPPORTED = 1,
+	SIDR_REJECT = 2,
+	SIDR_NO_QP = 3,
+};
 
 /* REJ reasons (IBA table 112, the kernel's enum ib_cm_rej_reason) */
 enum RejReason : uint16_t {
@@ -133,6 +143,25 @@ struct Short {
 	std::array<uint8_t, kRtuPrivate> privateData{};
 };
 
+/* Service ID Resolution, for UD (IBA 12.11) */
+struct SidrReq {
+	uint32_t requestId = 0;
+	uint16_t pkey = 0;
+	uint64_t serviceId = 0;
+	std::array<uint8_t, kSidrReqPrivate> privateData{};
+};
+
+struct SidrRep {
+	uint32_t requestId = 0;
+	uint8_t status = SIDR_SUCCESS;
+	uint8_t infoLength = 0;
+	uint32_t qpn = 0;
+	uint64_t serviceId = 0;
+	uint32_t qkey = 0;
+	std::array<uint8_t, 72> info{};
+	std::array<uint8_t, kSidrRepPrivate> privateData{};
+};
+
 /* the common header of a CM MAD: Send, class 0x07 version 2 */
 void header(ibemu::Mad &mad, uint16_t attr, uint64_t tid);
 
@@ -142,6 +171,8 @@ void encode(const Rej &m, ibemu::Mad &mad);
 void encode(const Rep &m, ibemu::Mad &mad);
 /* attr: RTU, DREQ or DREP */
 void encode(const Short &m, uint16_t attr, ibemu::Mad &mad);
+void encode(const SidrReq &m, ibemu::Mad &mad);
+void encode(const SidrRep &m, ibemu::Mad &mad);
 
 /* The decoders read a whole 256-byte MAD (the caller checked its size). */
 Req decodeReq(const uint8_t *mad);
@@ -149,6 +180,8 @@ Mra decodeMra(const uint8_t *mad);
 Rej decodeRej(const uint8_t *mad);
 Rep decodeRep(const uint8_t *mad);
 Short decodeShort(const uint8_t *mad, uint16_t attr);
+SidrReq decodeSidrReq(const uint8_t *mad);
+SidrRep decodeSidrRep(const uint8_t *mad);
 
 /* 4.096 us * 2^t in milliseconds, as the kernel's cm_convert_to_ms() */
 uint32_t timeToMs(uint8_t ibaTime);

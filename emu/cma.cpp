@@ -628,15 +628,41 @@ int Cma::connect(CmaId &id, const rdma_ucm_conn_param &p)
 {
 	if (id.state != CmaState::RouteResolved)
 		return -EINVAL;
-	if (id.qpType == IB_QPT_UD)
-		return -EOPNOTSUPP; /* SIDR is not modelled yet (docs/rdma-cm.md) */
 	size_t off = id.dst.family() == kAfIb ? 0 : kCmaHdr;
-	if (p.private_data_len > cm::kReqPrivate - off)
+	size_t room = id.qpType == IB_QPT_UD ? cm::kSidrReqPrivate : cm::kReqPrivate;
+	if (p.private_data_len > room - off)
 		return -EINVAL;
 	MadPort *mp = madPort(id);
 	if (!mp)
 		return -EINVAL;
 	const PathRecord &path = id.path;
+	uint8_t hdr[kCmaHdr] = {};
+	if (off) { /* struct cma_hdr: version, IP version, our port, both addresses */
+		hdr[1] = uint8_t((id.dst.family() == AF_INET6 ? 6 : 4) << 4);
+		hdr[2] = uint8_t(id.src.port() >> 8);
+		hdr[3] = uint8_t(id.src.port());
+		hdrAddr(id.src, hdr + 4);
+		hdrAddr(id.dst, hdr + 20);
+	}
+	MadAddress av;
+	av.lid = path.dlid;
+	av.sl = path.sl;
+	av.pkeyIndex = pkeyIndexOf(*mp, path.pkey);
+	if (id.qpType == IB_QPT_UD) { /* cma_resolve_ib_udp(): a SIDR_REQ */
+		cm::SidrReq sreq;
+		sreq.serviceId = serviceId(id, id.dst);
+		sreq.pkey = path.pkey;
+		memcpy(sreq.privateData.data(), hdr, off);
+		memcpy(sreq.privateData.data() + off, p.private_data, p.private_data_len);
+		setCm(id, cm_.create(this));
+		if (int rc = cm_.sendSidrReq(*id.cm, *mp, av, sreq, cm::timeToMs(kCmResponseTimeout), kMaxCmRetries)) {
+			cm_.destroy(id.cm);
+			setCm(id, nullptr);
+			return rc;
+		}
+		id.state = CmaState::Connect;
+		return 0;
+	}
 	cm::Req req;
 	req.serviceId = serviceId(id, id.dst);
 	req.localCaGuid = nodeGuid(id);
@@ -665,21 +691,8 @@ int Cma::connect(CmaId &id, const rdma_ucm_conn_param &p)
 	req.primary.sl = path.sl;
 	req.primary.subnetLocal = path.hopLimit <= 1;
 	req.primary.localAckTimeout = uint8_t(std::min(31, path.packetLifeTime + 1));
-	if (off) { /* struct cma_hdr: version, IP version, our port, both addresses */
-		uint8_t *h = req.privateData.data();
-		h[0] = 0;
-		h[1] = uint8_t((id.dst.family() == AF_INET6 ? 6 : 4) << 4);
-		h[2] = uint8_t(id.src.port() >> 8);
-		h[3] = uint8_t(id.src.port());
-		hdrAddr(id.src, h + 4);
-		hdrAddr(id.dst, h + 20);
-	}
+	memcpy(req.privateData.data(), hdr, off);
 	memcpy(req.privateData.data() + off, p.private_data, p.private_data_len);
-
-	MadAddress av;
-	av.lid = path.dlid;
-	av.sl = path.sl;
-	av.pkeyIndex = pkeyIndexOf(*mp, path.pkey);
 	setCm(id, cm_.create(this));
 	id.qpNum = p.qp_num;
 	id.srq = p.srq;
@@ -700,8 +713,19 @@ int Cma::accept(CmaId &id, const rdma_ucm_conn_param *p)
 {
 	if (id.state != CmaState::Connect || !id.cm)
 		return -EINVAL;
-	if (id.qpType == IB_QPT_UD)
-		return -EOPNOTSUPP;
+	if (id.qpType == IB_QPT_UD) { /* cma_send_sidr_rep(): our QP and its Q_Key */
+		cm::SidrRep rep;
+		if (p && p->private_data_len > cm::kSidrRepPrivate)
+			return -EINVAL;
+		if (p) {
+			id.qpNum = p->qp_num;
+			memcpy(rep.privateData.data(), p->private_data, p->private_data_len);
+		}
+		rep.status = cm::SIDR_SUCCESS;
+		rep.qpn = id.qpNum;
+		rep.qkey = p && p->qkey ? p->qkey : kUdpQkey;
+		return cm_.sendSidrRep(*id.cm, rep);
+	}
 	if (!p) {
 		if (int rc = cm_.sendRtu(*id.cm))
 			return rc;
@@ -731,7 +755,17 @@ int Cma::accept(CmaId &id, const rdma_ucm_conn_param *p)
 
 int Cma::reject(CmaId &id, uint8_t reason, const uint8_t *priv, size_t len)
 {
-	if (!id.cm || len > cm::kRejPrivate)
+	if (!id.cm)
+		return -EINVAL;
+	if (id.qpType == IB_QPT_UD) {
+		if (len > cm::kSidrRepPrivate)
+			return -EINVAL;
+		cm::SidrRep rep;
+		rep.status = cm::SIDR_REJECT;
+		memcpy(rep.privateData.data(), priv, len);
+		return cm_.sendSidrRep(*id.cm, rep);
+	}
+	if (len > cm::kRejPrivate)
 		return -EINVAL;
 	return cm_.sendRej(*id.cm, reason, priv, len);
 }
@@ -822,10 +856,12 @@ int Cma::initQpAttr(const CmaId &id, uint32_t state, ib_uverbs_qp_attr &a) const
 void Cma::onRequest(const CmEvent &ev)
 {
 	const cm::Req &req = ev.req;
+	bool sidr = ev.type == CmEventType::SidrReqReceived;
 	CmId *newCm = ev.newId;
-	uint16_t port = uint16_t(req.serviceId);
-	uint16_t ps = uint16_t(req.serviceId >> 16);
-	const uint8_t *hdr = req.privateData.data();
+	uint64_t sid = sidr ? ev.sidrReq.serviceId : req.serviceId;
+	uint16_t port = uint16_t(sid);
+	uint16_t ps = uint16_t(sid >> 16);
+	const uint8_t *hdr = sidr ? ev.sidrReq.privateData.data() : req.privateData.data();
 	bool v6 = (hdr[1] >> 4) == 6;
 	Hca *rxHca = nullptr;
 	uint8_t rxPort = 0;
@@ -848,8 +884,9 @@ void Cma::onRequest(const CmEvent &ev)
 			break; /* the specific address wins over the wildcard */
 	}
 	if (!listener || listener->backlog == 0 || !rxHca) {
-		cm_.sendRej(*newCm, cm::REJ_CONSUMER_DEFINED, nullptr, 0);
-		cm_.destroy(newCm);
+		if (!sidr)
+			cm_.sendRej(*newCm, cm::REJ_CONSUMER_DEFINED, nullptr, 0);
+		cm_.destroy(newCm); /* a SIDR_REQ: SIDR_REP "rejected" */
 		return;
 	}
 	CmaId *id = create(listener->sink, listener->owner, 0, listener->ps, listener->qpType);
@@ -861,6 +898,18 @@ void Cma::onRequest(const CmEvent &ev)
 	id->dst = addrFromHdr(hdr + 4, v6, uint16_t(hdr[2] << 8 | hdr[3]));
 	setCm(*id, newCm);
 	newCm->handler = this;
+	listener->backlog--;
+	id->state = CmaState::Connect;
+	if (sidr) { /* cma_ib_req_handler() for UD: the private data, nothing else */
+		id->pkey = ev.sidrReq.pkey;
+		rdma_ucm_event_resp e{};
+		e.uid = listener->uid;
+		e.id = id->handle;
+		e.event = RDMA_CM_EVENT_CONNECT_REQUEST;
+		e.param.ud.private_data_len = uint8_t(cm::kSidrReqPrivate - kCmaHdr);
+		memcpy(e.param.ud.private_data, hdr + kCmaHdr, e.param.ud.private_data_len);
+		return send(*listener, e, id);
+	}
 	/* the route is the REQ's primary path, seen from this end */
 	PathRecord &p = id->path;
 	p.slid = req.primary.remoteLid;
@@ -886,8 +935,6 @@ void Cma::onRequest(const CmEvent &ev)
 	id->peer.ackTimeout = req.primary.localAckTimeout;
 	id->peer.responderResources = req.initiatorDepth;
 	id->peer.initiatorDepth = req.responderResources;
-	id->state = CmaState::Connect;
-	listener->backlog--;
 
 	rdma_ucm_event_resp e{};
 	e.uid = listener->uid;
@@ -910,7 +957,7 @@ void Cma::onRequest(const CmEvent &ev)
 
 void Cma::cmEvent(CmId &cm, const CmEvent &ev)
 {
-	if (ev.type == CmEventType::ReqReceived)
+	if (ev.type == CmEventType::ReqReceived || ev.type == CmEventType::SidrReqReceived)
 		return onRequest(ev);
 	CmaId *id = byCm(cm);
 	if (!id)
@@ -959,6 +1006,26 @@ void Cma::cmEvent(CmId &cm, const CmEvent &ev)
 		break;
 	case CmEventType::TimewaitExit:
 		e.event = RDMA_CM_EVENT_TIMEWAIT_EXIT;
+		break;
+	case CmEventType::SidrRepReceived: /* cma_sidr_rep_handler() */
+		if (ev.sidrRep.status != cm::SIDR_SUCCESS) {
+			e.event = RDMA_CM_EVENT_UNREACHABLE;
+			e.status = ev.sidrRep.status;
+			break;
+		}
+		e.event = RDMA_CM_EVENT_ESTABLISHED;
+		e.param.ud.qp_num = ev.sidrRep.qpn;
+		e.param.ud.qkey = ev.sidrRep.qkey;
+		e.param.ud.ah_attr.dlid = id->path.dlid;
+		e.param.ud.ah_attr.sl = id->path.sl;
+		e.param.ud.ah_attr.static_rate = id->path.rate;
+		e.param.ud.ah_attr.port_num = id->portNum;
+		e.param.ud.private_data_len = uint8_t(cm::kSidrRepPrivate);
+		memcpy(e.param.ud.private_data, ev.sidrRep.privateData.data(), cm::kSidrRepPrivate);
+		break;
+	case CmEventType::SidrReqError:
+		e.event = RDMA_CM_EVENT_UNREACHABLE;
+		e.status = uint32_t(-ETIMEDOUT);
 		break;
 	default:
 		return;

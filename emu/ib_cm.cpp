@@ -91,6 +91,14 @@ CmId *IbCm::create(CmHandler *handler)
 	return raw;
 }
 
+CmId *IbCm::listenerFor(uint64_t serviceId) const
+{
+	for (auto &[lid, id] : ids_)
+		if (id->state == CmState::Listen && ((serviceId ^ id->serviceId) & id->serviceMask) == 0)
+			return id.get();
+	return nullptr;
+}
+
 CmId *IbCm::find(uint32_t localId) const
 {
 	auto it = ids_.find(localId);
@@ -126,6 +134,12 @@ void IbCm::destroy(CmId *id)
 	case CmState::DreqRcvd:
 		sendDrep(*id);
 		break;
+	case CmState::SidrReqRcvd: {
+		cm::SidrRep rep;
+		rep.status = cm::SIDR_REJECT;
+		sendSidrRep(*id, rep);
+		break;
+	}
 	default:
 		break;
 	}
@@ -167,6 +181,20 @@ int IbCm::send(CmId &id, const ibemu::Mad &mad, bool withTimeout)
 		id.sendCookie = s->cookie;
 		cookies_[s->cookie] = &id;
 	}
+	return 0;
+}
+
+/* an idle ID's MADs go from port to the peer's CM at av */
+int IbCm::aim(CmId &id, MadPort &port, const MadAddress &av)
+{
+	if (id.state != CmState::Idle)
+		return -EINVAL;
+	if (!agents_.count(&port))
+		return -ENODEV;
+	id.port = &port;
+	id.av = av;
+	id.av.remoteQpn = 1;
+	id.av.remoteQkey = kQp1Qkey;
 	return 0;
 }
 
@@ -220,14 +248,8 @@ void IbCm::enterTimewait(CmId &id)
 
 int IbCm::sendReq(CmId &id, MadPort &port, const MadAddress &av, cm::Req req)
 {
-	if (id.state != CmState::Idle)
-		return -EINVAL;
-	if (!agents_.count(&port))
-		return -ENODEV;
-	id.port = &port;
-	id.av = av;
-	id.av.remoteQpn = 1;
-	id.av.remoteQkey = kQp1Qkey;
+	if (int rc = aim(id, port, av))
+		return rc;
 	id.localQpn = req.localQpn;
 	id.serviceId = req.serviceId;
 	id.maxCmRetries = req.maxCmRetries;
@@ -365,6 +387,38 @@ int IbCm::sendDrep(CmId &id)
 	return rc;
 }
 
+int IbCm::sendSidrReq(CmId &id, MadPort &port, const MadAddress &av, cm::SidrReq req, uint32_t timeoutMs,
+		      uint8_t retries)
+{
+	if (int rc = aim(id, port, av))
+		return rc;
+	id.serviceId = req.serviceId;
+	id.timeoutMs = timeoutMs;
+	id.maxCmRetries = retries;
+	id.tid = uint64_t(agents_.at(&port)->hiTid()) << 32 | id.localId;
+	req.requestId = id.localId;
+	ibemu::Mad mad;
+	cm::header(mad, cm::ATTR_SIDR_REQ, id.tid);
+	cm::encode(req, mad);
+	if (int rc = send(id, mad, true))
+		return rc;
+	id.state = CmState::SidrReqSent;
+	return 0;
+}
+
+int IbCm::sendSidrRep(CmId &id, cm::SidrRep rep)
+{
+	if (id.state != CmState::SidrReqRcvd)
+		return -EINVAL;
+	rep.requestId = id.remoteId;
+	rep.serviceId = id.serviceId;
+	ibemu::Mad mad;
+	cm::header(mad, cm::ATTR_SIDR_REP, id.tid);
+	cm::encode(rep, mad);
+	id.state = CmState::Idle;
+	return send(id, mad, false);
+}
+
 /* ---------------- receiving ---------------- */
 
 void IbCm::madSendDone(MadAgent &, uint64_t cookie, SendStatus status)
@@ -389,6 +443,9 @@ void IbCm::madSendDone(MadAgent &, uint64_t cookie, SendStatus status)
 	case CmState::DreqSent:
 		enterTimewait(id);
 		return event(id, { CmEventType::DreqError });
+	case CmState::SidrReqSent:
+		id.state = CmState::Idle;
+		return event(id, { CmEventType::SidrReqError });
 	default:
 		return;
 	}
@@ -414,8 +471,12 @@ void IbCm::madReceived(MadAgent &agent, MadRecv &&recv)
 		return onDreq(agent, recv);
 	case cm::ATTR_DREP:
 		return onDrep(mad);
+	case cm::ATTR_SIDR_REQ:
+		return onSidrReq(agent, recv);
+	case cm::ATTR_SIDR_REP:
+		return onSidrRep(mad);
 	default:
-		return; /* SIDR, LAP, APR: not modelled, dropped as unknown */
+		return; /* LAP, APR: not modelled, dropped as unknown */
 	}
 }
 
@@ -433,10 +494,7 @@ void IbCm::onReq(MadAgent &agent, const MadRecv &recv)
 			send(*id, id->lastMad, false);
 		return;
 	}
-	CmId *listener = nullptr;
-	for (auto &[lid, id] : ids_)
-		if (id->state == CmState::Listen && ((req.serviceId ^ id->serviceId) & id->serviceMask) == 0)
-			listener = id.get();
+	CmId *listener = listenerFor(req.serviceId);
 	if (!listener) {
 		cm::Rej rej;
 		rej.remoteCommId = req.localCommId;
@@ -599,6 +657,53 @@ void IbCm::onDrep(const uint8_t *mad)
 		return;
 	enterTimewait(*id);
 	event(*id, { CmEventType::DrepReceived });
+}
+
+/* cm_sidr_req_handler(): a listener's new ID answers it; with none, the
+ * CM answers "unsupported" itself */
+void IbCm::onSidrReq(MadAgent &agent, const MadRecv &recv)
+{
+	const uint8_t *mad = recv.mad.data();
+	cm::SidrReq req = cm::decodeSidrReq(mad);
+	for (auto &[lid, id] : ids_) /* one seen before, still being answered */
+		if (id->state == CmState::SidrReqRcvd && id->remoteId == req.requestId && id->av.lid == recv.src.lid)
+			return;
+	CmId *listener = listenerFor(req.serviceId);
+	if (!listener) {
+		cm::SidrRep rep;
+		rep.requestId = req.requestId;
+		rep.status = cm::SIDR_UNSUPPORTED;
+		rep.serviceId = req.serviceId;
+		ibemu::Mad m = answerTo(mad, cm::ATTR_SIDR_REP);
+		cm::encode(rep, m);
+		return reply(agent, recv.src, m);
+	}
+	CmId *id = create(nullptr);
+	id->state = CmState::SidrReqRcvd;
+	id->port = &agent.port();
+	id->remoteId = req.requestId;
+	id->serviceId = req.serviceId;
+	id->tid = tidOf(mad);
+	id->av = recv.src;
+	id->av.remoteQpn = 1;
+	id->av.remoteQkey = kQp1Qkey;
+	CmEvent ev{ CmEventType::SidrReqReceived };
+	ev.newId = id;
+	ev.sidrReq = req;
+	event(*listener, ev);
+}
+
+void IbCm::onSidrRep(const uint8_t *mad)
+{
+	cm::SidrRep rep = cm::decodeSidrRep(mad);
+	CmId *id = find(rep.requestId);
+	if (!id || id->state != CmState::SidrReqSent)
+		return;
+	cancelSend(*id);
+	id->state = CmState::Idle;
+	CmEvent ev{ CmEventType::SidrRepReceived };
+	ev.sidrRep = rep;
+	event(*id, ev);
 }
 
 } /* namespace ibemu::emu */

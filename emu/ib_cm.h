@@ -3,7 +3,8 @@
 // The InfiniBand Communication Manager of the emulated host (the kernel's
 // drivers/infiniband/core/cm.c): one MAD agent for class 0x07 on every
 // local port, connection IDs with the IBA 12.9 state machine, and the CM
-// messages they exchange through the fabric (emu/cm_msgs.h).
+// messages they exchange through the fabric (emu/cm_msgs.h); for UD, the
+// service ID resolution (SIDR_REQ, SIDR_REP).
 //
 // Sends that wait for an answer (REQ, REP, DREQ) go through the MAD layer
 // with the CM's timeout and retries and are cancelled when the answer
@@ -44,6 +45,8 @@ enum class CmState {
 	DreqSent,
 	DreqRcvd,
 	Timewait,
+	SidrReqSent,
+	SidrReqRcvd,
 };
 
 enum class CmEventType {
@@ -57,6 +60,9 @@ enum class CmEventType {
 	DrepReceived,
 	DreqError,
 	TimewaitExit,
+	SidrReqReceived, /* to a listener's handler; newId answers it */
+	SidrRepReceived,
+	SidrReqError, /* no SIDR_REP after every retry */
 };
 
 struct CmEvent {
@@ -65,6 +71,8 @@ struct CmEvent {
 	cm::Req req;
 	cm::Rep rep;
 	cm::Rej rej;
+	cm::SidrReq sidrReq;
+	cm::SidrRep sidrRep;
 };
 
 class CmHandler {
@@ -122,6 +130,11 @@ public:
 	int sendRej(CmId &id, uint16_t reason, const uint8_t *priv, size_t len);
 	int sendDreq(CmId &id);
 	int sendDrep(CmId &id);
+	/* ib_send_cm_sidr_req(): timeoutMs a try, retries more */
+	int sendSidrReq(CmId &id, MadPort &port, const MadAddress &av, cm::SidrReq req, uint32_t timeoutMs,
+			uint8_t retries);
+	/* ib_send_cm_sidr_rep(): the answer to a SIDR_REQ received; the ID is done */
+	int sendSidrRep(CmId &id, cm::SidrRep rep);
 
 	/* AgentClient */
 	void madReceived(MadAgent &agent, MadRecv &&recv) override;
@@ -129,6 +142,9 @@ public:
 
 private:
 	CmId *find(uint32_t localId) const;
+	/* the ID listening for this service ID, or null */
+	CmId *listenerFor(uint64_t serviceId) const;
+	int aim(CmId &id, MadPort &port, const MadAddress &av);
 	/* sends mad from the ID's port; withTimeout: the REQ/REP/DREQ kind */
 	int send(CmId &id, const ibemu::Mad &mad, bool withTimeout);
 	/* a reply to a MAD that has no ID (REJ, DREP), to where it came from */
@@ -144,6 +160,8 @@ private:
 	void onRtu(const uint8_t *mad);
 	void onDreq(MadAgent &agent, const MadRecv &recv);
 	void onDrep(const uint8_t *mad);
+	void onSidrReq(MadAgent &agent, const MadRecv &recv);
+	void onSidrRep(const uint8_t *mad);
 
 	boost::asio::io_context &io_;
 	std::map<MadPort *, MadAgent *> agents_;

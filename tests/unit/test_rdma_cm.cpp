@@ -216,9 +216,9 @@ struct CmPair : VerbsFixture {
 	uint32_t addr2 = Cma::ipv4Of(*hca2, 1);
 
 	/* the client's ID through ADDR_RESOLVED and ROUTE_RESOLVED to addr2:port */
-	uint32_t resolved(uint16_t port)
+	uint32_t resolved(uint16_t port, uint16_t ps = RDMA_PS_TCP)
 	{
-		uint32_t id = client.create(0xc1);
+		uint32_t id = client.create(0xc1, ps);
 		sockaddr_in6 src = ip4(addr1, 0), dst = ip4(addr2, port);
 		REQUIRE(client.resolveIp(id, &src, dst) > 0);
 		drain();
@@ -574,4 +574,49 @@ TEST_CASE("rdma_cm: bad commands get the kernel's errnos and leave nothing behin
 	p.client.reopen(); /* closing the file ends them all */
 	CHECK(p.host->cma().countOf(p.client.file.get()) == 0);
 	CHECK(p.host->cma().find(0) == nullptr);
+}
+
+TEST_CASE("rdma_cm: a UD ID resolves its peer's QP with SIDR", "[rdma_cm]")
+{
+	CmPair p;
+	uint32_t lid = p.server.create(0x5e, RDMA_PS_UDP);
+	REQUIRE(p.server.bindIp(lid, ip4(p.addr2, 7174)) > 0);
+	REQUIRE(p.server.listen(lid) > 0);
+	uint32_t cid = p.resolved(7174, RDMA_PS_UDP);
+	ib_uverbs_qp_attr init = p.client.qpAttr(cid, IB_QPS_INIT);
+	CHECK(init.qp_attr_mask == (IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_QKEY));
+	CHECK(init.qkey == 0x01234567); /* RDMA_UDP_QKEY */
+	REQUIRE(p.client.connect(cid, 0x123, "ud?") > 0);
+	p.drain();
+	auto req = p.server.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
+	CHECK(req.uid == 0x5e);
+	CHECK(req.param.ud.private_data_len == 216 - 36);
+	CHECK(memcmp(req.param.ud.private_data, "ud?", 3) == 0);
+	REQUIRE(p.server.accept(req.id, 0xacce, 0x456) > 0);
+	p.drain();
+	auto est = p.client.expect(RDMA_CM_EVENT_ESTABLISHED);
+	CHECK(est.param.ud.qp_num == 0x456);
+	CHECK(est.param.ud.qkey == 0x01234567);
+	CHECK(est.param.ud.ah_attr.dlid == p.lid2());
+	CHECK(est.param.ud.ah_attr.port_num == 1);
+	rdma_ucm_event_resp ev;
+	CHECK(p.server.getEvent(ev) == -EAGAIN); /* UD: no ESTABLISHED on the passive side */
+
+	/* no one listening on the port: the CM answers "unsupported" */
+	uint32_t cid2 = p.resolved(9999, RDMA_PS_UDP);
+	REQUIRE(p.client.connect(cid2, 0x124) > 0);
+	p.drain();
+	auto un = p.client.expect(RDMA_CM_EVENT_UNREACHABLE);
+	CHECK(un.status == cm::SIDR_UNSUPPORTED);
+	/* a server that rejects */
+	uint32_t cid3 = p.resolved(7174, RDMA_PS_UDP);
+	REQUIRE(p.client.connect(cid3, 0x125) > 0);
+	p.drain();
+	auto req3 = p.server.expect(RDMA_CM_EVENT_CONNECT_REQUEST);
+	rdma_ucm_reject rj{};
+	rj.id = req3.id;
+	REQUIRE(p.server.cmd(RDMA_USER_CM_CMD_REJECT, rj) > 0);
+	p.drain();
+	un = p.client.expect(RDMA_CM_EVENT_UNREACHABLE);
+	CHECK(un.status == cm::SIDR_REJECT);
 }
