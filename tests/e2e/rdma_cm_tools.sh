@@ -35,7 +35,7 @@ expect_eq "OpenSM brings both ports up" 0 $?
 # pair NAME SERVER... -- CLIENT...: the server in the background, the
 # client once the server has had time to listen; prints both exit statuses
 # (cm_prefix: a command that runs them, `ibemu exec` by default)
-cm_prefix=("$ibemu" exec --instance $V --)
+cm_prefix=("$ibemu" exec --instance "$V" --)
 pair() {
 	local name=$1 s=() c=()
 	shift
