@@ -481,6 +481,8 @@ TEST_CASE("rdma_cm: what crosses the wire for a connection", "[rdma_cm]")
 				       " PathRecord");
 		return false;
 	});
+	const fabric::PortCounters c1 = p.p1->counters, c2 = p.p2->counters, s1 = p.p1->peer->counters,
+				   s2 = p.p2->peer->counters;
 	uint32_t lid = p.server.create(1);
 	REQUIRE(p.server.bindIp(lid, ip4(p.addr2, 7471)) > 0);
 	REQUIRE(p.server.listen(lid) > 0);
@@ -510,6 +512,12 @@ TEST_CASE("rdma_cm: what crosses the wire for a connection", "[rdma_cm]")
 		"host2 CM DREP",
 	};
 	CHECK(wire == expected);
+	/* the PMAs of both CA ports and of the switch ports at their cables counted them */
+	CHECK(p.p1->counters.xmitPkts - c1.xmitPkts == 4);
+	CHECK(p.p2->counters.xmitPkts - c2.xmitPkts == 4);
+	CHECK(p.p1->counters.rcvPkts - c1.rcvPkts == 4);
+	CHECK(p.p1->peer->counters.rcvPkts - s1.rcvPkts == 4);
+	CHECK(p.p2->peer->counters.xmitPkts - s2.xmitPkts == 4);
 }
 
 TEST_CASE("rdma_cm: bad commands get the kernel's errnos and leave nothing behind", "[rdma_cm]")
