@@ -390,8 +390,14 @@ bool Cma::portInUse(const CmaId &id, uint16_t port) const
 		const CmaId *o = it->second;
 		if (o == &id)
 			continue;
-		bool overlap = o->src.isAny() || id.src.isAny() ||
-			memcmp(o->src.ss.data, id.src.ss.data, std::max(o->src.size(), id.src.size())) == 0;
+		bool overlap;
+		if (o->src.family() != id.src.family()) { /* an IPv6 wildcard takes IPv4 too, unless AFONLY */
+			const CmaId *v6 = o->src.family() == AF_INET6 ? o : &id;
+			overlap = v6->src.isAny() && !v6->afonly;
+		} else {
+			overlap = o->src.isAny() || id.src.isAny() ||
+				memcmp(o->src.ss.data, id.src.ss.data, o->src.size()) == 0;
+		}
 		if (!overlap)
 			continue;
 		if (id.reuseaddr && o->reuseaddr && o->state != CmaState::Listen)
@@ -695,7 +701,6 @@ int Cma::connect(CmaId &id, const rdma_ucm_conn_param &p)
 	memcpy(req.privateData.data() + off, p.private_data, p.private_data_len);
 	setCm(id, cm_.create(this));
 	id.qpNum = p.qp_num;
-	id.srq = p.srq;
 	id.peer.retryCount = req.retryCount;
 	id.peer.ackTimeout = req.primary.localAckTimeout;
 	if (int rc = cm_.sendReq(*id.cm, *mp, av, req)) {
@@ -746,7 +751,6 @@ int Cma::accept(CmaId &id, const rdma_ucm_conn_param *p)
 	rep.localCaGuid = nodeGuid(id);
 	memcpy(rep.privateData.data(), p->private_data, p->private_data_len);
 	id.qpNum = p->qp_num;
-	id.srq = p->srq;
 	/* what INIT_QP_ATTR gives for RTR and RTS from now on */
 	id.peer.responderResources = p->responder_resources;
 	id.peer.initiatorDepth = p->initiator_depth;

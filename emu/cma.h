@@ -101,10 +101,9 @@ struct CmaId {
 	PathRecord path;
 	uint32_t seqNum = 0; /* our starting PSN: the peer's send queue's */
 	uint32_t qpNum = 0;
-	bool srq = false;
 	uint8_t tos = 0;
 	bool reuseaddr = false;
-	bool afonly = false;
+	bool afonly = false; /* an IPv6 wildcard bind leaves IPv4 alone */
 	uint8_t ackTimeout = 0;
 	bool ackTimeoutSet = false;
 	uint32_t backlog = 0; /* listen: requests not yet read */

@@ -105,31 +105,25 @@ CmId *IbCm::find(uint32_t localId) const
 	return it == ids_.end() ? nullptr : it->second.get();
 }
 
-/* cm_destroy_id(): the peer hears what the state means */
+/* cm_destroy_id(): the peer hears what the state means; an outstanding
+ * send (a DREQ sent here included: no one is left to retry it) is
+ * cancelled at the end */
 void IbCm::destroy(CmId *id)
 {
 	switch (id->state) {
 	case CmState::ReqSent:
 	case CmState::MraReqRcvd:
-		cancelSend(*id);
 		sendRej(*id, cm::REJ_TIMEOUT, nullptr, 0);
 		break;
 	case CmState::ReqRcvd:
 	case CmState::MraReqSent:
 	case CmState::RepRcvd:
-		sendRej(*id, cm::REJ_CONSUMER_DEFINED, nullptr, 0);
-		break;
 	case CmState::RepSent:
 	case CmState::MraRepRcvd:
-		cancelSend(*id);
 		sendRej(*id, cm::REJ_CONSUMER_DEFINED, nullptr, 0);
 		break;
 	case CmState::Established:
 		sendDreq(*id);
-		cancelSend(*id); /* sent once: no one is left to retry it */
-		break;
-	case CmState::DreqSent:
-		cancelSend(*id);
 		break;
 	case CmState::DreqRcvd:
 		sendDrep(*id);
@@ -250,7 +244,6 @@ int IbCm::sendReq(CmId &id, MadPort &port, const MadAddress &av, cm::Req req)
 {
 	if (int rc = aim(id, port, av))
 		return rc;
-	id.localQpn = req.localQpn;
 	id.serviceId = req.serviceId;
 	id.maxCmRetries = req.maxCmRetries;
 	id.packetLifeTime = uint8_t(req.primary.localAckTimeout ? req.primary.localAckTimeout - 1 : 0);
@@ -293,7 +286,6 @@ int IbCm::sendRep(CmId &id, cm::Rep rep)
 		return -EINVAL;
 	rep.localCommId = id.localId;
 	rep.remoteCommId = id.remoteId;
-	id.localQpn = rep.localQpn;
 	ibemu::Mad mad;
 	cm::header(mad, cm::ATTR_REP, id.tid);
 	cm::encode(rep, mad);

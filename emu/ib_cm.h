@@ -94,7 +94,6 @@ struct CmId {
 	uint64_t serviceMask = 0;
 	uint64_t remoteCaGuid = 0;
 	uint32_t remoteQpn = 0;
-	uint32_t localQpn = 0;
 	uint8_t packetLifeTime = 0; /* of the path; sets the timewait */
 	uint32_t timeoutMs = 0; /* of a REQ/REP/DREQ try */
 	uint8_t maxCmRetries = 0;

@@ -628,3 +628,27 @@ TEST_CASE("rdma_cm: a UD ID resolves its peer's QP with SIDR", "[rdma_cm]")
 	un = p.client.expect(RDMA_CM_EVENT_UNREACHABLE);
 	CHECK(un.status == cm::SIDR_REJECT);
 }
+
+TEST_CASE("rdma_cm: an IPv6 wildcard bind takes IPv4's port too, unless AFONLY", "[rdma_cm]")
+{
+	CmPair p;
+	auto any6 = [](uint16_t port) {
+		sockaddr_in6 s{};
+		s.sin6_family = AF_INET6;
+		s.sin6_port = htons(port);
+		return s;
+	};
+	uint32_t v6 = p.client.create(1);
+	REQUIRE(p.client.bindIp(v6, any6(7000)) > 0);
+	uint32_t v4 = p.client.create(2);
+	CHECK(p.client.bindIp(v4, ip4(p.addr1, 7000)) == -EADDRINUSE);
+
+	uint32_t only = p.client.create(3);
+	int one = 1;
+	rdma_ucm_set_option o{ uintptr_t(&one), only, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, sizeof one };
+	REQUIRE(p.client.cmd(RDMA_USER_CM_CMD_SET_OPTION, o) > 0);
+	REQUIRE(p.client.bindIp(only, any6(7001)) > 0);
+	CHECK(p.client.bindIp(v4, ip4(p.addr1, 7001)) > 0);
+	/* the option is for an ID not yet bound */
+	CHECK(p.client.cmd(RDMA_USER_CM_CMD_SET_OPTION, o) == -EINVAL);
+}
