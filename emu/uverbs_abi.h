@@ -260,6 +260,16 @@ struct ib_uverbs_destroy_ah {
 	uint32_t ah_handle;
 };
 
+/* ATTACH_MCAST and DETACH_MCAST take the same command */
+struct ib_uverbs_attach_mcast {
+	uint8_t gid[16];
+	uint32_t qp_handle;
+	uint16_t mlid;
+	uint16_t reserved;
+};
+static_assert(sizeof(ib_uverbs_attach_mcast) == 24);
+using ib_uverbs_detach_mcast = ib_uverbs_attach_mcast;
+
 struct ib_uverbs_reg_mr {
 	uint64_t response;
 	uint64_t start;

@@ -632,8 +632,33 @@ int UverbsFile::destroyQp(Request &r)
 	if (int ret = lookup(cmd.qp_handle, UType::Qp, o))
 		return ret;
 	ib_uverbs_destroy_qp_resp resp{ static_cast<Qp *>(o)->eventsReported };
-	destroy(*o, false);
+	if (int ret = destroy(*o, false)) /* uverbs_free_qp(): EBUSY while attached to a group */
+		return ret;
 	return respond(r, &resp, sizeof resp);
+}
+
+/* --- multicast --- */
+
+/* ib_uverbs_attach_mcast(), ib_uverbs_detach_mcast(): one command layout */
+int UverbsFile::attachMcast(Request &r)
+{
+	return mcast(r, true);
+}
+
+int UverbsFile::detachMcast(Request &r)
+{
+	return mcast(r, false);
+}
+
+int UverbsFile::mcast(Request &r, bool attach)
+{
+	auto cmd = r.cmd<ib_uverbs_attach_mcast>();
+	Qp *qp;
+	if (get(cmd.qp_handle, qp))
+		return -EINVAL;
+	McastGroup g{ cmd.mlid, {} };
+	memcpy(g.mgid.data(), cmd.gid, 16);
+	return attach ? dev_.attachMcast(*qp, g) : dev_.detachMcast(*qp, g);
 }
 
 /* --- SRQ --- */

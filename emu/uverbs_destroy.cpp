@@ -18,6 +18,11 @@ namespace ibemu::emu {
  * order; one still in use (EBUSY) waits for the next pass. */
 UverbsFile::~UverbsFile()
 {
+	/* ib_uverbs_detach_umcast(): a closing file's QPs leave their groups */
+	idr_.forEach([&](UObject &o) {
+		if (o.type == UType::Qp)
+			dev_.detachAllMcast(static_cast<Qp &>(o));
+	});
 	for (;;) {
 		std::vector<UObject *> objs;
 		idr_.forEach([&](UObject &o) { objs.push_back(&o); });

@@ -133,6 +133,8 @@ const UverbsFile::Method *UverbsFile::method(uint32_t command, bool &known)
 				     sizeof(ib_uverbs_post_send_resp) };
 		t[CMD_POST_RECV] = { &UverbsFile::postRecv, sizeof(ib_uverbs_post_recv),
 				     sizeof(ib_uverbs_post_recv_resp) };
+		t[CMD_ATTACH_MCAST] = { &UverbsFile::attachMcast, sizeof(ib_uverbs_attach_mcast), 0 };
+		t[CMD_DETACH_MCAST] = { &UverbsFile::detachMcast, sizeof(ib_uverbs_detach_mcast), 0 };
 		t[CMD_CREATE_SRQ] = { &UverbsFile::createSrq, sizeof(ib_uverbs_create_srq),
 				      sizeof(ib_uverbs_create_srq_resp) };
 		t[CMD_MODIFY_SRQ] = { &UverbsFile::modifySrq, sizeof(ib_uverbs_modify_srq), 0 };

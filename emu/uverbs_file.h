@@ -132,6 +132,9 @@ private:
 	int deallocPd(Request &r);
 	int createAh(Request &r);
 	int destroyAh(Request &r);
+	int attachMcast(Request &r);
+	int detachMcast(Request &r);
+	int mcast(Request &r, bool attach);
 	int regMr(Request &r);
 	int deregMr(Request &r);
 	int createCompChannel(Request &r);

@@ -71,6 +71,9 @@ void VerbsDevice::queryDevice(ib_uverbs_query_device_resp &r) const
 	r.max_srq = limits_.maxSrq;
 	r.max_srq_wr = limits_.maxSrqWr;
 	r.max_srq_sge = limits_.maxSrqSge;
+	r.max_mcast_grp = limits_.maxMcastGrp;
+	r.max_mcast_qp_attach = limits_.maxMcastQpAttach;
+	r.max_total_mcast_qp_attach = limits_.maxTotalMcastQpAttach;
 	r.max_pkeys = node_.numPorts ? node_.port(1).pkeyCap() : 0;
 	r.local_ca_ack_delay = 15;
 	r.phys_port_cnt = node_.numPorts;

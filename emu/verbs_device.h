@@ -36,6 +36,10 @@ class Subnet;
 namespace ibemu::emu {
 
 class Host;
+struct Seg; /* a piece of process memory (verbs_wire.cpp) */
+
+/* the destination QPN of every multicast packet (IBA 10.5.2.3) */
+constexpr uint32_t kMulticastQpn = 0xffffff;
 
 /* Device limits reported by QUERY_DEVICE and QUERY_PORT and enforced by the
  * commands. Smaller than a hardware HCA's: everything queued lives in the
@@ -56,6 +60,10 @@ struct VerbsLimits {
 	uint32_t maxSrqSge = 32;
 	uint32_t maxInline = 512;
 	uint32_t maxMsgSize = 16u << 20;
+	/* multicast: groups with a QP attached, QPs per group, attachments */
+	uint32_t maxMcastGrp = 8192;
+	uint32_t maxMcastQpAttach = 56;
+	uint32_t maxTotalMcastQpAttach = 8192 * 56;
 };
 
 class VerbsDevice {
@@ -95,6 +103,17 @@ public:
 	bool full(UType t) const;
 	void counted(UType t, int delta) { objects_[static_cast<size_t>(t)] += delta; }
 
+	/* --- multicast attachments (verbs_mcast.cpp) --- */
+
+	/* ib_attach_mcast(): 0 (also when already attached), -EINVAL for a
+	 * GID that is not multicast, a LID outside the multicast range or a QP
+	 * that is not UD, -ENOMEM past the device's limits */
+	int attachMcast(Qp &qp, const McastGroup &g);
+	/* ib_detach_mcast(): -EINVAL unless the QP is attached to the group */
+	int detachMcast(Qp &qp, const McastGroup &g);
+	/* every attachment of the QP goes (its file is being torn down) */
+	void detachAllMcast(Qp &qp);
+
 	/* --- data path (verbs_wire.cpp) --- */
 
 	/* Executes the QP's send queue as far as it can. */
@@ -128,6 +147,14 @@ public:
 private:
 	enum class Outcome { Done, Wait, Error };
 	Outcome execute(Qp &qp, SendWqe &w, WcStatus &status, uint32_t &byteLen);
+	/* a UD send to a multicast DLID: every attached QP the subnet's MFTs
+	 * reach gets a copy; the status is the sender's */
+	WcStatus sendMulticast(Qp &qp, const SendWqe &w, fabric::Port &src, const std::vector<Seg> &local, uint64_t len,
+			       uint32_t packets, uint64_t wireBytes);
+	/* one multicast copy into rqp's next receive; true when that receive
+	 * failed and rqp goes to the Error state */
+	bool receiveDatagram(Qp &rqp, fabric::Port &dst, const Qp &sender, const SendWqe &w, fabric::Port &src,
+			     const Seg &data);
 	void finishHead(Qp &qp, WcStatus status, uint32_t byteLen);
 	void waitForRetry(Qp &qp, std::chrono::nanoseconds d);
 
@@ -139,8 +166,10 @@ private:
 	std::list<UverbsFile *> files_;
 	std::map<uint32_t, Qp *> qps_;
 	std::map<uint32_t, Mr *> keys_;
+	std::map<McastGroup, std::vector<Qp *>> mcast_; /* attached QPs by group */
+	size_t mcastAttached_ = 0;
 	std::set<Qp *> rnrWaiting_; /* QPs of this device waiting after an RNR NAK */
-	Qp *responderError_ = nullptr; /* set by execute(): to Error once the WQE is done */
+	std::vector<Qp *> responderErrors_; /* set by execute(): to Error once the WQE is done */
 	struct PortSeen {
 		bool active = false;
 		uint16_t lid = 0;

@@ -16,6 +16,8 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <array>
+#include <compare>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -109,6 +111,13 @@ struct Ah final : UObject {
 	ib_uverbs_ah_attr attr{};
 };
 
+/* A multicast group as a QP attaches to it: MLID and MGID. */
+struct McastGroup {
+	uint16_t mlid = 0;
+	std::array<uint8_t, 16> mgid{};
+	auto operator<=>(const McastGroup &) const = default;
+};
+
 /* One posted send work request, as the data path executes it. */
 struct SendWqe {
 	ib_uverbs_send_wr wr{};
@@ -167,6 +176,7 @@ struct Qp final : UObject {
 	const Qp *rnrTarget = nullptr; /* the responder that sent the RNR NAK */
 	std::shared_ptr<int> alive = std::make_shared<int>(0); /* for timer handlers */
 	uint32_t eventsReported = 0;
+	std::vector<McastGroup> mcast; /* the groups it is attached to (uqp->mcast_list) */
 };
 
 } /* namespace ibemu::emu */

@@ -31,8 +31,6 @@
 
 namespace ibemu::emu {
 
-namespace {
-
 /* A piece of process memory (or of our own buffer when local is set). */
 struct Seg {
 	int mem = -1; /* UserAccess::openMemory handle */
@@ -40,6 +38,8 @@ struct Seg {
 	uint64_t len = 0;
 	const uint8_t *local = nullptr;
 };
+
+namespace {
 
 /* Copies len bytes from the src pieces to the dst pieces through a bounce
  * buffer. 0, or -1 when reading the source failed, -2 for the destination. */
@@ -187,6 +187,45 @@ void putGrh(uint8_t grh[40], const fabric::Port &src, const ib_uverbs_ah_attr &a
 		grh[16 + i] = static_cast<uint8_t>(src.guid >> (56 - 8 * i));
 	}
 	memcpy(grh + 24, ah.grh.dgid, 16);
+}
+
+/* The first 40 bytes of a UD receive buffer hold the GRH, written when the
+ * sender's address vector had one: dst and room move past them. false when
+ * the buffer is smaller than that. */
+bool placeGrh(UserAccess &ua, std::vector<Seg> &dst, uint64_t &room, const fabric::Port &src,
+	      const ib_uverbs_ah_attr &ah, uint64_t len, ib_uverbs_wc &wc)
+{
+	if (room < 40)
+		return false;
+	if (ah.is_global) {
+		uint8_t grh[40];
+		putGrh(grh, src, ah, len);
+		Seg g{ -1, 0, 40, grh };
+		copySegs(ua, { g }, dst, 40);
+		wc.wc_flags |= IB_WC_GRH;
+	}
+	uint64_t skip = 40;
+	while (skip && !dst.empty()) {
+		uint64_t n = std::min(skip, dst.front().len);
+		dst.front().addr += n;
+		dst.front().len -= n;
+		skip -= n;
+		if (!dst.front().len)
+			dst.erase(dst.begin());
+	}
+	room -= 40;
+	wc.byte_len += 40;
+	return true;
+}
+
+/* A receive left an SRQ: below its armed limit, the one-shot event. */
+void srqConsumed(Srq &srq)
+{
+	if (srq.limit && srq.queue.size() < srq.limit) {
+		if (srq.file)
+			srq.file->asyncEvent(srq.userHandle, IB_EVENT_SRQ_LIMIT_REACHED, &srq);
+		srq.limit = 0;
+	}
 }
 
 } /* namespace */
@@ -392,16 +431,17 @@ void VerbsDevice::progress(Qp &qp)
 		}
 		WcStatus status = IB_WC_SUCCESS;
 		uint32_t byteLen = 0;
-		responderError_ = nullptr;
+		responderErrors_.clear();
 		Outcome o = execute(qp, qp.sq.front(), status, byteLen);
 		if (o == Outcome::Wait)
 			return;
 		spent += byteLen + 64;
 		finishHead(qp, status, byteLen);
-		if (Qp *r = responderError_) { /* the responder broke down too (IBA 9.9.3.1.3) */
-			responderError_ = nullptr;
+		/* responders that broke down too (IBA 9.9.3.1.3) */
+		std::vector<Qp *> broken = std::move(responderErrors_);
+		responderErrors_.clear();
+		for (Qp *r : broken)
 			toError(*r->dev, *r);
-		}
 	}
 }
 
@@ -482,6 +522,11 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		return Outcome::Wait;
 	};
 
+	if (ud && dlid >= IB_MULTICAST_LID_BASE && dlid != IB_LID_PERMISSIVE) {
+		status = sendMulticast(qp, w, *src, local, len, reqPackets, reqBytes);
+		return status == IB_WC_SUCCESS ? Outcome::Done : Outcome::Error;
+	}
+
 	fabric::Subnet &subnet = host_.subnet();
 	fabric::Port *dst = subnet.routeData(*src, dlid, reqPackets, reqBytes);
 	if (!dst)
@@ -533,7 +578,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			back(0, 4);
 			if (rqp->file)
 				rqp->file->asyncEvent(rqp->userHandle, responderEvent, rqp);
-			responderError_ = rqp;
+			responderErrors_.push_back(rqp);
 			status = requesterStatus;
 			return Outcome::Error;
 		}
@@ -654,7 +699,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		auto recvError = [&](WcStatus rs, WcStatus requesterStatus) -> Outcome {
 			rwc.status = rs;
 			complete(*rqp->recvCq, rwc);
-			responderError_ = rqp; /* after the requester's WQE is done: it may be the same QP */
+			responderErrors_.push_back(rqp); /* after the requester's WQE is done: it may be the same QP */
 			if (rc) {
 				back(0, 4);
 				status = requesterStatus;
@@ -669,29 +714,8 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			uint64_t room = 0;
 			if (!resolveLocal(*rdev, rpd, recv.sges, true, dstSegs, room))
 				return recvError(IB_WC_LOC_PROT_ERR, IB_WC_REM_OP_ERR);
-			if (ud) { /* the first 40 bytes of a UD receive buffer hold the GRH */
-				if (room < 40)
-					return recvError(IB_WC_LOC_LEN_ERR, IB_WC_SUCCESS);
-				if (w.ah.is_global) {
-					uint8_t grh[40];
-					putGrh(grh, *src, w.ah, len);
-					Seg g{ -1, 0, 40, grh };
-					copySegs(ua, { g }, dstSegs, 40);
-					rwc.wc_flags |= IB_WC_GRH;
-				}
-				/* skip the GRH area */
-				uint64_t skip = 40;
-				while (skip && !dstSegs.empty()) {
-					uint64_t n = std::min(skip, dstSegs.front().len);
-					dstSegs.front().addr += n;
-					dstSegs.front().len -= n;
-					skip -= n;
-					if (!dstSegs.front().len)
-						dstSegs.erase(dstSegs.begin());
-				}
-				room -= 40;
-				rwc.byte_len += 40;
-			}
+			if (ud && !placeGrh(ua, dstSegs, room, *src, w.ah, len, rwc))
+				return recvError(IB_WC_LOC_LEN_ERR, IB_WC_SUCCESS);
 			if (room < len)
 				return recvError(IB_WC_LOC_LEN_ERR, IB_WC_REM_INV_REQ_ERR);
 			int c = len ? copySegs(ua, local, dstSegs, len) : 0;
@@ -706,16 +730,118 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		}
 		rwc.status = IB_WC_SUCCESS;
 		complete(*rqp->recvCq, rwc, w.wr.send_flags & IB_SEND_SOLICITED);
-		if (rqp->srq && rqp->srq->limit && rqp->srq->queue.size() < rqp->srq->limit) {
-			if (rqp->srq->file)
-				rqp->srq->file->asyncEvent(rqp->srq->userHandle, IB_EVENT_SRQ_LIMIT_REACHED, rqp->srq);
-			rqp->srq->limit = 0; /* the limit event is one-shot */
-		}
+		if (rqp->srq)
+			srqConsumed(*rqp->srq);
 	}
 	w.delivered = true;
 	if (rc && !back(0, 4)) /* the ACK is lost: the requester retries */
 		return lost();
 	return Outcome::Done;
+}
+
+/* IBA 10.5.2.3: a multicast message goes to every QP attached to the group
+ * on every port it reaches, each taking it with its own P_Key and Q_Key
+ * checks and its own receive. Nothing comes back: an error at one receiver
+ * is that receiver's. */
+WcStatus VerbsDevice::sendMulticast(Qp &qp, const SendWqe &w, fabric::Port &src, const std::vector<Seg> &local,
+				    uint64_t len, uint32_t packets, uint64_t wireBytes)
+{
+	/* the payload once, so that every copy is the same and a sender whose
+	 * own buffer is bad fails before anything moves */
+	std::vector<uint8_t> payload(len);
+	size_t off = 0;
+	for (const Seg &s : local) {
+		if (s.local)
+			memcpy(payload.data() + off, s.local + s.addr, s.len);
+		else if (host_.access().readMemory(s.mem, s.addr, payload.data() + off, s.len) != 0)
+			return IB_WC_LOC_PROT_ERR;
+		off += s.len;
+	}
+	std::vector<fabric::Port *> reached;
+	host_.subnet().routeMulticast(src, w.ah.dlid, packets, wireBytes, reached);
+	if (w.wr.wr.ud.remote_qpn != kMulticastQpn)
+		return IB_WC_SUCCESS; /* receivers drop a multicast packet for any other QP (IBA 9.6.1.1) */
+	reached.push_back(&src); /* the HCA's own QPs on the port hear it too (loopback) */
+	McastGroup group{ w.ah.dlid, {} };
+	memcpy(group.mgid.data(), w.ah.grh.dgid, 16);
+	const Seg data{ -1, 0, len, payload.data() };
+	for (fabric::Port *dst : reached) {
+		VerbsDevice *rdev = host_.verbsAt(*dst);
+		if (!rdev)
+			continue;
+		auto it = rdev->mcast_.find(group);
+		if (it == rdev->mcast_.end())
+			continue;
+		for (Qp *r : it->second) {
+			if (r->portNum == dst->num && rdev->receiveDatagram(*r, *dst, qp, w, src, data))
+				responderErrors_.push_back(r);
+		}
+	}
+	return IB_WC_SUCCESS;
+}
+
+/* One datagram into rqp's next receive. Returns true when the receive
+ * failed and rqp must go to the Error state once the send is done. */
+bool VerbsDevice::receiveDatagram(Qp &rqp, fabric::Port &dst, const Qp &sender, const SendWqe &w, fabric::Port &src,
+				  const Seg &data)
+{
+	if (rqp.qpType != IB_QPT_UD || !(qpStateOps(rqp.state) & kProcessRecvOk))
+		return false;
+	if (!pkeysMatch(pkeyAt(src, sender.pkeyIndex), pkeyAt(dst, rqp.pkeyIndex))) {
+		if (dst.pkeyViolations < 0xffff)
+			dst.pkeyViolations++;
+		return false;
+	}
+	uint32_t qkey = (w.wr.wr.ud.remote_qkey & 0x80000000u) ? sender.qkey : w.wr.wr.ud.remote_qkey;
+	if (qkey != rqp.qkey) {
+		if (dst.qkeyViolations < 0xffff)
+			dst.qkeyViolations++;
+		return false;
+	}
+	std::deque<RecvWqe> &rq = rqp.srq ? rqp.srq->queue : rqp.rq;
+	if (rq.empty())
+		takeRecvs(rqp);
+	if (rq.empty())
+		return false; /* unreliable: dropped */
+	RecvWqe recv = std::move(rq.front());
+	rq.pop_front();
+	retired(rqp);
+	const bool hasImm = w.wr.opcode == IB_WR_SEND_WITH_IMM;
+	ib_uverbs_wc wc{};
+	wc.wr_id = recv.wrId;
+	wc.qp_num = rqp.qpn;
+	wc.src_qp = sender.qpn;
+	wc.slid = static_cast<uint16_t>(src.lid | (w.ah.src_path_bits & ((1u << src.lmc) - 1)));
+	wc.sl = w.ah.sl;
+	wc.port_num = rqp.portNum;
+	wc.pkey_index = rqp.pkeyIndex;
+	wc.opcode = IB_WC_RECV;
+	if (hasImm) {
+		wc.ex = w.wr.ex;
+		wc.wc_flags |= IB_WC_WITH_IMM;
+	}
+	wc.byte_len = static_cast<uint32_t>(data.len);
+	auto fail = [&](WcStatus st) {
+		wc.status = st;
+		complete(*rqp.recvCq, wc);
+		return true;
+	};
+	if (recv.bad)
+		return fail(IB_WC_LOC_QP_OP_ERR);
+	UserAccess &ua = host_.access();
+	std::vector<Seg> dstSegs;
+	uint64_t room = 0;
+	if (!resolveLocal(*this, rqp.srq ? rqp.srq->pd : rqp.pd, recv.sges, true, dstSegs, room))
+		return fail(IB_WC_LOC_PROT_ERR);
+	if (!placeGrh(ua, dstSegs, room, src, w.ah, data.len, wc) || room < data.len)
+		return fail(IB_WC_LOC_LEN_ERR);
+	if (data.len && copySegs(ua, { data }, dstSegs, data.len) != 0)
+		return fail(IB_WC_LOC_PROT_ERR);
+	wc.status = IB_WC_SUCCESS;
+	complete(*rqp.recvCq, wc, w.wr.send_flags & IB_SEND_SOLICITED);
+	if (rqp.srq)
+		srqConsumed(*rqp.srq);
+	return false;
 }
 
 } /* namespace ibemu::emu */

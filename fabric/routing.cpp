@@ -15,6 +15,8 @@
 #include "fabric/smi.h"
 #include "fabric/subnet.h"
 
+#include <algorithm>
+
 namespace ibemu::fabric {
 
 namespace {
@@ -331,6 +333,52 @@ Port *Subnet::routeData(Port &src, uint16_t dlid, uint32_t packets, uint64_t wir
 	}
 	dropped_ += packets;
 	return nullptr;
+}
+
+void Subnet::routeMulticast(Port &src, uint16_t mlid, uint32_t packets, uint64_t wireBytes,
+			    std::vector<Port *> &reached)
+{
+	const uint64_t words = wireBytes / 4;
+	/* cables still to cross, breadth first; a switch relays one copy only,
+	 * so a loop in badly programmed MFTs ends */
+	std::vector<Port *> egress{ &src };
+	std::vector<const Node *> relayed;
+	for (size_t i = 0; i < egress.size(); i++) {
+		Port *out = egress[i];
+		Port *in = out->peer;
+		if (!in || !out->linkUp() || !in->linkUp() || out->state != PortState::Active) {
+			addSaturating(out->counters.xmitDiscards, packets);
+			dropped_ += packets;
+			continue;
+		}
+		countTraffic(out->counters, true, packets, words, true);
+		countTraffic(in->counters, false, packets, words, true);
+		if (in->state != PortState::Armed && in->state != PortState::Active) {
+			addSaturating(in->counters.rcvErrors, packets);
+			dropped_ += packets;
+			continue;
+		}
+		Node &node = *in->node;
+		if (!node.isSwitch()) {
+			reached.push_back(in);
+			continue;
+		}
+		if (std::find(relayed.begin(), relayed.end(), &node) != relayed.end())
+			continue;
+		relayed.push_back(&node);
+		const SwitchState &st = *node.sw;
+		const unsigned positions = (node.numPorts + 16) / 16;
+		const size_t base = size_t(mlid - IB_MULTICAST_LID_BASE) * positions;
+		if (base + positions > st.mft.size()) {
+			addSaturating(in->counters.rcvSwitchRelayErrors, packets);
+			dropped_ += packets;
+			continue;
+		}
+		for (unsigned num = 1; num <= node.numPorts; num++) {
+			if (num != in->num && (st.mft[base + num / 16] >> (num % 16) & 1))
+				egress.push_back(&node.port(num));
+		}
+	}
 }
 
 void Subnet::deliver(Port &port, const Packet &pkt)

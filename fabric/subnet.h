@@ -94,6 +94,13 @@ public:
 	 * when they are lost (link down, port not Active, no LFT entry, a CA
 	 * that does not own the DLID). */
 	Port *routeData(Port &src, uint16_t dlid, uint32_t packets, uint64_t wireBytes);
+	/* The same for a multicast DLID: the packets follow the switches' MFTs
+	 * (never back out of the port they came in by) and every CA port they
+	 * reach goes into `reached`, counted as multicast traffic. A switch
+	 * whose MFT has no entry for the MLID drops them
+	 * (PortRcvSwitchRelayErrors). */
+	void routeMulticast(Port &src, uint16_t mlid, uint32_t packets, uint64_t wireBytes,
+			    std::vector<Port *> &reached);
 
 	/* Packets dropped anywhere in the fabric since creation (for tests/status). */
 	uint64_t droppedPackets() const { return dropped_; }

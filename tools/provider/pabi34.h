@@ -141,7 +141,9 @@ using pabi_unused_op = void (*)();
 struct verbs_context_ops {
 	pabi_unused_op advise_mr, alloc_dm, alloc_mw, alloc_null_mr, alloc_parent_domain;
 	ibv_pd *(*alloc_pd)(ibv_context *context);
-	pabi_unused_op alloc_td, async_event, attach_counters_point_flow, attach_mcast, bind_mw, close_xrcd, cq_event;
+	pabi_unused_op alloc_td, async_event, attach_counters_point_flow;
+	int (*attach_mcast)(ibv_qp *qp, const ibv_gid *gid, uint16_t lid);
+	pabi_unused_op bind_mw, close_xrcd, cq_event;
 	ibv_ah *(*create_ah)(ibv_pd *pd, ibv_ah_attr *attr);
 	pabi_unused_op create_counters;
 	ibv_cq *(*create_cq)(ibv_context *context, int cqe, ibv_comp_channel *channel, int comp_vector);
@@ -162,7 +164,8 @@ struct verbs_context_ops {
 	int (*destroy_qp)(ibv_qp *qp);
 	pabi_unused_op destroy_rwq_ind_table;
 	int (*destroy_srq)(ibv_srq *srq);
-	pabi_unused_op destroy_wq, detach_mcast;
+	pabi_unused_op destroy_wq;
+	int (*detach_mcast)(ibv_qp *qp, const ibv_gid *gid, uint16_t lid);
 	void (*free_context)(ibv_context *context);
 	pabi_unused_op free_dm, get_srq_num, import_dm, import_mr, import_pd, modify_cq, modify_flow_action_esp;
 	int (*modify_qp)(ibv_qp *qp, ibv_qp_attr *attr, int attr_mask);
@@ -232,6 +235,8 @@ int ibv_cmd_post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr);
 int ibv_cmd_post_srq_recv(ibv_srq *srq, ibv_recv_wr *wr, ibv_recv_wr **bad_wr);
 int ibv_cmd_create_ah(ibv_pd *pd, ibv_ah *ah, ibv_ah_attr *attr, ib_uverbs_create_ah_resp *resp, size_t resp_size);
 int ibv_cmd_destroy_ah(ibv_ah *ah);
+int ibv_cmd_attach_mcast(ibv_qp *qp, const ibv_gid *gid, uint16_t lid);
+int ibv_cmd_detach_mcast(ibv_qp *qp, const ibv_gid *gid, uint16_t lid);
 
 } /* extern "C" */
 

@@ -386,6 +386,7 @@ void freeContext(ibv_context *context)
 const verbs_context_ops kOps = [] {
 	verbs_context_ops o{};
 	o.alloc_pd = allocPd;
+	o.attach_mcast = ibv_cmd_attach_mcast;
 	o.create_ah = createAh;
 	o.create_cq = createCq;
 	o.create_cq_ex = createCqEx;
@@ -398,6 +399,7 @@ const verbs_context_ops kOps = [] {
 	o.destroy_cq = destroyCq;
 	o.destroy_qp = destroyQp;
 	o.destroy_srq = destroySrq;
+	o.detach_mcast = ibv_cmd_detach_mcast;
 	o.free_context = freeContext;
 	o.modify_qp = modifyQp;
 	o.modify_srq = modifySrq;
