@@ -5,6 +5,7 @@
 
 #include "emu/hca_attrs.h"
 #include "emu/host.h"
+#include "emu/verbs_device.h"
 #include "emu/verbs_enums.h"
 #include "fabric/node.h"
 
@@ -166,6 +167,15 @@ std::array<uint8_t, 16> Cma::ipv6Of(uint64_t portGuid)
 	return a;
 }
 
+bool CmaAddr::isMulticast() const
+{
+	if (family() == AF_INET)
+		return (ntohl(reinterpret_cast<const sockaddr_in *>(ss.data)->sin_addr.s_addr) >> 28) == 0xe;
+	if (family() == AF_INET6)
+		return reinterpret_cast<const sockaddr_in6 *>(ss.data)->sin6_addr.s6_addr[0] == 0xff;
+	return false;
+}
+
 bool Cma::localPort(const CmaAddr &addr, Hca *&hca, uint8_t &port) const
 {
 	for (const auto &h : host_.hcas()) {
@@ -196,7 +206,8 @@ bool Cma::localPort(const CmaAddr &addr, Hca *&hca, uint8_t &port) const
 
 /* ---------------- IDs ---------------- */
 
-Cma::Cma(boost::asio::io_context &io, Host &host, IbCm &cm, SaClient &sa) : io_(io), host_(host), cm_(cm), sa_(sa)
+Cma::Cma(boost::asio::io_context &io, Host &host, IbCm &cm, SaClient &sa, SaMulticast &mcast)
+	: io_(io), host_(host), cm_(cm), sa_(sa), mcast_(mcast)
 {}
 
 Cma::~Cma()
@@ -307,6 +318,8 @@ void Cma::stopListen(CmaId &id)
  * CM sends for the connection's state */
 void Cma::destroy(CmaId *id)
 {
+	while (!id->mcs.empty()) /* cma_leave_mc_groups() */
+		leave(id->mcs.back());
 	if (id->saQuery)
 		sa_.cancel(id->saQuery);
 	id->addrTimer.reset();
@@ -490,6 +503,24 @@ int Cma::resolveAddr(CmaId &id, const CmaAddr *src, const CmaAddr &dst, uint32_t
 	}
 	if (id.state != CmaState::AddrBound)
 		return -EINVAL;
+	if (dst.isMulticast()) {
+		/* a multicast group leaves by the device that has the source
+		 * address (ip_route_output_key's rule for multicast); with
+		 * none, no route in the host's tables reaches ibemu's ports */
+		if (!id.hca)
+			return -ENETUNREACH;
+		id.dst = dst;
+		id.state = CmaState::AddrQuery;
+		uint32_t handle = id.handle;
+		boost::asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_), handle] {
+			CmaId *i = alive.lock() ? find(handle) : nullptr;
+			if (!i || i->state != CmaState::AddrQuery)
+				return;
+			i->state = CmaState::AddrResolved;
+			post(*i, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+		});
+		return 0;
+	}
 	bool onSubnet = dst.family() != AF_INET ||
 		(ntohl(reinterpret_cast<const sockaddr_in *>(dst.ss.data)->sin_addr.s_addr) & 0xffff0000) == kSubnet;
 	if (!onSubnet) /* no route to it: the kernel's rdma_resolve_ip() fails at once */
@@ -1035,6 +1066,126 @@ void Cma::cmEvent(CmId &cm, const CmEvent &ev)
 		return;
 	}
 	send(*id, e);
+}
+
+/* ---------------- multicast ---------------- */
+
+/* cma_set_mgid(): an SA-assigned MGID as an IPv6 address or an AF_IB GID
+ * as it is; otherwise IPoIB's mapping of the IP group (ip_ib_mc_map(),
+ * ipv6_ib_mc_map()) under the broadcast address's scope and P_Key, with the
+ * RDMA CM's signature for the UDP port space. A wildcard asks the SA for a
+ * new group (zero MGID). */
+fabric::Gid Cma::mgidOf(const CmaAddr &addr, uint16_t ps, uint16_t pkey)
+{
+	fabric::Gid g{};
+	if (addr.isAny())
+		return g;
+	if (addr.family() == kAfIb) {
+		memcpy(g.data(), reinterpret_cast<const sockaddr_ib *>(addr.ss.data)->sib_addr, 16);
+		return g;
+	}
+	if (addr.family() == AF_INET6) {
+		const uint8_t *a = reinterpret_cast<const sockaddr_in6 *>(addr.ss.data)->sin6_addr.s6_addr;
+		if (a[0] == 0xff && (a[1] & 0xf0) == 0x10 && a[2] == 0xa0 && a[3] == 0x1b) {
+			memcpy(g.data(), a, 16); /* ff1x:a01b::/32, assigned by the SA */
+			return g;
+		}
+		memcpy(g.data() + 6, a + 6, 10);
+		g[2] = 0x60;
+	} else {
+		uint32_t ip = ntohl(reinterpret_cast<const sockaddr_in *>(addr.ss.data)->sin_addr.s_addr);
+		g[2] = 0x40;
+		g[12] = uint8_t((ip >> 24) & 0x0f);
+		g[13] = uint8_t(ip >> 16);
+		g[14] = uint8_t(ip >> 8);
+		g[15] = uint8_t(ip);
+	}
+	g[0] = 0xff;
+	g[1] = 0x12; /* link-local scope, IPoIB's broadcast group's */
+	g[3] = ps == RDMA_PS_UDP ? 0x01 : 0x1b;
+	g[4] = uint8_t((pkey | 0x8000) >> 8);
+	g[5] = uint8_t(pkey);
+	return g;
+}
+
+/* cma_join_ib_multicast(). The record's SL, flow label and traffic class
+ * come from the IPoIB broadcast group in the kernel; ibemu's ports are on
+ * no IPoIB interface and take that group's defaults as OpenSM creates it
+ * (all zero). */
+int Cma::join(CmaId &id, const CmaAddr &addr, uint8_t joinState, uint64_t uid, CmaMc *&out)
+{
+	MadPort *mp = madPort(id);
+	if (!mp || (id.state != CmaState::AddrBound && id.state != CmaState::AddrResolved) || id.qpType != IB_QPT_UD)
+		return -EINVAL;
+	while (mcs_.count(nextMc_))
+		nextMc_++;
+	auto mc = std::make_unique<CmaMc>();
+	mc->handle = nextMc_++;
+	mc->id = &id;
+	mc->uid = uid;
+	mc->addr = addr;
+	mc->joinState = joinState;
+
+	McMemberRecord rec;
+	rec.mgid = mgidOf(addr, id.ps, id.pkey);
+	fabric::Gid dgid;
+	gids(id, rec.portGid, dgid);
+	rec.qkey = kUdpQkey; /* cma_set_qkey() for the UDP and IB port spaces */
+	rec.pkey = uint16_t(id.pkey | 0x8000);
+	rec.joinState = joinState;
+	uint64_t mask = MCR_MGID | MCR_PORT_GID | MCR_PKEY | MCR_JOIN_STATE | MCR_QKEY | MCR_SL | MCR_FLOW_LABEL |
+		MCR_TCLASS;
+	uint32_t handle = mc->handle;
+	int64_t member = mcast_.join(*mp, rec, mask, [this, handle](int status, const McMemberRecord &r) {
+		auto it = mcs_.find(handle);
+		if (it == mcs_.end())
+			return;
+		CmaMc &m = *it->second;
+		rdma_ucm_event_resp ev{};
+		ev.uid = m.uid;
+		ev.id = m.handle;
+		if (!status && r.qkey != kUdpQkey)
+			status = -EINVAL; /* cma_set_qkey(): the group's Q_Key is not the ID's */
+		if (status) {
+			ev.event = RDMA_CM_EVENT_MULTICAST_ERROR;
+			ev.status = uint32_t(status);
+		} else { /* cma_make_mc_event(), ib_init_ah_from_mcmember() */
+			ev.event = RDMA_CM_EVENT_MULTICAST_JOIN;
+			ib_uverbs_ah_attr &ah = ev.param.ud.ah_attr;
+			ah.dlid = r.mlid;
+			ah.sl = r.sl;
+			ah.static_rate = r.rate;
+			ah.port_num = m.id->portNum;
+			ah.is_global = 1;
+			memcpy(ah.grh.dgid, r.mgid.data(), 16);
+			ah.grh.flow_label = r.flowLabel;
+			ah.grh.hop_limit = r.hopLimit;
+			ah.grh.traffic_class = r.trafficClass;
+			ah.grh.sgid_index = 0;
+			ev.param.ud.qp_num = kMulticastQpn;
+			ev.param.ud.qkey = kUdpQkey;
+		}
+		if (m.id->sink)
+			m.id->sink->cmaMcEvent(m, ev);
+	});
+	mc->member = member;
+	id.mcs.push_back(mc.get());
+	out = mc.get();
+	mcs_[mc->handle] = std::move(mc);
+	return 0;
+}
+
+CmaMc *Cma::findMc(uint32_t handle) const
+{
+	auto it = mcs_.find(handle);
+	return it == mcs_.end() ? nullptr : it->second.get();
+}
+
+void Cma::leave(CmaMc *mc)
+{
+	mcast_.leave(mc->member);
+	std::erase(mc->id->mcs, mc);
+	mcs_.erase(mc->handle);
 }
 
 } /* namespace ibemu::emu */

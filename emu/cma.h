@@ -20,6 +20,7 @@
 #include "emu/clock.h"
 #include "emu/ib_cm.h"
 #include "emu/rdma_cm_abi.h"
+#include "emu/sa_multicast.h"
 #include "emu/sa_query.h"
 
 #include <boost/asio/io_context.hpp>
@@ -46,6 +47,8 @@ struct CmaAddr {
 	uint16_t port() const;
 	void setPort(uint16_t port);
 	bool isAny() const;
+	/* 224.0.0.0/4, ff00::/8 */
+	bool isMulticast() const;
 	/* bytes of the family's sockaddr, 0 for an unknown family */
 	size_t size() const;
 	static CmaAddr from(const void *p, size_t len);
@@ -75,14 +78,30 @@ struct CmaPeer {
 	uint8_t ackTimeout = 0;
 };
 
+struct CmaMc;
+
 class CmaSink {
 public:
 	/* ev.id is the ID's handle unless the event says otherwise;
 	 * connReq: the new ID of a CONNECT_REQUEST */
 	virtual void cmaEvent(CmaId &id, const rdma_ucm_event_resp &ev, CmaId *connReq) = 0;
+	/* MULTICAST_JOIN or MULTICAST_ERROR of one join (ev.id is its handle) */
+	virtual void cmaMcEvent(CmaMc &mc, const rdma_ucm_event_resp &ev) = 0;
 
 protected:
 	~CmaSink() = default;
+};
+
+/* One multicast join of an ID (the kernel's cma_multicast, with the
+ * handle and counters of ucma's ucma_multicast). */
+struct CmaMc {
+	uint32_t handle = 0; /* host-wide, like ucma's multicast_table */
+	CmaId *id = nullptr;
+	uint64_t uid = 0;
+	CmaAddr addr;
+	uint8_t joinState = 0;
+	int64_t member = 0; /* SaMulticast's */
+	uint32_t eventsReported = 0;
 };
 
 struct CmaId {
@@ -114,11 +133,12 @@ struct CmaId {
 	CmId *cm = nullptr;
 	int64_t saQuery = 0;
 	std::unique_ptr<Timer> addrTimer;
+	std::vector<CmaMc *> mcs; /* its joins, in Cma::mcs_ */
 };
 
 class Cma final : public CmHandler {
 public:
-	Cma(boost::asio::io_context &io, Host &host, IbCm &cm, SaClient &sa);
+	Cma(boost::asio::io_context &io, Host &host, IbCm &cm, SaClient &sa, SaMulticast &mcast);
 	~Cma();
 	Cma(const Cma &) = delete;
 	Cma &operator=(const Cma &) = delete;
@@ -153,6 +173,17 @@ public:
 	int initQpAttr(const CmaId &id, uint32_t state, ib_uverbs_qp_attr &out) const;
 	int notify(CmaId &id, uint32_t event);
 
+	/* rdma_join_multicast(): an MCMemberRecord join at the SM for the
+	 * group of addr; MULTICAST_JOIN or MULTICAST_ERROR follows. -EINVAL
+	 * for an ID without a device, not bound or resolved, or not UD */
+	int join(CmaId &id, const CmaAddr &addr, uint8_t joinState, uint64_t uid, CmaMc *&out);
+	CmaMc *findMc(uint32_t handle) const;
+	/* rdma_leave_multicast(): the join goes, and the port leaves the
+	 * group at the SM when it was the port's last */
+	void leave(CmaMc *mc);
+	/* the MGID of a multicast address (cma_set_mgid()) */
+	static fabric::Gid mgidOf(const CmaAddr &addr, uint16_t ps, uint16_t pkey);
+
 	/* the bound port's GID and the destination's (zero when unknown) */
 	void gids(const CmaId &id, fabric::Gid &sgid, fabric::Gid &dgid) const;
 	uint64_t nodeGuid(const CmaId &id) const;
@@ -180,7 +211,10 @@ private:
 	Host &host_;
 	IbCm &cm_;
 	SaClient &sa_;
+	SaMulticast &mcast_;
 	std::map<uint32_t, std::unique_ptr<CmaId>> ids_;
+	std::map<uint32_t, std::unique_ptr<CmaMc>> mcs_;
+	uint32_t nextMc_ = 0;
 	uint32_t nextHandle_ = 0;
 	std::set<uint32_t> freeHandles_; /* below nextHandle_ */
 	/* indexes, so that no command scans every ID of the host */

@@ -33,9 +33,9 @@ NoAccess noAccess;
 } /* namespace */
 
 Host::Host(boost::asio::io_context &io, fabric::Subnet &subnet)
-	: io_(io), subnet_(subnet), access_(&noAccess), ibCm_(io), sa_(io)
+	: io_(io), subnet_(subnet), access_(&noAccess), ibCm_(io), sa_(io), saMcast_(io, sa_)
 {
-	cma_ = std::make_unique<Cma>(io, *this, ibCm_, sa_);
+	cma_ = std::make_unique<Cma>(io, *this, ibCm_, sa_, saMcast_);
 	subnet_.setPortListener([this](fabric::Port &p, bool rereg) {
 		if (VerbsDevice *v = verbsAt(p))
 			v->portChanged(p, rereg);
@@ -104,6 +104,7 @@ void Host::removeHca(Hca *hca)
 		}
 		for (auto &m : hca->madPorts) { /* no more receives */
 			ibCm_.removePort(*m);
+			saMcast_.removePort(*m);
 			sa_.removePort(*m);
 			if (m->port().host == m.get())
 				m->port().host = nullptr;

@@ -14,6 +14,7 @@
 #include "emu/ib_cm.h"
 #include "emu/mad_port.h"
 #include "emu/pinned_vm.h"
+#include "emu/sa_multicast.h"
 #include "emu/sa_query.h"
 #include "emu/umad_port.h"
 #include "emu/user_access.h"
@@ -83,6 +84,7 @@ private:
 	std::vector<std::unique_ptr<Hca>> hcas_;
 	IbCm ibCm_;
 	SaClient sa_;
+	SaMulticast saMcast_;
 	std::unique_ptr<Cma> cma_;
 	std::vector<std::unique_ptr<Hca>> retired_; /* removed, files still open */
 	std::set<unsigned> usedDevNums_;

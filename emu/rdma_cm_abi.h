@@ -324,6 +324,8 @@ struct rdma_ucm_notify {
 	uint32_t event;
 };
 
+enum : uint16_t { RDMA_MC_JOIN_FLAG_FULLMEMBER = 0, RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER = 1 };
+
 struct rdma_ucm_join_ip_mcast {
 	uint64_t response;
 	uint64_t uid;

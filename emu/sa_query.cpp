@@ -14,6 +14,9 @@ namespace ibemu::emu {
 namespace {
 
 constexpr uint16_t kAttrPathRecord = 0x0035;
+constexpr uint16_t kAttrMcMemberRecord = 0x0038;
+constexpr uint8_t kMethodSet = 0x02;
+constexpr uint8_t kMethodDelete = 0x15;
 constexpr size_t kSaData = 56; /* MAD, RMPP and SA headers */
 constexpr unsigned kTries = 10; /* the kernel's nmbr_sa_query_retries */
 
@@ -94,6 +97,48 @@ PathRecord PathRecord::decode(const uint8_t *i)
 	return r;
 }
 
+void McMemberRecord::encode(uint8_t *o) const
+{
+	memset(o, 0, 52);
+	memcpy(o, mgid.data(), 16);
+	memcpy(o + 16, portGid.data(), 16);
+	put32(o + 32, qkey);
+	put16(o + 36, mlid);
+	o[38] = uint8_t(mtuSelector << 6 | (mtu & 0x3f));
+	o[39] = trafficClass;
+	put16(o + 40, pkey);
+	o[42] = uint8_t(rateSelector << 6 | (rate & 0x3f));
+	o[43] = uint8_t(packetLifeTimeSelector << 6 | (packetLifeTime & 0x3f));
+	put32(o + 44, uint32_t(sl & 0xf) << 28 | (flowLabel & 0xfffff) << 8 | hopLimit);
+	o[48] = uint8_t(scope << 4 | (joinState & 0xf));
+	o[49] = uint8_t(uint8_t(proxyJoin) << 7);
+}
+
+McMemberRecord McMemberRecord::decode(const uint8_t *i)
+{
+	McMemberRecord r;
+	memcpy(r.mgid.data(), i, 16);
+	memcpy(r.portGid.data(), i + 16, 16);
+	r.qkey = get32(i + 32);
+	r.mlid = get16(i + 36);
+	r.mtuSelector = i[38] >> 6;
+	r.mtu = i[38] & 0x3f;
+	r.trafficClass = i[39];
+	r.pkey = get16(i + 40);
+	r.rateSelector = i[42] >> 6;
+	r.rate = i[42] & 0x3f;
+	r.packetLifeTimeSelector = i[43] >> 6;
+	r.packetLifeTime = i[43] & 0x3f;
+	uint32_t w = get32(i + 44);
+	r.sl = uint8_t(w >> 28);
+	r.flowLabel = (w >> 8) & 0xfffff;
+	r.hopLimit = uint8_t(w);
+	r.scope = i[48] >> 4;
+	r.joinState = i[48] & 0xf;
+	r.proxyJoin = i[49] >> 7;
+	return r;
+}
+
 SaClient::SaClient(boost::asio::io_context &io) : io_(io)
 {}
 
@@ -122,6 +167,28 @@ void SaClient::removePort(MadPort &port)
 
 int64_t SaClient::pathRecGet(MadPort &port, const PathRecord &rec, uint64_t compMask, uint32_t timeoutMs, Done done)
 {
+	uint8_t r[64];
+	rec.encode(r);
+	return send(port, IB_MGMT_METHOD_GET, kAttrPathRecord, compMask, r, sizeof r, timeoutMs,
+		    [done = std::move(done)](int status, const uint8_t *resp) {
+			    done(status, resp ? PathRecord::decode(resp) : PathRecord{});
+		    });
+}
+
+int64_t SaClient::mcMemberSet(MadPort &port, bool join, const McMemberRecord &rec, uint64_t compMask,
+			      uint32_t timeoutMs, McDone done)
+{
+	uint8_t r[52];
+	rec.encode(r);
+	return send(port, join ? kMethodSet : kMethodDelete, kAttrMcMemberRecord, compMask, r, sizeof r, timeoutMs,
+		    [done = std::move(done)](int status, const uint8_t *resp) {
+			    done(status, resp ? McMemberRecord::decode(resp) : McMemberRecord{});
+		    });
+}
+
+int64_t SaClient::send(MadPort &port, uint8_t method, uint16_t attr, uint64_t compMask, const uint8_t *rec,
+		       size_t recLen, uint32_t timeoutMs, RawDone done)
+{
 	auto it = agents_.find(&port);
 	if (it == agents_.end())
 		return -ENODEV;
@@ -138,11 +205,11 @@ int64_t SaClient::pathRecGet(MadPort &port, const PathRecord &rec, uint64_t comp
 	m[0] = 1;
 	m[1] = IB_MGMT_CLASS_SUBN_ADM;
 	m[2] = 2;
-	m[3] = IB_MGMT_METHOD_GET;
+	m[3] = method;
 	put64(m + 8, tid);
-	put16(m + 16, kAttrPathRecord);
+	put16(m + 16, attr);
 	put64(m + 48, compMask);
-	rec.encode(m + kSaData);
+	memcpy(m + kSaData, rec, recLen);
 	s->ah.lid = pa.smLid;
 	s->ah.sl = pa.smSl;
 	s->ah.remoteQpn = 1;
@@ -185,11 +252,10 @@ void SaClient::madReceived(MadAgent &, MadRecv &&recv)
 	for (auto it = queries_.begin(); it != queries_.end(); ++it) {
 		if (it->second.tid != tid)
 			continue;
-		Done done = std::move(it->second.done);
+		RawDone done = std::move(it->second.done);
 		queries_.erase(it);
 		uint16_t status = get16(recv.mad.data() + 4);
-		PathRecord rec = PathRecord::decode(recv.mad.data() + kSaData);
-		return done(status ? -EINVAL : 0, rec);
+		return done(status ? -EINVAL : 0, recv.mad.data() + kSaData);
 	}
 }
 
@@ -198,9 +264,9 @@ void SaClient::madSendDone(MadAgent &, uint64_t cookie, SendStatus status)
 	auto it = queries_.find(int64_t(cookie));
 	if (it == queries_.end())
 		return; /* answered already, or cancelled */
-	Done done = std::move(it->second.done);
+	RawDone done = std::move(it->second.done);
 	queries_.erase(it);
-	done(status == SendStatus::ResponseTimeout ? -ETIMEDOUT : -EIO, PathRecord{});
+	done(status == SendStatus::ResponseTimeout ? -ETIMEDOUT : -EIO, nullptr);
 }
 
 } /* namespace ibemu::emu */

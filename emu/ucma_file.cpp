@@ -42,11 +42,10 @@ UcmaFile::Handler UcmaFile::handler(uint32_t cmd)
 		&UcmaFile::disconnect,   &UcmaFile::initQpAttr,
 		&UcmaFile::getEvent,     nullptr, /* GET_OPTION: the kernel has none */
 		&UcmaFile::setOption,    &UcmaFile::notify,
-		&UcmaFile::notSupported, /* JOIN_IP_MCAST */
-		&UcmaFile::notSupported, /* LEAVE_MCAST */
+		&UcmaFile::joinIpMcast,  &UcmaFile::leaveMcast,
 		&UcmaFile::migrateId,    &UcmaFile::query,
 		&UcmaFile::bind,         &UcmaFile::resolveAddr,
-		&UcmaFile::notSupported, /* JOIN_MCAST */
+		&UcmaFile::joinMcast,
 	};
 	return cmd < RDMA_USER_CM_CMD_COUNT ? table[cmd] : nullptr;
 }
@@ -105,12 +104,14 @@ void UcmaFile::cmaEvent(CmaId &id, const rdma_ucm_event_resp &ev, CmaId *connReq
 		wakeup_();
 }
 
-/* ---------------- the commands ---------------- */
-
-ssize_t UcmaFile::notSupported(Request &)
+void UcmaFile::cmaMcEvent(CmaMc &mc, const rdma_ucm_event_resp &ev)
 {
-	return -ENOSYS;
+	events_.push_back({ ev, mc.id->handle, nullptr, &mc });
+	if (wakeup_)
+		wakeup_();
 }
+
+/* ---------------- the commands ---------------- */
 
 ssize_t UcmaFile::createId(Request &r)
 {
@@ -429,7 +430,9 @@ ssize_t UcmaFile::getEvent(Request &r)
 		return rc;
 	Event ev = e;
 	events_.pop_front();
-	if (CmaId *id = cma_.find(ev.id))
+	if (ev.mc)
+		ev.mc->eventsReported++;
+	else if (CmaId *id = cma_.find(ev.id))
 		id->eventsReported++;
 	if (ev.connReq) { /* the new ID is the program's now */
 		if (CmaId *l = ev.connReq->listener)
@@ -531,6 +534,86 @@ ssize_t UcmaFile::migrateId(Request &r)
 	}
 	rdma_ucm_migrate_resp resp{ id->eventsReported };
 	return respond(r.tid, cmd.response, &resp, sizeof resp);
+}
+
+/* ---------------- multicast ---------------- */
+
+/* ucma_join_ip_multicast(): the old command, a full member */
+ssize_t UcmaFile::joinIpMcast(Request &r)
+{
+	auto cmd = r.cmd<rdma_ucm_join_ip_mcast>();
+	rdma_ucm_join_mcast j{};
+	j.response = cmd.response;
+	j.uid = cmd.uid;
+	j.id = cmd.id;
+	CmaAddr a = CmaAddr::from(&cmd.addr, sizeof cmd.addr);
+	if (a.family() != AF_INET && a.family() != AF_INET6) /* rdma_addr_size_in6() */
+		return -EINVAL;
+	j.addr_size = uint16_t(a.size());
+	j.join_flags = RDMA_MC_JOIN_FLAG_FULLMEMBER;
+	memcpy(&j.addr, &cmd.addr, j.addr_size);
+	return processJoin(r, j);
+}
+
+ssize_t UcmaFile::joinMcast(Request &r)
+{
+	auto cmd = r.cmd<rdma_ucm_join_mcast>();
+	if (!CmaAddr::from(&cmd.addr, sizeof cmd.addr).size()) /* rdma_addr_size_kss() */
+		return -EINVAL;
+	return processJoin(r, cmd);
+}
+
+/* ucma_process_join() */
+ssize_t UcmaFile::processJoin(Request &r, const rdma_ucm_join_mcast &cmd)
+{
+	if (r.outLen < sizeof(rdma_ucm_create_id_resp))
+		return -ENOSPC;
+	CmaAddr a = CmaAddr::from(&cmd.addr, sizeof cmd.addr);
+	if (cmd.addr_size != a.size())
+		return -EINVAL;
+	uint8_t joinState;
+	if (cmd.join_flags == RDMA_MC_JOIN_FLAG_FULLMEMBER)
+		joinState = 1u << 0;
+	else if (cmd.join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
+		joinState = 1u << 3;
+	else
+		return -EINVAL;
+	CmaId *id;
+	if (int rc = get(cmd.id, id))
+		return rc;
+	if (!id->hca) /* ucma_get_ctx_dev() */
+		return -EINVAL;
+	CmaMc *mc;
+	if (int rc = cma_.join(*id, a, joinState, cmd.uid, mc))
+		return rc;
+	rdma_ucm_create_id_resp resp{ mc->handle };
+	if (int rc = respond(r.tid, cmd.response, &resp, sizeof resp)) {
+		leave(mc);
+		return rc;
+	}
+	return 0;
+}
+
+/* ucma_leave_multicast(): the join's unread events go with it */
+ssize_t UcmaFile::leaveMcast(Request &r)
+{
+	auto cmd = r.cmd<rdma_ucm_destroy_id>();
+	if (r.outLen < sizeof(rdma_ucm_destroy_id_resp))
+		return -ENOSPC;
+	CmaMc *mc = cma_.findMc(cmd.id);
+	if (!mc)
+		return -ENOENT;
+	if (mc->id->owner != this)
+		return -EINVAL;
+	rdma_ucm_destroy_id_resp resp{ mc->eventsReported };
+	leave(mc);
+	return respond(r.tid, cmd.response, &resp, sizeof resp);
+}
+
+void UcmaFile::leave(CmaMc *mc)
+{
+	std::erase_if(events_, [&](const Event &e) { return e.mc == mc; });
+	cma_.leave(mc);
 }
 
 } /* namespace ibemu::emu */

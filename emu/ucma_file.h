@@ -46,6 +46,7 @@ public:
 
 	/* CmaSink */
 	void cmaEvent(CmaId &id, const rdma_ucm_event_resp &ev, CmaId *connReq) override;
+	void cmaMcEvent(CmaMc &mc, const rdma_ucm_event_resp &ev) override;
 
 	/* Is descriptor fd of tid's process an rdma_cm file? The transport's
 	 * answer for MIGRATE_ID, which then takes the ID from its file if that
@@ -75,6 +76,7 @@ private:
 	int get(uint32_t handle, CmaId *&out) const;
 	int respond(pid_t tid, uint64_t ptr, const void *resp, size_t len);
 	void destroyId(CmaId *id);
+	void leave(CmaMc *mc);
 
 	ssize_t createId(Request &r);
 	ssize_t destroyIdCmd(Request &r);
@@ -95,12 +97,16 @@ private:
 	ssize_t setOption(Request &r);
 	ssize_t notify(Request &r);
 	ssize_t migrateId(Request &r);
-	ssize_t notSupported(Request &r);
+	ssize_t joinIpMcast(Request &r);
+	ssize_t joinMcast(Request &r);
+	ssize_t leaveMcast(Request &r);
+	ssize_t processJoin(Request &r, const rdma_ucm_join_mcast &cmd);
 
 	struct Event {
 		rdma_ucm_event_resp resp;
 		uint32_t id; /* the ID it is counted on */
 		CmaId *connReq; /* CONNECT_REQUEST: the new ID, until read */
+		CmaMc *mc = nullptr; /* a join's event, counted on the join */
 	};
 
 	Cma &cma_;

@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,6 +33,14 @@ struct TestSa final : AgentClient {
 	bool silent = false;
 	unsigned queries = 0;
 	uint64_t lastMask = 0;
+	/* MCMemberRecord Sets and Deletes, as received */
+	struct McRequest {
+		uint8_t method;
+		uint64_t mask;
+		McMemberRecord rec;
+	};
+	std::vector<McRequest> mc;
+	uint16_t mcStatus = 0; /* the MAD status to answer Sets with */
 
 	MadPort &at;
 
@@ -42,6 +51,8 @@ struct TestSa final : AgentClient {
 		reg.mgmtClass = IB_MGMT_CLASS_SUBN_ADM;
 		reg.classVersion = 2;
 		reg.methods.set(IB_MGMT_METHOD_GET);
+		reg.methods.set(0x02); /* Set */
+		reg.methods.set(0x15); /* Delete */
 		REQUIRE(at.registerAgent(1, &reg, 0, 0, this, nullptr, &agent) == 0);
 		fx.p1->smLid = fx.p2->smLid = at.port().lid;
 	}
@@ -60,6 +71,8 @@ struct TestSa final : AgentClient {
 		queries++;
 		if (silent)
 			return;
+		if (recv.mad[16] == 0x00 && recv.mad[17] == 0x38) /* MCMemberRecord */
+			return mcMember(a, recv);
 		PathRecord q = PathRecord::decode(recv.mad.data() + 56);
 		lastMask = 0;
 		for (int i = 0; i < 8; i++)
@@ -71,15 +84,41 @@ struct TestSa final : AgentClient {
 		p.rate = 3;
 		p.packetLifeTime = 18;
 		p.sl = 0;
+		answer(a, recv, 0x81 /* GetResp */, 0, [&](uint8_t *rec) { p.encode(rec); });
+	}
+
+	/* the request back with this method, status and record */
+	void answer(MadAgent &a, const MadRecv &recv, uint8_t method, uint16_t status,
+		    const std::function<void(uint8_t *)> &put)
+	{
 		auto s = std::make_shared<MadSend>(fx.io);
 		s->msg = recv.mad;
-		s->msg[3] = 0x81; /* GetResp */
-		p.encode(s->msg.data() + 56);
+		s->msg[3] = method;
+		s->msg[4] = uint8_t(status >> 8);
+		s->msg[5] = uint8_t(status);
+		put(s->msg.data() + 56);
 		s->ah = recv.src;
 		s->ah.remoteQkey = IB_QP1_QKEY;
 		REQUIRE(a.port().postSend(a, s) == 0);
 	}
 	void madSendDone(MadAgent &, uint64_t, SendStatus) override {}
+
+	/* OpenSM's answer to a join: the group's MLID, SL 0, MTU and rate */
+	void mcMember(MadAgent &a, const MadRecv &recv)
+	{
+		McRequest r{ recv.mad[3], 0, McMemberRecord::decode(recv.mad.data() + 56) };
+		for (int i = 0; i < 8; i++)
+			r.mask = r.mask << 8 | recv.mad[size_t(48 + i)];
+		mc.push_back(r);
+		McMemberRecord resp = r.rec;
+		resp.mlid = 0xc001;
+		resp.mtu = 4;
+		resp.rate = 3;
+		resp.hopLimit = 0;
+		bool set = r.method == 0x02;
+		answer(a, recv, set ? 0x81 : 0x95 /* GetResp, DeleteResp */, set ? mcStatus : 0,
+		       [&](uint8_t *rec) { resp.encode(rec); });
+	}
 };
 
 sockaddr_in6 ip4(uint32_t addr, uint16_t port)
@@ -532,7 +571,7 @@ TEST_CASE("rdma_cm: bad commands get the kernel's errnos and leave nothing behin
 	memcpy(raw, &h, sizeof h);
 	CHECK(p.client.file->write(100, raw, 8, true) == -EINVAL); /* more command than written */
 	CHECK(p.client.cmd(RDMA_USER_CM_CMD_GET_OPTION, rdma_ucm_query{}) == -ENOSYS);
-	CHECK(p.client.cmd(RDMA_USER_CM_CMD_JOIN_MCAST, rdma_ucm_join_mcast{}) == -ENOSYS);
+	CHECK(p.client.cmd(RDMA_USER_CM_CMD_JOIN_MCAST, rdma_ucm_join_mcast{}) == -EINVAL); /* no address */
 
 	/* a response the caller cannot take: EFAULT, and the ID is not kept */
 	alignas(8) static uint8_t hole[64];
@@ -651,4 +690,135 @@ TEST_CASE("rdma_cm: an IPv6 wildcard bind takes IPv4's port too, unless AFONLY",
 	CHECK(p.client.bindIp(v4, ip4(p.addr1, 7001)) > 0);
 	/* the option is for an ID not yet bound */
 	CHECK(p.client.cmd(RDMA_USER_CM_CMD_SET_OPTION, o) == -EINVAL);
+}
+
+namespace {
+
+/* JOIN_MCAST as librdmacm's rdma_join_multicast_ex() writes it */
+ssize_t joinMcast(CmClient &c, uint32_t id, sockaddr_in6 group, uint64_t uid, uint32_t &mcId,
+		  uint16_t flags = RDMA_MC_JOIN_FLAG_FULLMEMBER)
+{
+	rdma_ucm_create_id_resp resp{ ~0u };
+	rdma_ucm_join_mcast j{};
+	j.response = uintptr_t(&resp);
+	j.uid = uid;
+	j.id = id;
+	j.addr_size = sizeof(sockaddr_in);
+	j.join_flags = flags;
+	memcpy(&j.addr, &group, sizeof(sockaddr_in));
+	ssize_t r = c.cmd(RDMA_USER_CM_CMD_JOIN_MCAST, j, sizeof resp);
+	mcId = resp.id;
+	return r;
+}
+
+ssize_t leaveMcast(CmClient &c, uint32_t mcId, uint32_t &eventsReported)
+{
+	rdma_ucm_destroy_id_resp resp{ ~0u };
+	ssize_t r = c.cmd(RDMA_USER_CM_CMD_LEAVE_MCAST, rdma_ucm_destroy_id{ uintptr_t(&resp), mcId }, sizeof resp);
+	eventsReported = resp.events_reported;
+	return r;
+}
+
+} /* namespace */
+
+TEST_CASE("rdma_cm multicast: joins go to the SA once per port and group, leaves after the last", "[rdma_cm][mcast]")
+{
+	CmPair p;
+	const sockaddr_in6 group = ip4(inet_addr("239.1.2.3"), 0);
+	uint32_t id = p.client.create(0xa1, RDMA_PS_UDP);
+	uint32_t mc = 0;
+	/* no device yet */
+	CHECK(joinMcast(p.client, id, group, 0x51, mc) == -EINVAL);
+	/* a multicast destination resolves through the bound source's port */
+	sockaddr_in6 src = ip4(p.addr1, 0);
+	REQUIRE(p.client.resolveIp(id, &src, group) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	/* without a source there is no route to a group */
+	uint32_t lone = p.client.create(0xa2, RDMA_PS_UDP);
+	CHECK(p.client.resolveIp(lone, nullptr, group) == -ENETUNREACH);
+	/* bad flags; an address of the wrong size */
+	CHECK(joinMcast(p.client, id, group, 0x51, mc, 7) == -EINVAL);
+	rdma_ucm_join_mcast bad{};
+	bad.id = id;
+	bad.addr_size = 3;
+	memcpy(&bad.addr, &group, sizeof(sockaddr_in));
+	rdma_ucm_create_id_resp br{};
+	bad.response = uintptr_t(&br);
+	CHECK(p.client.cmd(RDMA_USER_CM_CMD_JOIN_MCAST, bad, sizeof br) == -EINVAL);
+	/* a TCP ID has no multicast */
+	uint32_t tcp = p.resolved(7100);
+	CHECK(joinMcast(p.client, tcp, group, 0x52, mc) == -EINVAL);
+
+	REQUIRE(joinMcast(p.client, id, group, 0x51, mc) > 0);
+	p.drain();
+	REQUIRE(p.sa.mc.size() == 1);
+	const auto &req = p.sa.mc[0];
+	CHECK(req.method == 0x02);
+	/* ip_ib_mc_map() with the RDMA CM's signature: ff12:4001:ffff::f01:203 */
+	const fabric::Gid mgid{ 0xff, 0x12, 0x40, 0x01, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0x0f, 1, 2, 3 };
+	CHECK(req.rec.mgid == mgid);
+	CHECK(req.rec.joinState == 1);
+	CHECK(req.rec.qkey == 0x01234567);
+	CHECK(req.rec.pkey == 0xffff);
+	CHECK(req.mask ==
+	      (MCR_MGID | MCR_PORT_GID | MCR_PKEY | MCR_JOIN_STATE | MCR_QKEY | MCR_SL | MCR_FLOW_LABEL | MCR_TCLASS));
+	fabric::Gid portGid;
+	REQUIRE(p.hca1->madPorts[0]->gid(0, portGid));
+	CHECK(req.rec.portGid == portGid);
+	rdma_ucm_event_resp ev = p.client.expect(RDMA_CM_EVENT_MULTICAST_JOIN);
+	CHECK(ev.uid == 0x51);
+	CHECK(ev.id == mc);
+	CHECK(ev.status == 0);
+	CHECK(ev.param.ud.qp_num == 0xffffff);
+	CHECK(ev.param.ud.qkey == 0x01234567);
+	CHECK(ev.param.ud.ah_attr.dlid == 0xc001);
+	CHECK(ev.param.ud.ah_attr.is_global == 1);
+	CHECK(memcmp(ev.param.ud.ah_attr.grh.dgid, mgid.data(), 16) == 0);
+	CHECK(ev.param.ud.ah_attr.port_num == 1);
+
+	/* a second ID of the same port joins the same group: answered from
+	 * the port's membership, nothing goes to the SA */
+	uint32_t id2 = p.client.create(0xa3, RDMA_PS_UDP);
+	REQUIRE(p.client.bindIp(id2, ip4(p.addr1, 0)) > 0);
+	uint32_t mc2 = 0;
+	REQUIRE(joinMcast(p.client, id2, group, 0x53, mc2) > 0);
+	p.drain();
+	CHECK(p.sa.mc.size() == 1);
+	CHECK(p.client.expect(RDMA_CM_EVENT_MULTICAST_JOIN).uid == 0x53);
+	CHECK(mc2 != mc);
+
+	/* leaving: not yours, unknown, then the first (no Delete yet), then
+	 * the last (a Delete of the port's full membership) */
+	uint32_t reported = 0;
+	CHECK(leaveMcast(p.server, mc, reported) == -EINVAL);
+	CHECK(leaveMcast(p.client, 12345, reported) == -ENOENT);
+	REQUIRE(leaveMcast(p.client, mc, reported) > 0);
+	CHECK(reported == 1);
+	p.drain();
+	CHECK(p.sa.mc.size() == 1);
+	REQUIRE(leaveMcast(p.client, mc2, reported) > 0);
+	p.drain();
+	REQUIRE(p.sa.mc.size() == 2);
+	CHECK(p.sa.mc[1].method == 0x15);
+	CHECK(p.sa.mc[1].rec.mgid == mgid);
+	CHECK(p.sa.mc[1].rec.joinState == 1);
+
+	/* the SA refuses: MULTICAST_ERROR; destroying an ID leaves its groups */
+	p.sa.mcStatus = 0x0200; /* invalid attribute value */
+	REQUIRE(joinMcast(p.client, id, group, 0x54, mc) > 0);
+	p.drain();
+	ev = p.client.expect(RDMA_CM_EVENT_MULTICAST_ERROR);
+	CHECK(ev.uid == 0x54);
+	CHECK(int32_t(ev.status) == -EINVAL);
+	p.sa.mcStatus = 0;
+	REQUIRE(joinMcast(p.client, id, group, 0x55, mc) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_MULTICAST_JOIN);
+	size_t before = p.sa.mc.size();
+	REQUIRE(p.client.cmd(RDMA_USER_CM_CMD_DESTROY_ID, rdma_ucm_destroy_id{ uintptr_t(&reported), id },
+			     sizeof(rdma_ucm_destroy_id_resp)) > 0);
+	p.drain();
+	REQUIRE(p.sa.mc.size() == before + 1);
+	CHECK(p.sa.mc.back().method == 0x15);
 }

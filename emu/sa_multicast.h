@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The host's multicast memberships (the kernel's
+// drivers/infiniband/core/multicast.c): local joins of one MGID on one port
+// share one membership at the SA. The first join, and a join that needs a
+// join state the port does not hold yet, sends an MCMemberRecord Set to the
+// SM (emu/sa_query.h); a join the port's membership already covers is
+// answered from it. When the last local member leaves, the port leaves the
+// group at the SA (Delete). Joins with a zero MGID ask the SA to create a
+// group and share nothing.
+//
+// Lifetime rules: a member's done is called once, from the io_context,
+// unless leave() comes first; SaMulticast owns groups and members.
+#pragma once
+
+#include "emu/sa_query.h"
+
+#include <boost/asio/io_context.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace ibemu::emu {
+
+class MadPort;
+
+class SaMulticast {
+public:
+	using Done = std::function<void(int status, const McMemberRecord &rec)>;
+
+	SaMulticast(boost::asio::io_context &io, SaClient &sa);
+	~SaMulticast();
+	SaMulticast(const SaMulticast &) = delete;
+	SaMulticast &operator=(const SaMulticast &) = delete;
+
+	/* ib_sa_join_multicast(): a member ID (> 0); done tells how the join
+	 * went (0 and the group's record, or a negative errno) */
+	int64_t join(MadPort &port, const McMemberRecord &rec, uint64_t compMask, Done done);
+	/* ib_sa_free_multicast(): the member goes and done is never called */
+	void leave(int64_t member);
+	/* a port goes away: its groups and members with it, silently */
+	void removePort(MadPort &port);
+
+private:
+	struct Group;
+	struct Member {
+		Group *group;
+		McMemberRecord rec;
+		uint64_t compMask;
+		Done done; /* empty once called */
+	};
+	struct Group {
+		MadPort *port;
+		fabric::Gid mgid;
+		uint8_t joinState = 0; /* what the port holds at the SA */
+		McMemberRecord rec; /* the SA's answer */
+		int64_t query = 0; /* the Set in flight */
+		Member *asking = nullptr; /* the member it is for */
+		std::vector<Member *> members;
+	};
+
+	void kick(Group &g);
+	void answered(Group &g, int status, const McMemberRecord &rec);
+	void sendLeave(const Group &g);
+	void erase(Group &g);
+
+	boost::asio::io_context &io_;
+	SaClient &sa_;
+	std::vector<std::unique_ptr<Group>> groups_;
+	std::map<int64_t, std::unique_ptr<Member>> members_;
+	int64_t nextMember_ = 1;
+	std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+} /* namespace ibemu::emu */
