@@ -21,6 +21,7 @@ demo=(
 test=(
 	python3 strace graphviz iproute2 man-db
 	ibverbs-utils ibverbs-providers rdma-core perftest rdmacm-utils
+	ucx-utils libfabric-bin
 	ibsim-utils libumad2sim0
 	# the VM suite: a real kernel with CUSE, ib_umad and rdma_rxe under QEMU
 	qemu-system-x86 busybox-static cpio kmod

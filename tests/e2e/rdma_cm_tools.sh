@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Stock librdmacm programs over ibemu's rdma_cm device, for the VM suite:
 # the device and its sysfs entry, then rping, ucmatose, rdma_server /
-# rdma_client, rdma_xserver / rdma_xclient, udaddy (UD, SIDR) and
-# perftest's -R mode between
+# rdma_client, rdma_xserver / rdma_xclient, udaddy (UD, SIDR), mckey
+# (multicast through the SA and the MFTs), perftest's -R mode, and two
+# middlewares (UCX's verbs transports, libfabric's verbs provider) between
 # the two local CAs (addresses 10.200.N.1, routes from OpenSM, the IB CM on
 # the wire), a connection whose client is killed, and the error cases next
 # to rdma_rxe, which must give the same events.
@@ -77,6 +78,53 @@ expect_eq "rdma_xserver / rdma_xclient (RC, inline send): exit 0" "0 0" "$rcs"
 rcs=$(pair udaddy udaddy -b 10.200.1.1 -- udaddy -s 10.200.1.1 -b 10.200.0.1)
 expect_eq "udaddy (UD, SIDR): client and server exit 0" "0 0" "$rcs"
 expect_match "udaddy: its messages went through" 'test complete' "$(cat "$work/udaddy.client")"
+
+# multicast: both join 239.1.2.3 through the SA (OpenSM answers and
+# programs the switches' MFTs), and the sender's UD datagrams to the group
+# reach the receiver across both switches. UD is unreliable and the SM
+# takes a moment to program the MFTs after a join (mckey sleeps 3 s for
+# that): if the receiver is still short of its 10, the sender runs again.
+mc_rcv() { inst $V perfquery -x -C ibemu1 -P 1 | sed -n 's/^PortMulticastRcvPkts:\.*//p'; }
+mc_before=$(mc_rcv)
+timeout "$tool_timeout" "${cm_prefix[@]}" mckey -m 239.1.2.3 -b 10.200.1.1 -C 10 >"$work/mckey.server" 2>&1 &
+server=$!
+sleep 2
+for _ in 1 2 3; do
+	timeout "$tool_timeout" "${cm_prefix[@]}" mckey -m 239.1.2.3 -b 10.200.0.1 -s -C 10 >"$work/mckey.client" 2>&1
+	rc=$?
+	for _ in $(seq 20); do kill -0 $server 2>/dev/null || break; sleep 0.5; done
+	kill -0 $server 2>/dev/null || break
+done
+wait $server
+expect_eq "mckey: sender and receiver exit 0" "0 0" "$rc $?"
+expect_match "mckey: joined the group OpenSM made for it" 'joined dgid: ff12:4001:ffff::f01:203 mlid 0xc0' \
+	"$(cat "$work/mckey.server")"
+expect_match "mckey: the receiver got its 10" 'data transfers complete' "$(cat "$work/mckey.server")"
+mc_after=$(mc_rcv)
+expect_eq "mckey: ibemu1's PMA counted multicast packets in" 1 "$(((mc_after - mc_before) >= 10))"
+
+# middleware on the same devices: UCX's verbs transports (its wire-up
+# over UD, then RC; the out-of-band exchange is a TCP socket) and
+# libfabric's verbs provider (datagrams, and its RDM endpoint built on
+# them). Neither leaves the emulated fabric: ibemu0's PMA counts the
+# traffic.
+xmit0() { inst $V perfquery -x -C ibemu0 -P 1 | sed -n 's/^PortUnicastXmitPkts:\.*//p'; }
+x_before=$(xmit0)
+ucx_env=(env UCX_TLS=rc_verbs,ud_verbs)
+rcs=$(pair ucx "${ucx_env[@]}" UCX_NET_DEVICES=ibemu1:1 ucx_perftest -t tag_lat -n 1000 -- \
+	"${ucx_env[@]}" UCX_NET_DEVICES=ibemu0:1 ucx_perftest 127.0.0.1 -t tag_lat -n 1000)
+expect_eq "ucx_perftest tag_lat over rc_verbs/ud_verbs: client and server exit 0" "0 0" "$rcs"
+expect_match "ucx_perftest: 1000 iterations" '^Final: +1000 ' "$(cat "$work/ucx.client")"
+x_after=$(xmit0)
+expect_eq "ucx_perftest: its 1000 messages crossed ibemu0's port" 1 "$(((x_after - x_before) >= 1000))"
+for e in dgram rdm; do
+	d=()
+	[ $e = dgram ] && d=(-d ibemu1-dgram)
+	rcs=$(pair fi_$e fi_pingpong -p verbs -e $e "${d[@]}" -I 100 -S 64 -- \
+		fi_pingpong -p verbs -e $e "${d[@]/ibemu1/ibemu0}" -I 100 -S 64 127.0.0.1)
+	expect_eq "fi_pingpong -p verbs -e $e: client and server exit 0" "0 0" "$rcs"
+	expect_match "fi_pingpong -e $e: 100 messages of 64 bytes" '^64 +100 +=100 ' "$(cat "$work/fi_$e.client")"
+done
 
 # perftest times in CPU cycles and measures their rate first; in a TCG
 # guest that can come out too noisy ("Correlation coefficient r^2 < 0.9")
