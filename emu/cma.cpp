@@ -285,6 +285,11 @@ void Cma::moveTo(CmaId &id, CmaSink *sink, void *owner)
 	auto it = byOwner_.find(id.owner);
 	if (it != byOwner_.end() && it->second.erase(&id) && it->second.empty())
 		byOwner_.erase(it);
+	if (!id.mcs.empty()) {
+		if ((mcsOf_[id.owner] -= id.mcs.size()) == 0)
+			mcsOf_.erase(id.owner);
+		mcsOf_[owner] += id.mcs.size();
+	}
 	id.owner = owner;
 	id.sink = sink;
 	byOwner_[owner].insert(&id);
@@ -1170,6 +1175,7 @@ int Cma::join(CmaId &id, const CmaAddr &addr, uint8_t joinState, uint64_t uid, C
 	});
 	mc->member = member;
 	id.mcs.push_back(mc.get());
+	mcsOf_[id.owner]++;
 	out = mc.get();
 	mcs_[mc->handle] = std::move(mc);
 	return 0;
@@ -1181,10 +1187,18 @@ CmaMc *Cma::findMc(uint32_t handle) const
 	return it == mcs_.end() ? nullptr : it->second.get();
 }
 
+size_t Cma::mcCountOf(const void *owner) const
+{
+	auto it = mcsOf_.find(owner);
+	return it == mcsOf_.end() ? 0 : it->second;
+}
+
 void Cma::leave(CmaMc *mc)
 {
 	mcast_.leave(mc->member);
 	std::erase(mc->id->mcs, mc);
+	if (--mcsOf_[mc->id->owner] == 0)
+		mcsOf_.erase(mc->id->owner);
 	mcs_.erase(mc->handle);
 }
 

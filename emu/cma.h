@@ -178,6 +178,8 @@ public:
 	 * for an ID without a device, not bound or resolved, or not UD */
 	int join(CmaId &id, const CmaAddr &addr, uint8_t joinState, uint64_t uid, CmaMc *&out);
 	CmaMc *findMc(uint32_t handle) const;
+	/* how many joins this owner's IDs hold */
+	size_t mcCountOf(const void *owner) const;
 	/* rdma_leave_multicast(): the join goes, and the port leaves the
 	 * group at the SM when it was the port's last */
 	void leave(CmaMc *mc);
@@ -214,6 +216,7 @@ private:
 	SaMulticast &mcast_;
 	std::map<uint32_t, std::unique_ptr<CmaId>> ids_;
 	std::map<uint32_t, std::unique_ptr<CmaMc>> mcs_;
+	std::map<const void *, size_t> mcsOf_; /* joins by owner */
 	uint32_t nextMc_ = 0;
 	uint32_t nextHandle_ = 0;
 	std::set<uint32_t> freeHandles_; /* below nextHandle_ */

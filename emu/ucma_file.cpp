@@ -583,6 +583,8 @@ ssize_t UcmaFile::processJoin(Request &r, const rdma_ucm_join_mcast &cmd)
 		return rc;
 	if (!id->hca) /* ucma_get_ctx_dev() */
 		return -EINVAL;
+	if (cma_.mcCountOf(this) >= kMaxJoins)
+		return -ENOMEM;
 	CmaMc *mc;
 	if (int rc = cma_.join(*id, a, joinState, cmd.uid, mc))
 		return rc;

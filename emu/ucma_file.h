@@ -31,6 +31,8 @@ public:
 	static constexpr ssize_t kBlocked = -1000;
 	/* IDs one file may hold (the kernel bounds them by memory alone) */
 	static constexpr size_t kMaxIds = 65536;
+	/* multicast joins the file's IDs may hold together */
+	static constexpr size_t kMaxJoins = 4096;
 
 	/* opener: the process that opened the file (MIGRATE_ID checks it) */
 	UcmaFile(Cma &cma, UserAccess &ua, pid_t opener);

@@ -815,6 +815,11 @@ TEST_CASE("rdma_cm multicast: joins go to the SA once per port and group, leaves
 	REQUIRE(joinMcast(p.client, id, group, 0x55, mc) > 0);
 	p.drain();
 	p.client.expect(RDMA_CM_EVENT_MULTICAST_JOIN);
+	/* a file's joins are bounded */
+	for (size_t i = p.host->cma().mcCountOf(p.client.file.get()); i < UcmaFile::kMaxJoins; i++)
+		REQUIRE(joinMcast(p.client, id, group, 0x60, mc) > 0);
+	CHECK(joinMcast(p.client, id, group, 0x61, mc) == -ENOMEM);
+	p.drain();
 	size_t before = p.sa.mc.size();
 	REQUIRE(p.client.cmd(RDMA_USER_CM_CMD_DESTROY_ID, rdma_ucm_destroy_id{ uintptr_t(&reported), id },
 			     sizeof(rdma_ucm_destroy_id_resp)) > 0);
