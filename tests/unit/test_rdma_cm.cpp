@@ -3,6 +3,7 @@
 // rdma_cm files (emu/ucma_file.h) driven as librdmacm drives them, between
 // the fixture's two HCAs: addresses, a route from an SA on the fabric, the
 // IB CM's REQ/MRA/REP/RTU/DREQ/DREP on the wire, rejects and timeouts.
+#include "tests/unit/sa_helpers.h"
 #include "tests/unit/verbs_helpers.h"
 
 #include "emu/cm_msgs.h"
@@ -24,112 +25,6 @@ using namespace ibemu::emu;
 using namespace ibemu::test;
 
 namespace {
-
-/* An SA on host1's port answering PathRecord Gets from the fabric's LIDs;
- * silent when told to be. */
-struct TestSa final : AgentClient {
-	EmuFixture &fx;
-	MadAgent *agent = nullptr;
-	bool silent = false;
-	unsigned queries = 0;
-	uint64_t lastMask = 0;
-	/* MCMemberRecord Sets and Deletes, as received */
-	struct McRequest {
-		uint8_t method;
-		uint64_t mask;
-		McMemberRecord rec;
-	};
-	std::vector<McRequest> mc;
-	uint16_t mcStatus = 0; /* the MAD status to answer Sets with */
-
-	MadPort &at;
-
-	/* on host1's port, or host2's */
-	explicit TestSa(EmuFixture &f, bool onHost2 = false) : fx(f), at(*(onHost2 ? f.hca2 : f.hca1)->madPorts[0])
-	{
-		MadRegistration reg;
-		reg.mgmtClass = IB_MGMT_CLASS_SUBN_ADM;
-		reg.classVersion = 2;
-		reg.methods.set(IB_MGMT_METHOD_GET);
-		reg.methods.set(0x02); /* Set */
-		reg.methods.set(0x15); /* Delete */
-		REQUIRE(at.registerAgent(1, &reg, 0, 0, this, nullptr, &agent) == 0);
-		fx.p1->smLid = fx.p2->smLid = at.port().lid;
-	}
-	~TestSa() { at.unregisterAgent(agent); }
-
-	uint16_t lidOf(const fabric::Gid &g) const
-	{
-		uint64_t guid = 0;
-		for (int i = 8; i < 16; i++)
-			guid = guid << 8 | g[size_t(i)];
-		return guid == fx.p1->guid ? fx.lid1() : guid == fx.p2->guid ? fx.lid2() : 0;
-	}
-
-	void madReceived(MadAgent &a, MadRecv &&recv) override
-	{
-		queries++;
-		if (silent)
-			return;
-		if (recv.mad[16] == 0x00 && recv.mad[17] == 0x38) /* MCMemberRecord */
-			return mcMember(a, recv);
-		PathRecord q = PathRecord::decode(recv.mad.data() + 56);
-		lastMask = 0;
-		for (int i = 0; i < 8; i++)
-			lastMask = lastMask << 8 | recv.mad[size_t(48 + i)];
-		PathRecord p = q;
-		p.slid = lidOf(q.sgid);
-		p.dlid = lidOf(q.dgid);
-		p.mtu = 4;
-		p.rate = 3;
-		p.packetLifeTime = 18;
-		p.sl = 0;
-		answer(a, recv, 0x81 /* GetResp */, 0, [&](uint8_t *rec) { p.encode(rec); });
-	}
-
-	/* the request back with this method, status and record */
-	void answer(MadAgent &a, const MadRecv &recv, uint8_t method, uint16_t status,
-		    const std::function<void(uint8_t *)> &put)
-	{
-		auto s = std::make_shared<MadSend>(fx.io);
-		s->msg = recv.mad;
-		s->msg[3] = method;
-		s->msg[4] = uint8_t(status >> 8);
-		s->msg[5] = uint8_t(status);
-		put(s->msg.data() + 56);
-		s->ah = recv.src;
-		s->ah.remoteQkey = IB_QP1_QKEY;
-		REQUIRE(a.port().postSend(a, s) == 0);
-	}
-	void madSendDone(MadAgent &, uint64_t, SendStatus) override {}
-
-	/* OpenSM's answer to a join: the group's MLID, SL 0, MTU and rate */
-	void mcMember(MadAgent &a, const MadRecv &recv)
-	{
-		McRequest r{ recv.mad[3], 0, McMemberRecord::decode(recv.mad.data() + 56) };
-		for (int i = 0; i < 8; i++)
-			r.mask = r.mask << 8 | recv.mad[size_t(48 + i)];
-		mc.push_back(r);
-		McMemberRecord resp = r.rec;
-		resp.mlid = 0xc001;
-		resp.mtu = 4;
-		resp.rate = 3;
-		resp.hopLimit = 0;
-		bool set = r.method == 0x02;
-		answer(a, recv, set ? 0x81 : 0x95 /* GetResp, DeleteResp */, set ? mcStatus : 0,
-		       [&](uint8_t *rec) { resp.encode(rec); });
-	}
-};
-
-sockaddr_in6 ip4(uint32_t addr, uint16_t port)
-{
-	sockaddr_in6 s{};
-	auto *s4 = reinterpret_cast<sockaddr_in *>(&s);
-	s4->sin_family = AF_INET;
-	s4->sin_addr.s_addr = addr;
-	s4->sin_port = htons(port);
-	return s;
-}
 
 /* one process's rdma_cm file, written to as librdmacm writes */
 struct CmClient {
