@@ -63,6 +63,16 @@ private:
 	size_t n_;
 };
 
+/* The little-endian 32-bit value at p[at..at+3], zeros past p's end. */
+inline uint32_t le32(const std::vector<uint8_t> &p, size_t at)
+{
+	uint32_t v = 0;
+	for (size_t i = 0; i < 4; i++)
+		if (at + i < p.size())
+			v |= uint32_t(p[at + i]) << (8 * i);
+	return v;
+}
+
 /* Builds the built-in default fabric (fabric::defaultTopology()) into an
  * empty subnet. The text is parsed once per process. */
 void buildDefault(fabric::Subnet &subnet);

@@ -34,15 +34,6 @@ namespace {
 
 constexpr unsigned kMaxOps = 64;
 
-uint32_t le32(const std::vector<uint8_t> &p, size_t at)
-{
-	uint32_t v = 0;
-	for (size_t i = 0; i < 4; i++)
-		if (at + i < p.size())
-			v |= uint32_t(p[at + i]) << (8 * i);
-	return v;
-}
-
 void doIoctl(emu::UmadFile &f, const std::vector<uint8_t> &payload, unsigned n, int file)
 {
 	uint8_t which = payload.empty() ? 0 : payload[0];
@@ -62,7 +53,7 @@ void doIoctl(emu::UmadFile &f, const std::vector<uint8_t> &payload, unsigned n, 
 		cmd = IB_USER_MAD_ENABLE_PKEY;
 		break;
 	default:
-		cmd = le32(payload, 1);
+		cmd = fuzz::le32(payload, 1);
 		argAt = 5;
 		break;
 	}
@@ -71,7 +62,8 @@ void doIoctl(emu::UmadFile &f, const std::vector<uint8_t> &payload, unsigned n, 
 	if (inSize)
 		memcpy(arg.data(), payload.data() + argAt, inSize);
 	int r = f.ioctl(cmd, arg.data(), iocSize(cmd));
-	FUZZ_TRACE("%u: file %d ioctl(0x%08x) = %d, id %u\n", n, file, cmd, r, arg.size() >= 4 ? le32(arg, 0) : 0);
+	FUZZ_TRACE("%u: file %d ioctl(0x%08x) = %d, id %u\n", n, file, cmd, r,
+		   arg.size() >= 4 ? fuzz::le32(arg, 0) : 0);
 	(void)n;
 	(void)file;
 }
@@ -114,10 +106,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 2:
 			if (f) {
-				ssize_t r = f->read(le32(payload, 0), out);
+				ssize_t r = f->read(fuzz::le32(payload, 0), out);
 				bool copyFailed = payload.size() > 4 && (payload[4] & 1);
 				FUZZ_TRACE("%u: file %d read(%u) = %zd: status %u, method 0x%02x, %zu bytes\n", n, i,
-					   le32(payload, 0), r, out.size() >= 8 ? out[4] | out[5] << 8 : 0,
+					   fuzz::le32(payload, 0), r, out.size() >= 8 ? out[4] | out[5] << 8 : 0,
 					   out.size() > 64 ? out[f->hdrSize() + 3] : 0, out.size());
 				if (r >= 0 && !copyFailed)
 					f->consume();
@@ -129,7 +121,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				(void)(f->poll() + f->nextLength() + f->queued() + f->outstanding());
 			break;
 		case 4:
-			fx.advance(le32(payload, 0) & 0x3ffff);
+			fx.advance(fuzz::le32(payload, 0) & 0x3ffff);
 			fx.drain();
 			break;
 		case 5:

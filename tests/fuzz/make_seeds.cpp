@@ -97,6 +97,7 @@ int main(int argc, char **argv)
 	umadSeeds();
 	rmppSeeds();
 	uverbsSeeds();
+	ucmaSeeds();
 	printf("%u seeds written under %s\n", written, outDir.c_str());
 	return 0;
 }

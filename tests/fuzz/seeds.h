@@ -46,5 +46,6 @@ void madSeeds();
 void umadSeeds();
 void rmppSeeds();
 void uverbsSeeds();
+void ucmaSeeds();
 
 } /* namespace ibemu::fuzz::seeds */
