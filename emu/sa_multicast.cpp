@@ -72,6 +72,7 @@ void SaMulticast::kick(Group &g)
 		if (g.joinState && (m->rec.joinState & ~g.joinState) == 0) {
 			Done done = std::move(m->done);
 			m->done = nullptr;
+			m->joined = true;
 			done(0, g.rec);
 			continue;
 		}
@@ -106,12 +107,8 @@ void SaMulticast::answered(Group &g, int status, const McMemberRecord &rec)
 		m->done = nullptr;
 		done(status, McMemberRecord{});
 	}
-	if (g.members.empty()) { /* everyone left meanwhile */
-		if (g.joinState)
-			sendLeave(g);
-		return erase(g);
-	}
-	kick(g);
+	if (!trim(g))
+		kick(g);
 }
 
 void SaMulticast::leave(int64_t member)
@@ -125,19 +122,36 @@ void SaMulticast::leave(int64_t member)
 	if (g.asking == m)
 		g.asking = nullptr;
 	members_.erase(it);
-	if (!g.members.empty() || g.query)
-		return; /* a Set in flight: its answer ends the group */
-	if (g.joinState)
-		sendLeave(g);
-	erase(g);
+	trim(g);
 }
 
-/* leave_handler's Delete: the port's whole join state, answered or not */
-void SaMulticast::sendLeave(const Group &g)
+/* get_leave_state(): the join states no member holds or is asking for any
+ * more leave the group at the SA, and a group nobody wants goes. Not while
+ * a Set is in flight: its answer comes back here. */
+bool SaMulticast::trim(Group &g)
+{
+	if (g.query)
+		return false;
+	uint8_t wanted = 0;
+	for (const Member *m : g.members)
+		if (m->joined || m->done)
+			wanted |= m->rec.joinState;
+	if (uint8_t leaving = g.joinState & ~wanted) {
+		sendLeave(g, leaving);
+		g.joinState &= ~leaving;
+	}
+	if (!g.members.empty())
+		return false;
+	erase(g);
+	return true;
+}
+
+/* send_leave(): a Delete of these join states */
+void SaMulticast::sendLeave(const Group &g, uint8_t joinState)
 {
 	McMemberRecord rec = g.rec;
 	rec.mgid = g.mgid;
-	rec.joinState = g.joinState;
+	rec.joinState = joinState;
 	sa_.mcMemberSet(*g.port, false, rec, MCR_MGID | MCR_PORT_GID | MCR_JOIN_STATE, kTimeoutMs,
 			[](int, const McMemberRecord &) {});
 }

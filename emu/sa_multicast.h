@@ -5,8 +5,8 @@
 // share one membership at the SA. The first join, and a join that needs a
 // join state the port does not hold yet, sends an MCMemberRecord Set to the
 // SM (emu/sa_query.h); a join the port's membership already covers is
-// answered from it. When the last local member leaves, the port leaves the
-// group at the SA (Delete). Joins with a zero MGID ask the SA to create a
+// answered from it. A join state that no local member holds any more is
+// left at the SA (Delete), and with the last member the whole group. Joins with a zero MGID ask the SA to create a
 // group and share nothing.
 //
 // Lifetime rules: a member's done is called once, from the io_context,
@@ -51,6 +51,7 @@ private:
 		McMemberRecord rec;
 		uint64_t compMask;
 		Done done; /* empty once called */
+		bool joined = false; /* done was told 0 */
 	};
 	struct Group {
 		MadPort *port;
@@ -64,7 +65,8 @@ private:
 
 	void kick(Group &g);
 	void answered(Group &g, int status, const McMemberRecord &rec);
-	void sendLeave(const Group &g);
+	bool trim(Group &g); /* true: g is gone */
+	void sendLeave(const Group &g, uint8_t joinState);
 	void erase(Group &g);
 
 	boost::asio::io_context &io_;

@@ -722,3 +722,36 @@ TEST_CASE("rdma_cm multicast: joins go to the SA once per port and group, leaves
 	REQUIRE(p.sa.mc.size() == before + 1);
 	CHECK(p.sa.mc.back().method == 0x15);
 }
+
+TEST_CASE("rdma_cm multicast: a join state nobody holds any more is left on its own", "[rdma_cm][mcast]")
+{
+	CmPair p;
+	const sockaddr_in6 group = ip4(inet_addr("239.1.2.4"), 0);
+	uint32_t full = p.client.create(0xa1, RDMA_PS_UDP), sendOnly = p.client.create(0xa2, RDMA_PS_UDP);
+	REQUIRE(p.client.bindIp(full, ip4(p.addr1, 0)) > 0);
+	REQUIRE(p.client.bindIp(sendOnly, ip4(p.addr1, 0)) > 0);
+	uint32_t mcFull = 0, mcSend = 0, reported = 0;
+	REQUIRE(joinMcast(p.client, full, group, 1, mcFull) > 0);
+	p.drain();
+	REQUIRE(joinMcast(p.client, sendOnly, group, 2, mcSend, RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER) > 0);
+	p.drain();
+	/* the send-only full member is a join state the port did not hold: a
+	 * second Set */
+	REQUIRE(p.sa.mc.size() == 2);
+	CHECK(p.sa.mc[1].method == 0x02);
+	CHECK(p.sa.mc[1].rec.joinState == 8);
+	p.client.expect(RDMA_CM_EVENT_MULTICAST_JOIN);
+	p.client.expect(RDMA_CM_EVENT_MULTICAST_JOIN);
+	/* the send-only one leaves: a Delete of that state alone */
+	REQUIRE(leaveMcast(p.client, mcSend, reported) > 0);
+	p.drain();
+	REQUIRE(p.sa.mc.size() == 3);
+	CHECK(p.sa.mc[2].method == 0x15);
+	CHECK(p.sa.mc[2].rec.joinState == 8);
+	/* then the full member: the rest */
+	REQUIRE(leaveMcast(p.client, mcFull, reported) > 0);
+	p.drain();
+	REQUIRE(p.sa.mc.size() == 4);
+	CHECK(p.sa.mc[3].method == 0x15);
+	CHECK(p.sa.mc[3].rec.joinState == 1);
+}
