@@ -60,10 +60,10 @@ pair() {
 	echo "$rc $?"
 }
 
-rcs=$(pair rping rping -s -a 10.200.1.1 -C 10 -v -- rping -c -a 10.200.1.1 -I 10.200.0.1 -C 10 -v)
+rcs=$(pair rping rping -s -a 10.200.1.1 -C 100 -v -- rping -c -a 10.200.1.1 -I 10.200.0.1 -C 100 -v)
 expect_eq "rping ibemu0 -> ibemu1: client and server exit 0" "0 0" "$rcs"
-expect_eq "rping: 10 pings" 10 "$(grep -c '^ping data: rdma-ping-' "$work/rping.client")"
-expect_eq "rping: the server's 10" 10 "$(grep -c '^server ping data: rdma-ping-' "$work/rping.server")"
+expect_eq "rping: 100 pings" 100 "$(grep -c '^ping data: rdma-ping-' "$work/rping.client")"
+expect_eq "rping: the server's 100" 100 "$(grep -c '^server ping data: rdma-ping-' "$work/rping.server")"
 
 rcs=$(pair ucmatose ucmatose -b 10.200.1.1 -c 2 -C 10 -- ucmatose -s 10.200.1.1 -b 10.200.0.1 -c 2 -C 10)
 expect_eq "ucmatose, 2 connections: client and server exit 0" "0 0" "$rcs"
