@@ -55,10 +55,12 @@ int VerbsDevice::detachMcast(Qp &qp, const McastGroup &g)
 	if (!validGroup(qp, g) || mine == qp.mcast.end())
 		return -EINVAL;
 	qp.mcast.erase(mine);
-	auto it = mcast_.find(g);
-	std::erase(it->second, &qp);
-	if (it->second.empty())
-		mcast_.erase(it);
+	auto it = mcast_.find(g); /* there, as long as qp.mcast names it */
+	if (it != mcast_.end()) {
+		std::erase(it->second, &qp);
+		if (it->second.empty())
+			mcast_.erase(it);
+	}
 	qp.usecnt--;
 	mcastAttached_--;
 	return 0;
