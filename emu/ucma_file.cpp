@@ -430,10 +430,10 @@ ssize_t UcmaFile::getEvent(Request &r)
 		return rc;
 	Event ev = e;
 	events_.pop_front();
+	if (CmaId *id = cma_.find(ev.id)) /* a join's events count on its ID too */
+		id->eventsReported++;
 	if (ev.mc)
 		ev.mc->eventsReported++;
-	else if (CmaId *id = cma_.find(ev.id))
-		id->eventsReported++;
 	if (ev.connReq) { /* the new ID is the program's now */
 		if (CmaId *l = ev.connReq->listener)
 			l->backlog++;

@@ -68,8 +68,10 @@ int VerbsDevice::detachMcast(Qp &qp, const McastGroup &g)
 
 void VerbsDevice::detachAllMcast(Qp &qp)
 {
-	while (!qp.mcast.empty())
-		detachMcast(qp, qp.mcast.back());
+	while (!qp.mcast.empty()) {
+		McastGroup g = qp.mcast.back(); /* a copy: detaching erases the element */
+		detachMcast(qp, g);
+	}
 }
 
 } /* namespace ibemu::emu */
