@@ -1128,8 +1128,6 @@ int Cma::join(CmaId &id, const CmaAddr &addr, uint8_t joinState, uint64_t uid, C
 	mc->handle = nextMc_++;
 	mc->id = &id;
 	mc->uid = uid;
-	mc->addr = addr;
-	mc->joinState = joinState;
 
 	McMemberRecord rec;
 	rec.mgid = mgidOf(addr, id.ps, id.pkey);

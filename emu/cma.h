@@ -98,8 +98,6 @@ struct CmaMc {
 	uint32_t handle = 0; /* host-wide, like ucma's multicast_table */
 	CmaId *id = nullptr;
 	uint64_t uid = 0;
-	CmaAddr addr;
-	uint8_t joinState = 0;
 	int64_t member = 0; /* SaMulticast's */
 	uint32_t eventsReported = 0;
 };
