@@ -10,6 +10,7 @@
 #include "fabric/sma.h"
 #include "fabric/subnet.h"
 
+#include <algorithm>
 #include <cerrno>
 
 namespace ibemu::fabric {
@@ -41,13 +42,27 @@ Speed fastestEnabled(const Port &p)
 	return Speed::SDR;
 }
 
+/* The widths a damaged cable end still trains to: those no wider than
+ * its limit (all when it has none) */
+unsigned lanesAllowed(const Port &p)
+{
+	return p.degradedWidth ? widthLanes(p.degradedWidth) : 12;
+}
+
 uint8_t widestCommon(const Port &a, const Port &b)
 {
 	uint8_t common = a.linkWidthEnabled & a.linkWidthSupported & b.linkWidthEnabled & b.linkWidthSupported;
+	unsigned lanes = std::min(lanesAllowed(a), lanesAllowed(b));
 	for (uint8_t w : { kWidth12x, kWidth8x, kWidth4x, kWidth2x, kWidth1x })
-		if (common & w)
+		if ((common & w) && widthLanes(w) <= lanes)
 			return w;
 	return kWidth1x;
+}
+
+/* The fastest speed a damaged cable end still trains to */
+Speed speedAllowed(const Port &p)
+{
+	return p.degradedSpeed.value_or(Speed::NDR);
 }
 
 } /* namespace */
@@ -58,7 +73,7 @@ void Subnet::negotiate(Port &p)
 		return;
 	Port &q = *p.peer;
 	uint8_t width = widestCommon(p, q);
-	Speed speed = std::min(fastestEnabled(p), fastestEnabled(q));
+	Speed speed = std::min({ fastestEnabled(p), fastestEnabled(q), speedAllowed(p), speedAllowed(q) });
 	p.linkWidthActive = q.linkWidthActive = width;
 	p.speedActive = q.speedActive = speed;
 }

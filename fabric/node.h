@@ -13,6 +13,8 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <random>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -65,6 +67,20 @@ struct PortCounters {
 	uint64_t extUnicastRcvPkts = 0;
 	uint64_t extMulticastXmitPkts = 0;
 	uint64_t extMulticastRcvPkts = 0;
+};
+
+/*
+ * A damaged cable end (`ibemu errors`): packets crossing the cable are lost
+ * with these probabilities, drawn from a generator seeded once so that the
+ * same packets meet the same fate. See fabric/link_faults.cpp.
+ */
+struct LinkErrors {
+	double dropRate = 0; /* symbol errors: the receiver cannot frame the packet */
+	double corruptRate = 0; /* a bad VCRC/ICRC: the receiver discards it */
+	uint64_t seed = 0;
+	std::mt19937_64 rng;
+	uint64_t dropped = 0; /* packets this cable end lost, by kind */
+	uint64_t corrupted = 0;
 };
 
 struct Port {
@@ -129,6 +145,12 @@ struct Port {
 
 	PortCounters counters;
 
+	/* Faults injected from outside (fabric/link_faults.cpp) */
+	Port *pulledPeer = nullptr; /* the far end of a cable pulled out (Subnet::pullCable) */
+	uint8_t degradedWidth = 0; /* a damaged cable trains no wider than this width bit; 0: any */
+	std::optional<Speed> degradedSpeed; /* ... and no faster than this */
+	std::unique_ptr<LinkErrors> errors; /* a lossy cable end; null: none */
+
 	bool linkUp() const { return physState == PhysState::LinkUp; }
 	bool connected() const { return peer != nullptr; }
 	uint16_t pkeyCap() const;
@@ -178,6 +200,7 @@ struct Node {
 	uint16_t partitionCap = 64;
 	uint32_t index = 0; /* position in Subnet::nodes() */
 	uint32_t trapTid = 0; /* TID of the last trap this node sent */
+	bool silent = false; /* its SMA and PMA answer nothing and send no traps */
 
 	/* Switches have ports 0..numPorts, CAs and routers 1..numPorts. */
 	std::vector<Port> ports;

@@ -103,6 +103,8 @@ void Subnet::carry(Port *out, Packet &pkt)
 		countXmit(*out, pkt);
 		if (dropFilter_ && dropFilter_(*out, pkt))
 			return drop(out, "fault injection");
+		if ((in->errors || out->errors) && lostOnCable(*out, *in, 1))
+			return;
 		countRcv(*in, pkt);
 		if (!pkt.isVl15() && in->state != PortState::Armed && in->state != PortState::Active) {
 			addSaturating(in->counters.rcvErrors, 1);
@@ -309,6 +311,8 @@ Port *Subnet::routeData(Port &src, uint16_t dlid, uint32_t packets, uint64_t wir
 			return nullptr;
 		}
 		countTraffic(out->counters, true, packets, words, false);
+		if ((in->errors || out->errors) && lostOnCable(*out, *in, packets))
+			return nullptr;
 		countTraffic(in->counters, false, packets, words, false);
 		if (in->state != PortState::Armed && in->state != PortState::Active) {
 			addSaturating(in->counters.rcvErrors, packets);
@@ -352,6 +356,8 @@ void Subnet::routeMulticast(Port &src, uint16_t mlid, uint32_t packets, uint64_t
 			continue;
 		}
 		countTraffic(out->counters, true, packets, words, true);
+		if ((in->errors || out->errors) && lostOnCable(*out, *in, packets))
+			continue;
 		countTraffic(in->counters, false, packets, words, true);
 		if (in->state != PortState::Armed && in->state != PortState::Active) {
 			addSaturating(in->counters.rcvErrors, packets);
@@ -381,8 +387,26 @@ void Subnet::routeMulticast(Port &src, uint16_t mlid, uint32_t packets, uint64_t
 	}
 }
 
+namespace {
+
+/* What a node's SMA or PMA would answer: a Get, Set or TrapRepress of
+ * the SM classes, a Get or Set of PerfMgt */
+bool forAgents(const Packet &pkt)
+{
+	const ib_mad_hdr &h = *madHdr(pkt.mad);
+	if (isSmpClass(h.mgmt_class))
+		return h.method == IB_MGMT_METHOD_GET || h.method == IB_MGMT_METHOD_SET ||
+			h.method == IB_MGMT_METHOD_TRAP_REPRESS;
+	return h.mgmt_class == IB_MGMT_CLASS_PERF_MGMT &&
+		(h.method == IB_MGMT_METHOD_GET || h.method == IB_MGMT_METHOD_SET);
+}
+
+} /* namespace */
+
 void Subnet::deliver(Port &port, const Packet &pkt)
 {
+	if (port.node->silent && forAgents(pkt))
+		return drop(&port, "agents silenced");
 	if (port.host)
 		port.host->receive(port, pkt);
 	else

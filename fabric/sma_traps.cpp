@@ -19,7 +19,7 @@ void sendTrap(Subnet &subnet, Node &node, Port &from, uint16_t trapNum, uint8_t 
 	      size_t detailsLen)
 {
 	Port &mgmt = node.mgmtPort(from.num);
-	if (mgmt.smLid == 0 || mgmt.lid == 0 || mgmt.state != PortState::Active)
+	if (node.silent || mgmt.smLid == 0 || mgmt.lid == 0 || mgmt.state != PortState::Active)
 		return;
 	Packet pkt;
 	pkt.slid = mgmt.lid;

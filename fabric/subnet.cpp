@@ -6,6 +6,9 @@
 #include "fabric/capability.h"
 
 #include <cassert>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace ibemu::fabric {
@@ -108,6 +111,35 @@ Node *Subnet::findNodeByGuid(uint64_t guid) const
 {
 	auto it = byGuid_.find(guid);
 	return it == byGuid_.end() ? nullptr : it->second;
+}
+
+Node *Subnet::resolveNode(std::string_view what) const
+{
+	if (Node *n = findNode(what))
+		return n;
+	for (const auto &n : nodes_)
+		if (n->desc == what)
+			return n.get();
+	Node *host = nullptr; /* NodeDescription is "hostname HCA-1" by convention */
+	for (const auto &n : nodes_) {
+		std::string_view first = std::string_view(n->desc).substr(0, n->desc.find(' '));
+		if (n->isSwitch() || first != what)
+			continue;
+		if (host)
+			return nullptr; /* ambiguous */
+		host = n.get();
+	}
+	if (host)
+		return host;
+	if (what.size() > 2 && what[0] == '0' && (what[1] == 'x' || what[1] == 'X')) {
+		std::string hex(what.substr(2));
+		char *end = nullptr;
+		errno = 0;
+		uint64_t g = strtoull(hex.c_str(), &end, 16);
+		if (errno == 0 && end && !*end && hex.size() <= 16 && isxdigit(static_cast<unsigned char>(hex[0])))
+			return findNodeByGuid(g);
+	}
+	return nullptr;
 }
 
 Port *Subnet::findPortByGuid(uint64_t guid) const

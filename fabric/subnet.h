@@ -21,6 +21,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -43,6 +44,10 @@ public:
 	Node *findNode(std::string_view name) const;
 	Node *findNodeByGuid(uint64_t guid) const;
 	Port *findPortByGuid(uint64_t guid) const;
+	/* A node as people name it: its node id, its NodeDescription, the host
+	 * name that starts a CA's description ("host HCA-1"), or its node GUID
+	 * ("0x..."). Null when nothing, or more than one host, matches. */
+	Node *resolveNode(std::string_view what) const;
 	/* A port (CA port or switch port 0) whose LID range covers lid, if any. */
 	Port *findPortByLid(uint16_t lid) const;
 	/* Changes a port's GUID (topology files may give CA port GUIDs). */
@@ -72,6 +77,29 @@ public:
 	/* Re-derives the active width and speed of a trained link from what both
 	 * ends support and have enabled. */
 	void negotiate(Port &p);
+
+	/* --- faults from outside the subnet (link_faults.cpp) --- */
+
+	/* Pulls the cable out of p as a person would: both ends go
+	 * Down/Polling, LinkDownedCounter moves, switches send Trap 128. The
+	 * cable is remembered on both ends (Port::pulledPeer) for plugCable().
+	 * -ENOTCONN when p has no cable. */
+	int pullCable(Port &p);
+	/* Plugs p's pulled cable back in and trains the link. -ENOTCONN when
+	 * none was pulled from p, -EBUSY when an end has been cabled since. */
+	int plugCable(Port &p);
+	/* A damaged cable at p: it trains no wider than `width` (a LinkWidth
+	 * bit; 0: no limit) and no faster than `speed`. A link that is up
+	 * retrains at once (Down, then up at the new width and speed). */
+	void degradeLink(Port &p, uint8_t width, std::optional<Speed> speed);
+	/* Packet loss on p's cable, both directions, counted at the receiving
+	 * end: a drop as SymbolErrorCounter and PortRcvErrors, a corrupted
+	 * packet as PortRcvErrors; neither reaches the receiver. Rates in
+	 * [0,1]; both 0 removes the fault. */
+	void setLinkErrors(Port &p, double dropRate, double corruptRate, uint64_t seed);
+	/* The node's SMA and PMA stop answering Gets and Sets (requests time
+	 * out) and send no traps; its links and switching go on. */
+	void setSilent(Node &n, bool silent) { n.silent = silent; }
 
 	/* --- packets (routing.cpp) --- */
 
@@ -137,6 +165,11 @@ private:
 	void drop(Port *at, const char *why);
 	void countXmit(Port &p, const Packet &pkt);
 	void countRcv(Port &p, const Packet &pkt);
+
+	/* Draws the fate of `packets` packets crossing from `out` to `in`
+	 * through a lossy cable and counts the losses at `in`; true when any
+	 * is lost (link_faults.cpp). */
+	bool lostOnCable(Port &out, Port &in, uint64_t packets);
 
 	void linkDown(Port &p, PhysState localPhys);
 	void train(Port &p);

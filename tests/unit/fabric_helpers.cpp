@@ -303,4 +303,17 @@ void MiniSm::run()
 	activate();
 }
 
+DefaultFabric::DefaultFabric()
+{
+	load(s, defaultTopology());
+	host1 = &s.findNodeByGuid(0x2c90300000100)->port(1);
+	host2 = &s.findNodeByGuid(0x2c90300000200)->port(1);
+	sw1 = s.findNodeByGuid(0x2c90200000001);
+	sw2 = s.findNodeByGuid(0x2c90200000002);
+	sm = std::make_unique<MiniSm>(s, *host1);
+	sm->run();
+}
+
+DefaultFabric::~DefaultFabric() = default;
+
 } /* namespace ibemu::test */

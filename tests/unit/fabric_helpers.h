@@ -10,6 +10,7 @@
 #include "fabric/subnet.h"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -60,6 +61,20 @@ inline uint8_t *smpData(Mad &m)
 {
 	return m.data() + kSmpDataOffset;
 }
+
+class MiniSm;
+
+/* The built-in default fabric, brought up by MiniSm from host1's port:
+ * sw1 and sw2 are cabled by their ports 7 and 8. */
+struct DefaultFabric {
+	DefaultFabric();
+	~DefaultFabric();
+	Subnet s;
+	Port *host1, *host2;
+	Node *sw1, *sw2;
+	std::unique_ptr<MiniSm> sm;
+	uint64_t tid = 100;
+};
 
 /*
  * The smallest useful SM: discovers the subnet by directed route from

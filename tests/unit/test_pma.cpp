@@ -16,24 +16,7 @@ namespace {
 
 constexpr uint32_t kWordsPerMad = 288 / 4; /* LRH+BTH+DETH+MAD+ICRC */
 
-struct Fixture {
-	Subnet s;
-	Port *host1, *host2;
-	Node *sw1, *sw2;
-	std::unique_ptr<MiniSm> sm;
-	uint64_t tid = 100;
-
-	Fixture()
-	{
-		load(s, defaultTopology());
-		host1 = &s.findNodeByGuid(0x2c90300000100)->port(1);
-		host2 = &s.findNodeByGuid(0x2c90300000200)->port(1);
-		sw1 = s.findNodeByGuid(0x2c90200000001);
-		sw2 = s.findNodeByGuid(0x2c90200000002);
-		sm = std::make_unique<MiniSm>(s, *host1);
-		sm->run();
-	}
-
+struct Fixture : DefaultFabric {
 	std::optional<Mad> pma(uint8_t method, uint16_t attr, uint8_t portSelect, const Port &target,
 			       uint16_t counterSelect = 0)
 	{
