@@ -11,5 +11,7 @@ namespace ibemu::tools {
 void addTopoCommands(CLI::App &app, int &exitCode);
 /* `ibemu up|down|exec|shell|status` */
 void addInstanceCommands(CLI::App &app, int &exitCode);
+/* `ibemu link|node|errors|counters|scenario|ibsim|control` */
+void addFaultCommands(CLI::App &app, int &exitCode);
 
 } /* namespace ibemu::tools */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// ibemu: the front CLI: instances (up, down, exec, shell, status) and
-// topology files (topo gen, check, show).
+// ibemu: the front CLI: instances (up, down, exec, shell, status),
+// topology files (topo gen, check, show) and live changes to a running
+// fabric (link, node, errors, counters, scenario, ibsim, control).
 #include "tools/commands.h"
 
 #include <cstdio>
@@ -15,6 +16,7 @@ int main(int argc, char **argv)
 	int exitCode = 0;
 	ibemu::tools::addTopoCommands(app, exitCode);
 	ibemu::tools::addInstanceCommands(app, exitCode);
+	ibemu::tools::addFaultCommands(app, exitCode);
 	/* CLI11 would only say that a subcommand is required */
 	if (argc == 1) {
 		fprintf(stderr, "%s", app.help().c_str());

@@ -10,14 +10,21 @@
 //
 // With --sm it also runs OpenSM in the instance (tools/sm_process.h) and at
 // shutdown stops it before any device goes.
+//
+// Live changes (ibemu link/node/errors/counters/scenario) come in through
+// the control socket (tools/control_socket.h) and are carried out by
+// tools/fabric_control.h; scenarios are played by tools/scenario.h.
 #include "cuse_dev/cuse_devices.h"
 #include "cuse_dev/fuse_fs.h"
 #include "emu/hca_attrs.h"
 #include "emu/host.h"
 #include "fabric/subnet.h"
+#include "tools/control_socket.h"
+#include "tools/fabric_control.h"
 #include "tools/fabric_source.h"
 #include "tools/instance.h"
 #include "tools/namespace.h"
+#include "tools/scenario.h"
 #include "tools/sm_process.h"
 
 #include <CLI/CLI.hpp>
@@ -35,7 +42,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <optional>
 #include <sstream>
 #ifdef IBEMU_HAVE_SD_NOTIFY
 #include <systemd/sd-daemon.h>
@@ -61,34 +70,20 @@ struct Options {
 	unsigned spinUs = 50;
 	bool sm = false; /* run OpenSM in the instance */
 	std::vector<std::string> smArgs; /* its arguments, after -- */
+	std::string scenario; /* a scenario file to play once ready */
+	std::optional<uint64_t> seed; /* instead of the scenario's own */
 };
+
+/* Scenarios playing at once, at most */
+constexpr size_t kMaxScenarios = 16;
 
 /* How long OpenSM gets to exit after SIGTERM before SIGKILL */
 constexpr std::chrono::seconds kSmGrace{ 5 };
 
-/* Finds a CA by node id, description or GUID. */
+/* Finds a CA by node id, description, host name or GUID. */
 fabric::Node *findCa(fabric::Subnet &subnet, const std::string &what)
 {
-	fabric::Node *n = subnet.findNode(what);
-	if (!n) {
-		for (const auto &c : subnet.nodes())
-			if (c->desc == what)
-				n = c.get();
-	}
-	if (!n) { /* the host name: NodeDescription is "hostname HCA-1" by convention */
-		for (const auto &c : subnet.nodes())
-			if (c->desc.compare(0, c->desc.find(' '), what) == 0 && !c->isSwitch()) {
-				if (n)
-					return nullptr; /* ambiguous */
-				n = c.get();
-			}
-	}
-	if (!n && what.size() > 2 && what[0] == '0' && (what[1] == 'x' || what[1] == 'X')) {
-		char *end = nullptr;
-		uint64_t g = strtoull(what.c_str(), &end, 16);
-		if (end && !*end)
-			n = subnet.findNodeByGuid(g);
-	}
+	fabric::Node *n = subnet.resolveNode(what);
 	return n && !n->isSwitch() ? n : nullptr;
 }
 
@@ -119,6 +114,12 @@ private:
 	};
 
 	bool setupFabric();
+	bool loadScenario();
+	bool startControl();
+	void control(const nlohmann::ordered_json &req, const nlohmann::ordered_json &client,
+		     tools::ControlSocket::Reply reply);
+	void runScenario(tools::Scenario sc);
+	nlohmann::ordered_json scenarioStates() const;
 	bool chooseLocal();
 	bool isolate();
 	bool startTransport();
@@ -142,6 +143,11 @@ private:
 	std::unique_ptr<cuse_dev::CuseDevices> cuse_;
 	bool useCuse_ = false;
 	std::unique_ptr<tools::SmProcess> sm_;
+	std::unique_ptr<tools::FabricControl> control_;
+	std::unique_ptr<tools::ControlSocket> controlSocket_;
+	std::map<uint64_t, std::unique_ptr<tools::ScenarioRun>> scenarios_; /* by a number of their own */
+	uint64_t lastScenario_ = 0;
+	tools::Scenario startScenario_; /* --scenario, played once ready */
 	std::thread mounter_;
 	bool stopping_ = false;
 	int exitCode_ = 0;
@@ -155,6 +161,112 @@ bool Daemon::setupFabric()
 		spdlog::info("fabric: {} switches, {} CAs, {} routers, {} links", subnet_.numSwitches(),
 			     subnet_.numCas(), subnet_.numRouters(), subnet_.numLinks());
 	return ok;
+}
+
+/* --scenario: read and checked before anything starts, played once ready */
+bool Daemon::loadScenario()
+{
+	control_ = std::make_unique<tools::FabricControl>(io_, subnet_, inst_.eventLog());
+	if (opts_.scenario.empty())
+		return true;
+	std::ifstream in(opts_.scenario);
+	std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+	if (!in) {
+		spdlog::error("--scenario {}: {}", opts_.scenario, strerror(errno));
+		return false;
+	}
+	std::string err;
+	if (!tools::parseScenario(text, opts_.scenario, *control_, startScenario_, err)) {
+		spdlog::error("{}", err);
+		return false;
+	}
+	if (opts_.seed)
+		startScenario_.seed = *opts_.seed;
+	return true;
+}
+
+bool Daemon::startControl()
+{
+	controlSocket_ = std::make_unique<tools::ControlSocket>(
+		io_,
+		[this](const auto &req, const auto &client, auto reply) { control(req, client, std::move(reply)); });
+	struct stat st;
+	std::string err;
+	if (stat(inst_.runDir.c_str(), &st) != 0 ||
+	    controlSocket_->listen(inst_.controlSocket(), st.st_uid, err) != 0) {
+		spdlog::error("{}", err.empty() ? "the run directory went away" : err);
+		return false;
+	}
+	return true;
+}
+
+/* A request on the control socket: scenarios and the state here, the
+ * fabric's operations in FabricControl */
+void Daemon::control(const nlohmann::ordered_json &req, const nlohmann::ordered_json &client,
+		     tools::ControlSocket::Reply reply)
+{
+	std::string op = req.is_object() && req.contains("op") && req["op"].is_string() ? req["op"].get<std::string>()
+											: "";
+	if (op == "check") { /* a request checked, not carried out (ibemu ibsim, before it starts) */
+		std::string err = req.contains("request") ? control_->check(req["request"], false)
+							  : "check: give the \"request\" to check";
+		reply(err.empty() ? nlohmann::ordered_json{ { "ok", true } }
+				  : nlohmann::ordered_json{ { "ok", false }, { "error", err } });
+	} else if (op == "state") {
+		reply({ { "ok", true }, { "faults", control_->state() }, { "scenarios", scenarioStates() } });
+	} else if (op == "scenario.stop") {
+		size_t n = scenarios_.size();
+		scenarios_.clear();
+		reply({ { "ok", true }, { "stopped", n } });
+	} else if (op == "scenario.run") {
+		if (!req.contains("text") || !req["text"].is_string()) {
+			reply({ { "ok", false }, { "error", "scenario.run: give the scenario (\"text\")" } });
+			return;
+		}
+		if (scenarios_.size() >= kMaxScenarios) {
+			reply({ { "ok", false },
+				{ "error", "already " + std::to_string(kMaxScenarios) + " scenarios playing" } });
+			return;
+		}
+		std::string file = req.value("file", "scenario");
+		tools::Scenario sc;
+		std::string err;
+		if (!tools::parseScenario(req["text"].get<std::string>(), file, *control_, sc, err)) {
+			reply({ { "ok", false }, { "error", err } });
+			return;
+		}
+		if (req.contains("seed")) {
+			if (!req["seed"].is_number_unsigned()) {
+				reply({ { "ok", false }, { "error", "seed must be an integer of 0 or more" } });
+				return;
+			}
+			sc.seed = req["seed"].get<uint64_t>();
+		}
+		nlohmann::ordered_json r = {
+			{ "ok", true }, { "scenario", file }, { "seed", sc.seed }, { "events", sc.events.size() }
+		};
+		runScenario(std::move(sc));
+		reply(r);
+	} else {
+		control_->run(req, client, std::move(reply));
+	}
+}
+
+void Daemon::runScenario(tools::Scenario sc)
+{
+	spdlog::info("scenario {}: {} events, seed {}", sc.file, sc.events.size(), sc.seed);
+	uint64_t id = ++lastScenario_;
+	auto &run = scenarios_[id] = std::make_unique<tools::ScenarioRun>(io_, *control_, subnet_, std::move(sc));
+	/* an ended run goes later, not from inside its own call */
+	run->start([this, id] { boost::asio::post(io_, [this, id] { scenarios_.erase(id); }); });
+}
+
+nlohmann::ordered_json Daemon::scenarioStates() const
+{
+	nlohmann::ordered_json a = nlohmann::ordered_json::array();
+	for (const auto &[id, s] : scenarios_)
+		a.push_back(s->state());
+	return a;
 }
 
 bool Daemon::chooseLocal()
@@ -292,6 +404,8 @@ std::string Daemon::liveStatus() const
 		clients.push_back({ { "pid", pid }, { "files", files } });
 	j["clients"] = clients;
 	j["dropped_packets"] = subnet_.droppedPackets();
+	j["faults"] = control_->state();
+	j["scenarios"] = scenarioStates();
 	return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -306,6 +420,8 @@ void Daemon::ready()
 			return;
 		}
 	}
+	if (!startScenario_.events.empty())
+		runScenario(std::move(startScenario_));
 	std::string tmp = inst_.readyFile() + ".tmp";
 	std::ofstream(tmp) << describe().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 	rename(tmp.c_str(), inst_.readyFile().c_str());
@@ -341,6 +457,12 @@ void Daemon::stop(int code)
 
 void Daemon::teardown()
 {
+	/* no more live changes: scenarios, flapping links, the socket */
+	scenarios_.clear();
+	if (control_)
+		control_->stop();
+	if (controlSocket_)
+		controlSocket_->close();
 	/* clients first: every open file dies and every parked request is
 	 * answered, then the mount goes */
 	if (host_)
@@ -515,7 +637,7 @@ void Daemon::startMounter()
 int Daemon::run()
 {
 	raiseFileLimit();
-	if (!setupFabric() || !chooseLocal() || !isolate() || !startTransport())
+	if (!setupFabric() || !loadScenario() || !chooseLocal() || !isolate() || !startTransport() || !startControl())
 		return 1;
 	awaitStop();
 	startMounter();
@@ -524,6 +646,9 @@ int Daemon::run()
 	if (mounter_.joinable())
 		mounter_.join();
 	sm_.reset();
+	scenarios_.clear();
+	controlSocket_.reset();
+	control_.reset();
 	cuse_.reset();
 	fs_.reset();
 	host_.reset();
@@ -554,6 +679,8 @@ int main(int argc, char **argv)
 	app.add_option("--spin-us", opts.spinUs,
 		       "Stay awake this long after a request before sleeping (0: never spin)");
 	app.add_flag("--sm", opts.sm, "Run OpenSM in the instance (cache, temp files and log in the run directory)");
+	app.add_option("--scenario", opts.scenario, "A scenario file (TOML) of fault events to play once ready");
+	app.add_option("--seed", opts.seed, "With --scenario: the seed of its random choices, instead of the file's");
 	app.add_option("opensm_args", opts.smArgs, "With --sm: OpenSM's own arguments, after --");
 	CLI11_PARSE(app, argc, argv);
 

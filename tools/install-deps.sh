@@ -12,7 +12,7 @@ set -euo pipefail
 build=(
 	g++ meson ninja-build pkg-config
 	libboost-dev libspdlog-dev libfmt-dev libfuse3-dev fuse3
-	libcli11-dev nlohmann-json3-dev libsystemd-dev bash-completion
+	libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libsystemd-dev bash-completion
 	libibverbs-dev libibumad-dev libseccomp-dev catch2
 )
 demo=(

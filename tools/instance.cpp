@@ -86,6 +86,12 @@ bool dirSafe(const std::string &dir, std::string &err)
 
 } /* namespace */
 
+std::string defaultInstance()
+{
+	const char *e = getenv("IBEMU_INSTANCE");
+	return e && *e ? e : "default";
+}
+
 bool makeInstance(const std::string &name, Instance &out, std::string &err)
 {
 	if (name.empty() || name.size() > 64 || !isalnum(static_cast<unsigned char>(name[0])) ||

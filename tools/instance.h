@@ -24,8 +24,14 @@ struct Instance {
 	std::string logFile() const { return runDir + "/ibemud.log"; }
 	std::string outFile() const { return runDir + "/ibemud.out"; }
 	std::string fsDir() const { return runDir + "/fs"; }
+	std::string controlSocket() const { return runDir + "/control.sock"; }
+	std::string eventLog() const { return runDir + "/events.jsonl"; }
 	std::string scratchDir() const { return runDir + "/scratch"; }
 };
+
+/* --instance when not given: $IBEMU_INSTANCE (set by `ibemu exec`), else
+ * "default" */
+std::string defaultInstance();
 
 /* Validates the name ([A-Za-z0-9._-], at most 64, starting with a letter or
  * digit) and builds the paths (a relative IBEMU_RUN_DIR is taken from the

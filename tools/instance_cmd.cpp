@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <poll.h>
 #include <signal.h>
 #include <sstream>
@@ -78,6 +79,43 @@ std::string count(int n, const char *one, const char *many)
 	return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
+/* What `ibemu link|node|errors|scenario` changed, and the last events */
+void printFaults(const nlohmann::json &f, const nlohmann::json &scenarios)
+{
+	auto list = [](const nlohmann::json &a, const char *what) {
+		for (const auto &x : a)
+			printf("  %s: %s\n", what, x.is_string() ? x.get<std::string>().c_str() : x.dump().c_str());
+	};
+	for (const auto &c : f.value("pulled_cables", nlohmann::json::array()))
+		printf("  pulled cable: %s -- %s\n", c.value("port", "").c_str(), c.value("peer", "").c_str());
+	list(f.value("silent_nodes", nlohmann::json::array()), "silent node");
+	for (const auto &p : f.value("lossy_ports", nlohmann::json::array()))
+		printf("  lossy cable at %s: drop %g, corrupt %g (seed %llu): %llu dropped, %llu corrupted\n",
+		       p.value("port", "").c_str(), p.value("drop", 0.0), p.value("corrupt", 0.0),
+		       static_cast<unsigned long long>(p.value("seed", 0ull)),
+		       static_cast<unsigned long long>(p.value("dropped", 0ull)),
+		       static_cast<unsigned long long>(p.value("corrupted", 0ull)));
+	for (const auto &d : f.value("degraded_links", nlohmann::json::array()))
+		printf("  degraded cable at %s: at most %s %s\n", d.value("port", "").c_str(),
+		       d.value("width", "").c_str(), d.value("speed", "").c_str());
+	for (const auto &s : scenarios)
+		printf("  scenario %s (seed %llu): %llu events fired%s\n", s.value("file", "").c_str(),
+		       static_cast<unsigned long long>(s.value("seed", 0ull)),
+		       static_cast<unsigned long long>(s.value("fired", 0ull)),
+		       s.value("waiting_for_sm_master", false) ? ", some wait for an SM" : "");
+	const auto &events = f.value("recent_events", nlohmann::json::array());
+	if (events.empty())
+		return;
+	printf("  events: the last %zu of %s\n", events.size(), f.value("events_file", "").c_str());
+	for (const auto &e : events) {
+		nlohmann::json rest = e;
+		for (const char *k : { "seq", "time", "op", "source" })
+			rest.erase(k);
+		printf("    %s %s (%s) %s\n", e.value("time", "").c_str(), e.value("op", "").c_str(),
+		       e.value("source", "").c_str(), rest.dump().c_str());
+	}
+}
+
 void printDevices(const nlohmann::json &j)
 {
 	const auto &f = j["fabric"];
@@ -116,6 +154,8 @@ void printDevices(const nlohmann::json &j)
 			printf(", %s", sm.value("sminfo", "").c_str());
 		printf("\n    log %s\n", sm.value("log", "").c_str());
 	}
+	if (j.contains("faults"))
+		printFaults(j["faults"], j.value("scenarios", nlohmann::json::array()));
 	if (j.contains("pinned") && !j["pinned"].empty()) {
 		printf("  pinned memory (RLIMIT_MEMLOCK accounting):\n");
 		for (const auto &p : j["pinned"])
@@ -199,6 +239,8 @@ std::string notUpYet(const Instance &inst, int pid, bool &fatal)
 
 struct UpOpts {
 	std::string instance, topology, gen, local, transport = "auto", logLevel = "info", verbsProvider = "ibemu";
+	std::string scenario;
+	std::optional<uint64_t> seed;
 	bool global = false, json = false, sm = false, keepLogs = false;
 	unsigned waitTimeout = 60;
 	std::vector<std::string> smArgs;
@@ -464,14 +506,6 @@ int status(const Instance &inst, bool json)
 	return 0;
 }
 
-/* --instance: the name given, else $IBEMU_INSTANCE (set by `ibemu exec`),
- * else "default" */
-std::string defaultInstance()
-{
-	const char *e = getenv("IBEMU_INSTANCE");
-	return e && *e ? e : "default";
-}
-
 } /* namespace */
 
 void addInstanceCommands(CLI::App &app, int &exitCode)
@@ -501,6 +535,8 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 		->capture_default_str();
 	upCmd->add_flag("--keep-logs", u->keepLogs, "Keep the run directory and its logs if up fails");
 	upCmd->add_flag("--json", u->json, "Print what is exposed as JSON");
+	upCmd->add_option("--scenario", u->scenario, "A scenario file (TOML) of fault events to play once up");
+	upCmd->add_option("--seed", u->seed, "With --scenario: the seed of its random choices, instead of the file's");
 	upCmd->add_option("opensm_args", u->smArgs, "With --sm: arguments for OpenSM, after --");
 	upCmd->callback([u, &exitCode] {
 		Instance inst;
@@ -518,20 +554,28 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 		}
 		std::vector<std::string> args{ "--instance",  u->instance, "--transport",      u->transport,
 					       "--log-level", u->logLevel, "--verbs-provider", u->verbsProvider };
-		if (!u->topology.empty()) {
+		/* the daemon runs elsewhere: files by their absolute paths */
+		auto file = [&args](const char *opt, const std::string &path) {
 			char real[PATH_MAX];
-			if (!realpath(u->topology.c_str(), real)) {
-				fprintf(stderr, "ibemu up: %s: %s\n", u->topology.c_str(), strerror(errno));
-				return void(exitCode = 1);
+			if (!realpath(path.c_str(), real)) {
+				fprintf(stderr, "ibemu up: %s: %s\n", path.c_str(), strerror(errno));
+				return false;
 			}
-			args.insert(args.end(), { "--topology", real });
-		}
+			args.insert(args.end(), { opt, real });
+			return true;
+		};
+		if (!u->topology.empty() && !file("--topology", u->topology))
+			return void(exitCode = 1);
 		if (!u->gen.empty())
 			args.insert(args.end(), { "--gen", u->gen });
 		if (!u->local.empty())
 			args.insert(args.end(), { "--local", u->local });
 		if (u->global)
 			args.push_back("--global");
+		if (!u->scenario.empty() && !file("--scenario", u->scenario))
+			return void(exitCode = 1);
+		if (u->seed)
+			args.insert(args.end(), { "--seed", std::to_string(*u->seed) });
 		if (u->sm) {
 			args.push_back("--sm");
 			args.push_back("--");

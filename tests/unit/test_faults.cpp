@@ -1,0 +1,476 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Faults from outside the subnet: pulled and replugged cables, degraded
+// links, lossy cables counted where a receiver counts, silent agents,
+// counters set by name; the daemon's operations (FabricControl), scenario
+// files and ibsim lines that drive them.
+#include "tests/unit/fabric_helpers.h"
+
+#include "fabric/pma.h"
+#include "fabric/port_counters.h"
+#include "fabric/smp_attrs.h"
+#include "fabric/topology.h"
+#include "tools/fabric_control.h"
+#include "tools/ibsim_script.h"
+#include "tools/scenario.h"
+
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <unistd.h>
+
+using namespace ibemu;
+using namespace ibemu::test;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+struct Fixture : DefaultFabric {
+	std::optional<Mad> nodeDesc(const Port &target)
+	{
+		return roundTrip(s, *host1,
+				 lidSmp(IB_MGMT_METHOD_GET, IB_SMP_ATTR_NODE_DESC, 0, sm->lidOf(target), ++tid));
+	}
+	std::optional<Mad> nodeDescDr(const Node &n)
+	{
+		return roundTrip(s, *host1, drSmp(IB_MGMT_METHOD_GET, IB_SMP_ATTR_NODE_DESC, 0, sm->pathTo(n), ++tid));
+	}
+};
+
+/* A scratch file for an event log, removed at the end */
+struct TempFile {
+	std::string path;
+	TempFile()
+	{
+		char t[] = "/tmp/ibemu-faults-XXXXXX";
+		int fd = mkstemp(t);
+		REQUIRE(fd >= 0);
+		close(fd);
+		path = t;
+	}
+	~TempFile() { unlink(path.c_str()); }
+	std::vector<Json> lines() const
+	{
+		std::vector<Json> out;
+		std::ifstream in(path);
+		for (std::string l; std::getline(in, l);)
+			out.push_back(Json::parse(l));
+		return out;
+	}
+};
+
+/* The fabric with a FabricControl that logs to a scratch file */
+struct ControlFixture : Fixture {
+	boost::asio::io_context io;
+	TempFile log;
+	tools::FabricControl ctl{ io, s, log.path };
+
+	/* Runs a request; its reply (null until it comes) */
+	Json run(const Json &req)
+	{
+		Json reply;
+		ctl.run(req, { { "source", "test" } }, [&reply](Json r) { reply = r; });
+		return reply;
+	}
+};
+
+} /* namespace */
+
+TEST_CASE_METHOD(Fixture, "a pulled cable takes both ends down and plugs back in", "[faults]")
+{
+	Port &a = sw1->port(7), &b = sw2->port(7);
+	REQUIRE(a.state == PortState::Active);
+	Capture sink(s);
+	host1->host = &sink;
+
+	REQUIRE(s.pullCable(a) == 0);
+	CHECK(a.peer == nullptr);
+	CHECK(b.peer == nullptr);
+	CHECK(a.pulledPeer == &b);
+	CHECK(b.pulledPeer == &a);
+	for (Port *p : { &a, &b }) {
+		CHECK(p->state == PortState::Down);
+		CHECK(p->physState == PhysState::Polling);
+		CHECK(p->counters.linkDowned == 1);
+	}
+	/* the switch on the SM's side tells it, as real ones do (sw2's trap
+	 * may be lost: its route to the SM may have crossed the pulled cable) */
+	unsigned traps = 0;
+	for (const Packet &p : sink.got) {
+		const ib_smp &smpIn = *smp(p.mad);
+		if (smpIn.method == IB_MGMT_METHOD_TRAP && smpIn.attr_id.get() == IB_SMP_ATTR_NOTICE) {
+			const ib_notice &n = *overlay<ib_notice>(smpIn.data);
+			traps += n.trap_num.get() == 128 && n.issuer_lid.get() == sm->lidOf(sw1->port(0));
+		}
+	}
+	CHECK(traps == 1);
+	host1->host = nullptr;
+
+	CHECK(s.pullCable(a) == -ENOTCONN);
+	REQUIRE(s.plugCable(b) == 0);
+	CHECK(a.peer == &b);
+	CHECK(a.pulledPeer == nullptr);
+	CHECK(a.physState == PhysState::LinkUp);
+	CHECK(a.state == PortState::Init);
+	CHECK(s.plugCable(a) == -ENOTCONN);
+
+	/* an end cabled elsewhere since: nothing to plug back */
+	REQUIRE(s.pullCable(a) == 0);
+	Port &spare = sw1->port(6);
+	REQUIRE(s.connect(b, spare) == 0);
+	CHECK(s.plugCable(a) == -EBUSY);
+}
+
+TEST_CASE_METHOD(Fixture, "a degraded cable retrains narrower and slower", "[faults]")
+{
+	Port &a = sw1->port(7), &b = sw2->port(7);
+	REQUIRE(a.linkWidthActive == kWidth4x);
+	Speed before = a.speedActive;
+	s.degradeLink(a, kWidth1x, Speed::SDR);
+	for (Port *p : { &a, &b }) {
+		CHECK(p->linkWidthActive == kWidth1x);
+		CHECK(p->speedActive == Speed::SDR);
+		CHECK(p->counters.linkDowned == 1); /* it retrained */
+		CHECK(p->state == PortState::Init);
+		/* what the port could do is unchanged: iblinkinfo says "could be 4X" */
+		CHECK((p->linkWidthSupported & kWidth4x) != 0);
+	}
+	s.degradeLink(a, 0, std::nullopt);
+	CHECK(b.linkWidthActive == kWidth4x);
+	CHECK(b.speedActive == before);
+}
+
+TEST_CASE_METHOD(Fixture, "a lossy cable loses packets and counts them at the receiver", "[faults]")
+{
+	/* host1 -> sw1 -> sw2 (port 7 or 8) -> host2: make both inter-switch
+	 * cables lose everything */
+	for (unsigned n : { 7u, 8u })
+		s.setLinkErrors(sw1->port(n), 1.0, 0, 1);
+	/* sw2 counts what it received on either cable from sw1 */
+	auto sw2Counts = [&] {
+		unsigned symbols = 0, rcv = 0;
+		for (unsigned n : { 7u, 8u }) {
+			symbols += sw2->port(n).counters.symbolErrors;
+			rcv += sw2->port(n).counters.rcvErrors;
+		}
+		return std::make_pair(symbols, rcv);
+	};
+	CHECK_FALSE(nodeDesc(*host2));
+	CHECK(sw2Counts() == std::make_pair(1u, 1u));
+
+	/* a corrupted packet is a receive error, not a symbol error */
+	for (unsigned n : { 7u, 8u })
+		s.setLinkErrors(sw1->port(n), 0, 1.0, 1);
+	CHECK_FALSE(nodeDesc(*host2));
+	CHECK(sw2Counts() == std::make_pair(1u, 2u));
+
+	/* both 0: the fault is gone */
+	for (unsigned n : { 7u, 8u })
+		s.setLinkErrors(sw1->port(n), 0, 0, 0);
+	CHECK(sw1->port(7).errors == nullptr);
+	CHECK(nodeDesc(*host2));
+}
+
+TEST_CASE("the same seed loses the same packets", "[faults]")
+{
+	auto losses = [](uint64_t seed) {
+		Fixture f;
+		for (unsigned n : { 7u, 8u })
+			f.s.setLinkErrors(f.sw1->port(n), 0.3, 0.1, seed);
+		std::string fate;
+		for (int i = 0; i < 200; i++)
+			fate += f.nodeDesc(*f.host2) ? '.' : 'x';
+		return fate;
+	};
+	std::string a = losses(42);
+	CHECK(a == losses(42));
+	CHECK(a != losses(43));
+	CHECK(a.find('x') != std::string::npos);
+	CHECK(a.find('.') != std::string::npos);
+}
+
+TEST_CASE_METHOD(Fixture, "a silent switch answers nothing but still switches", "[faults]")
+{
+	s.setSilent(*sw2, true);
+	CHECK_FALSE(nodeDesc(sw2->port(0)));
+	CHECK_FALSE(nodeDescDr(*sw2));
+	/* the PMA is silent too */
+	CHECK_FALSE(roundTrip(s, *host1,
+			      pmaMad(IB_MGMT_METHOD_GET, IB_PMA_PORT_COUNTERS, 1, sm->lidOf(sw2->port(0)), ++tid)));
+	/* traffic through it goes on: host2 sits behind sw2 */
+	auto r = nodeDesc(*host2);
+	REQUIRE(r);
+	CHECK(madStatus(*r) == 0);
+	/* and it sends no traps */
+	Capture sink(s);
+	host1->host = &sink;
+	s.pullCable(sw2->port(1));
+	host1->host = nullptr;
+	unsigned fromSw2 = 0;
+	for (const Packet &p : sink.got)
+		fromSw2 += smp(p.mad)->method == IB_MGMT_METHOD_TRAP;
+	CHECK(fromSw2 == 0);
+
+	s.setSilent(*sw2, false);
+	CHECK(nodeDesc(sw2->port(0)));
+}
+
+TEST_CASE("counters are set by perfquery's names", "[faults]")
+{
+	PortCounters c;
+	CHECK(setPortCounter(c, "SymbolErrorCounter", 100) == 0);
+	CHECK(c.symbolErrors == 100);
+	CHECK(setPortCounter(c, "portrcverrors", 7) == 0);
+	CHECK(c.rcvErrors == 7);
+	CHECK(setPortCounter(c, "LinkDownedCounter", 256) == -ERANGE);
+	CHECK(c.linkDowned == 0);
+	CHECK(setPortCounter(c, "PortXmitData", 0x100000000ull) == 0);
+	CHECK(c.extXmitData == 0x100000000ull);
+	CHECK(c.xmitData == 0xffffffffu); /* the 32-bit view saturates */
+	CHECK(setPortCounter(c, "NoSuchCounter", 1) == -ENOENT);
+	CHECK(setPortCounter(c, "all", 16) == -ERANGE); /* 4-bit counters */
+	CHECK(setPortCounter(c, "all", 15) == 0);
+	CHECK(c.excessiveBufferOverruns == 15);
+	CHECK(c.extMulticastRcvPkts == 15);
+	CHECK(portCounterNames().size() == 21);
+}
+
+TEST_CASE_METHOD(ControlFixture, "FabricControl: bad requests change nothing and say why", "[faults]")
+{
+	auto refused = [&](Json req) {
+		Json reply = run(req);
+		CHECK_FALSE(reply.value("ok", true));
+		return reply.value("error", "");
+	};
+	CHECK_THAT(refused({ { "op", "link.sever" } }), Catch::Contains("unknown op \"link.sever\""));
+	CHECK_THAT(refused(Json::array()), Catch::Contains("JSON object"));
+	CHECK_THAT(refused({ { "op", "link.down" }, { "node", "nowhere" }, { "port", 1 } }),
+		   Catch::Contains("no node \"nowhere\""));
+	CHECK_THAT(refused({ { "op", "link.down" }, { "node", "ibemu-sw1" }, { "port", 9 } }),
+		   Catch::Contains("has ports 1-8; there is no port 9"));
+	CHECK_THAT(refused({ { "op", "link.down" }, { "node", "ibemu-sw1" }, { "port", 4 } }),
+		   Catch::Contains("has no cable"));
+	CHECK_THAT(refused({ { "op", "link.down" }, { "node", "ibemu-sw1" }, { "port", 7 }, { "prot", 1 } }),
+		   Catch::Contains("unknown argument \"prot\""));
+	CHECK_THAT(refused({ { "op", "errors" }, { "node", "ibemu-sw1" }, { "port", 7 }, { "drop", 1.5 } }),
+		   Catch::Contains("[0, 1]"));
+	CHECK_THAT(refused({ { "op", "errors" }, { "node", "ibemu-sw1" }, { "port", 7 }, { "drop", -0.1 } }),
+		   Catch::Contains("[0, 1]"));
+	CHECK_THAT(refused({ { "op", "link.up" }, { "node", "ibemu-sw1" }, { "port", 7 } }),
+		   Catch::Contains("cabled already"));
+	CHECK_THAT(refused({ { "op", "counters.set" },
+			     { "node", "ibemu-sw1" },
+			     { "port", 7 },
+			     { "counter", "LinkDownedCounter" },
+			     { "value", 300 } }),
+		   Catch::Contains("does not fit"));
+	CHECK_THAT(refused({ { "op", "link.degrade" }, { "node", "ibemu-sw1" }, { "port", 7 }, { "width", "3x" } }),
+		   Catch::Contains("width must be"));
+	/* the fabric is as it was, and nothing was logged */
+	CHECK(sw1->port(7).peer == &sw2->port(7));
+	CHECK(sw1->port(7).errors == nullptr);
+	CHECK(sw1->port(7).counters.linkDowned == 0);
+	CHECK(log.lines().empty());
+}
+
+TEST_CASE_METHOD(ControlFixture, "FabricControl carries out requests and logs each", "[faults]")
+{
+	/* a node by GUID, description and host name */
+	Json r = run({ { "op", "link.down" }, { "node", "0x0002c90200000001" }, { "port", 7 } });
+	REQUIRE(r.value("ok", false));
+	CHECK(r["peer"] == "\"ibemu-sw2\"[7]");
+	CHECK(sw1->port(7).peer == nullptr);
+	CHECK(run({ { "op", "link.up" }, { "node", "ibemu-sw2" }, { "port", 7 } }).value("ok", false));
+	CHECK(sw1->port(7).peer == &sw2->port(7));
+	CHECK(run({ { "op", "node.silence" }, { "node", "ibemu-host2" } }).value("ok", false));
+	CHECK(host2->node->silent);
+	CHECK(run({ { "op", "errors" }, { "node", "ibemu-sw1" }, { "drop", 0.25 }, { "seed", 9 } }).value("ok", false));
+	for (unsigned n = 1; n <= 8; n++)
+		CHECK((sw1->port(n).errors && sw1->port(n).errors->dropRate == 0.25));
+	CHECK(run({ { "op", "counters.set" },
+		    { "node", "ibemu-sw1" },
+		    { "port", 3 },
+		    { "counter", "SymbolErrorCounter" },
+		    { "value", 5 } })
+		      .value("ok", false));
+	CHECK(sw1->port(3).counters.symbolErrors == 5);
+	CHECK(run({ { "op", "node.remove" }, { "node", "ibemu-sw2" } }).value("ok", false));
+	for (unsigned n = 1; n <= 8; n++)
+		CHECK(sw2->port(n).peer == nullptr);
+	r = run({ { "op", "node.add" }, { "node", "ibemu-sw2" } });
+	REQUIRE(r.value("ok", false));
+	CHECK(r["cables"].size() == 5);
+	CHECK(sw2->port(8).peer == &sw1->port(8));
+
+	auto lines = log.lines();
+	REQUIRE(lines.size() == 7);
+	CHECK(lines[0]["op"] == "link.down");
+	CHECK(lines[0]["node"] == "ibemu-sw1");
+	CHECK(lines[0]["port"] == 7);
+	CHECK(lines[0]["source"] == "test");
+	CHECK(lines[0]["seq"] == 1);
+	CHECK(lines[6]["op"] == "node.add");
+	Json st = ctl.state();
+	CHECK(st["silent_nodes"] == Json::array({ "ibemu-host2 HCA-1" }));
+	CHECK(st["lossy_ports"].size() == 8);
+	CHECK(st["pulled_cables"].empty());
+}
+
+TEST_CASE_METHOD(ControlFixture, "a flapping link goes down and up, then replies", "[faults]")
+{
+	Json reply;
+	ctl.run({ { "op", "link.flap" }, { "node", "ibemu-sw1" }, { "port", 8 }, { "count", 3 }, { "interval_ms", 1 } },
+		{ { "source", "test" } }, [&](Json r) { reply = r; });
+	CHECK(reply.is_null()); /* still flapping */
+	io.run();
+	REQUIRE(reply.value("ok", false));
+	CHECK(reply["flaps"] == 3);
+	CHECK(sw1->port(8).peer == &sw2->port(8));
+	CHECK(sw1->port(8).counters.linkDowned == 3);
+	auto lines = log.lines();
+	REQUIRE(lines.size() == 6);
+	CHECK(lines[0]["op"] == "link.down");
+	CHECK(lines[1]["op"] == "link.up");
+	CHECK(lines[5]["flap"] == 3);
+}
+
+TEST_CASE_METHOD(ControlFixture, "scenario files: errors name the line", "[faults]")
+{
+	auto error = [&](const char *text) {
+		tools::Scenario sc;
+		std::string err;
+		CHECK_FALSE(tools::parseScenario(text, "f.toml", ctl, sc, err));
+		return err;
+	};
+	CHECK(error("seed = 1\n[[event]]\nat = 5\nop = \"node.silence\"\nnode = \"ibemu-sw1\"\n") ==
+	      "f.toml:3: at must be a duration like \"500ms\", \"5s\" or \"2m\"");
+	CHECK(error("[[event]]\nat = \"1s\"\nop = \"node.silence\"\nnode = \"sw9\"\n") ==
+	      "f.toml:1: no node \"sw9\" in the fabric (give a node GUID, NodeDescription or host name)");
+	CHECK_THAT(error("[[event]]\nat = \"1s\"\nop = \"link.down\"\nnode = \"ibemu-sw1\"\nport = 7\ncount = 2\n"),
+		   Catch::Contains("f.toml:1: count goes with every"));
+	CHECK_THAT(error("colour = 1\n"), Catch::Contains("f.toml:1: unknown key \"colour\""));
+	CHECK_THAT(error("[[event]\n"), Catch::StartsWith("f.toml:1: "));
+	CHECK_THAT(error("[[event]]\nat = \"1s\"\nafter = \"dawn\"\nop = \"node.silence\"\nnode = \"ibemu-sw1\"\n"),
+		   Catch::Contains("f.toml:3: after must be \"sm-master\""));
+	CHECK_THAT(error("[[event]]\nprobability = 2\nop = \"node.silence\"\nnode = \"ibemu-sw1\"\n"),
+		   Catch::Contains("f.toml:2: probability"));
+	/* a link.up of a cable a later event pulls is fine: only what never
+	 * changes is checked before the start */
+	tools::Scenario sc;
+	std::string err;
+	CHECK(tools::parseScenario("[[event]]\nat = \"1s\"\nop = \"link.up\"\nnode = \"ibemu-sw1\"\nport = 7\n",
+				   "f.toml", ctl, sc, err));
+	uint64_t ms = 0;
+	CHECK((tools::parseDuration("1.5s", ms) && ms == 1500));
+	CHECK((tools::parseDuration("250ms", ms) && ms == 250));
+	CHECK((tools::parseDuration("2m", ms) && ms == 120000));
+	CHECK_FALSE(tools::parseDuration("5", ms));
+	CHECK_FALSE(tools::parseDuration("-1s", ms));
+	CHECK_FALSE(tools::parseDuration("1h", ms));
+}
+
+TEST_CASE("the same scenario and seed give the same events", "[faults]")
+{
+	const char *text = R"(seed = 7
+[[event]]
+every = "1ms"
+count = 40
+probability = 0.5
+op = "node.silence"
+node = "ibemu-sw2"
+
+[[event]]
+at = "2ms"
+every = "1ms"
+count = 30
+probability = 0.3
+op = "errors"
+node = "ibemu-sw1"
+port = 7
+drop = 0.1
+)";
+	auto play = [&](uint64_t seed) {
+		Fixture f;
+		boost::asio::io_context io;
+		TempFile log;
+		tools::FabricControl ctl(io, f.s, log.path);
+		tools::Scenario sc;
+		std::string err;
+		REQUIRE(tools::parseScenario(text, "s.toml", ctl, sc, err));
+		sc.seed = seed;
+		tools::ScenarioRun run(io, ctl, f.s, sc);
+		bool ended = false;
+		run.start([&] { ended = true; });
+		io.run();
+		CHECK(ended);
+		/* everything but the wall-clock time */
+		std::vector<std::string> events;
+		for (Json e : log.lines()) {
+			e.erase("time");
+			events.push_back(e.dump());
+		}
+		return events;
+	};
+	auto a = play(7);
+	CHECK(a == play(7));
+	CHECK(a != play(8));
+	CHECK(a.size() > 10);
+	CHECK(a.size() < 70);
+}
+
+TEST_CASE("ibsim console lines become requests", "[faults]")
+{
+	auto one = [](const char *line) {
+		tools::IbsimLine out;
+		std::string err;
+		REQUIRE(tools::translateIbsimLine(line, out, err));
+		REQUIRE(out.requests.size() == 1);
+		return out.requests[0];
+	};
+	auto error = [](const char *line) {
+		tools::IbsimLine out;
+		std::string err;
+		CHECK_FALSE(tools::translateIbsimLine(line, out, err));
+		return err;
+	};
+	CHECK(one("Unlink \"Switch1\"[3]") == Json({ { "op", "link.down" }, { "node", "Switch1" }, { "port", 3 } }));
+	CHECK(one("unlink \"Switch1\"") == Json({ { "op", "node.remove" }, { "node", "Switch1" } }));
+	CHECK(one("RELINK \"Switch1\"[0x3]") == Json({ { "op", "link.up" }, { "node", "Switch1" }, { "port", 3 } }));
+	CHECK(one("ReLink \"Switch1\"") == Json({ { "op", "node.add" }, { "node", "Switch1" } }));
+	CHECK(one("Link \"S-1\"[4] \"H-2\"[1]") ==
+	      Json({ { "op", "link.connect" },
+		     { "node", "S-1" },
+		     { "port", 4 },
+		     { "peer", "H-2" },
+		     { "peer_port", 1 } }));
+	CHECK(one("Error \"Switch1\"[2] 25") ==
+	      Json({ { "op", "errors" }, { "node", "Switch1" }, { "port", 2 }, { "corrupt", 0.25 } }));
+	CHECK(one("PerformanceSet \"Hca1\"[1] PortCounters.SymbolErrorCounter=100") ==
+	      Json({ { "op", "counters.set" },
+		     { "node", "Hca1" },
+		     { "port", 1 },
+		     { "counter", "SymbolErrorCounter" },
+		     { "value", 100 } }));
+	tools::IbsimLine out;
+	std::string err;
+	REQUIRE(tools::translateIbsimLine("  # a comment", out, err));
+	CHECK(out.requests.empty());
+	REQUIRE(tools::translateIbsimLine("Wait 2", out, err));
+	CHECK(out.waitMs == 2000);
+	REQUIRE(tools::translateIbsimLine("Dump", out, err));
+	CHECK_THAT(out.note, Catch::Contains("skipped"));
+	REQUIRE(tools::translateIbsimLine("!more.cmds", out, err));
+	CHECK(out.include == "more.cmds");
+
+	CHECK_THAT(error("l \"Switch1\"[3]"), Catch::Contains("unknown ibsim command \"l\""));
+	CHECK_THAT(error("Error \"Switch1\"[2] 101"), Catch::Contains("[0, 100]"));
+	CHECK_THAT(error("Error \"Switch1\"[2] 10 17"), Catch::Contains("attribute filter is not modelled"));
+	CHECK_THAT(error("PerformanceSet \"Hca1\"[1] PortRcvErrorDetails.PortLoopingErrors=1"),
+		   Catch::Contains("only PortCounters"));
+	CHECK_THAT(error("Link \"S-1\"[4] \"H-2\""), Catch::Contains("both ports"));
+	CHECK_THAT(error("Unlink Switch1"), Catch::Contains("quoted node id"));
+	CHECK_THAT(error("Clear \"Switch1\""), Catch::Contains("not supported"));
+}

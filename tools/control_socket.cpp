@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+#include "tools/control_socket.h"
+
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace ibemu::tools {
+
+using boost::asio::local::stream_protocol;
+
+struct ControlSocket::Conn {
+	explicit Conn(stream_protocol::socket s) : sock(std::move(s)), in(kMaxLine) {}
+	stream_protocol::socket sock;
+	boost::asio::streambuf in;
+	Json client;
+	bool open = true;
+};
+
+ControlSocket::ControlSocket(boost::asio::io_context &io, Handler handler)
+	: io_(io), handler_(std::move(handler)), acceptor_(io)
+{}
+
+ControlSocket::~ControlSocket()
+{
+	close();
+}
+
+int ControlSocket::listen(const std::string &path, uid_t owner, std::string &err)
+{
+	owner_ = owner;
+	unlink(path.c_str()); /* one left by a daemon that died; the pid lock says it is ours */
+	boost::system::error_code ec;
+	acceptor_.open(stream_protocol(), ec);
+	/* created 0600: nobody else may connect, not even between bind and chmod */
+	mode_t old = umask(0077);
+	if (!ec)
+		acceptor_.bind(stream_protocol::endpoint(path), ec);
+	umask(old);
+	if (!ec)
+		acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
+	if (ec) {
+		err = "control socket " + path + ": " + ec.message();
+		acceptor_.close(ec);
+		return -EIO;
+	}
+	path_ = path;
+	accept();
+	return 0;
+}
+
+void ControlSocket::close()
+{
+	boost::system::error_code ec;
+	if (acceptor_.is_open()) {
+		acceptor_.close(ec);
+		unlink(path_.c_str());
+	}
+	for (const auto &c : conns_) {
+		c->open = false;
+		c->sock.close(ec);
+	}
+	conns_.clear();
+}
+
+void ControlSocket::accept()
+{
+	acceptor_.async_accept([this](const boost::system::error_code &ec, stream_protocol::socket s) {
+		if (ec == boost::asio::error::operation_aborted || !acceptor_.is_open())
+			return;
+		if (!ec) {
+			auto c = std::make_shared<Conn>(std::move(s));
+			ucred cred{};
+			socklen_t len = sizeof cred;
+			bool allowed = getsockopt(c->sock.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+				(cred.uid == 0 || cred.uid == owner_);
+			c->client = { { "source", "control" }, { "pid", cred.pid } };
+			conns_.insert(c);
+			if (!allowed)
+				send(c,
+				     { { "ok", false },
+				       { "error", "permission denied: root or the instance's owner only" } },
+				     true);
+			else if (conns_.size() > kMaxClients)
+				send(c, { { "ok", false }, { "error", "too many control connections" } }, true);
+			else
+				readNext(c);
+		}
+		accept();
+	});
+}
+
+void ControlSocket::readNext(const std::shared_ptr<Conn> &c)
+{
+	boost::asio::async_read_until(c->sock, c->in, '\n', [this, c](const boost::system::error_code &ec, size_t n) {
+		if (!c->open)
+			return;
+		if (ec == boost::asio::error::not_found) {
+			send(c, { { "ok", false }, { "error", "request longer than 1 MiB" } }, true);
+			return;
+		}
+		if (ec) { /* the client went away; a partial line asked for nothing */
+			c->open = false;
+			conns_.erase(c);
+			return;
+		}
+		std::string line(boost::asio::buffers_begin(c->in.data()),
+				 boost::asio::buffers_begin(c->in.data()) + n);
+		c->in.consume(n);
+		Json req = Json::parse(line, nullptr, false);
+		if (req.is_discarded()) {
+			send(c, { { "ok", false }, { "error", "the request is not JSON" } }, false);
+			return;
+		}
+		Json id = req.is_object() && req.contains("id") ? req["id"] : Json();
+		handler_(req, c->client, [this, c, id](Json reply) {
+			if (!id.is_null())
+				reply["id"] = id;
+			send(c, reply, false);
+		});
+	});
+}
+
+void ControlSocket::send(const std::shared_ptr<Conn> &c, const Json &reply, bool thenClose)
+{
+	if (!c->open)
+		return;
+	auto text = std::make_shared<std::string>(reply.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+						  "\n");
+	boost::asio::async_write(c->sock, boost::asio::buffer(*text),
+				 [this, c, text, thenClose](const boost::system::error_code &ec, size_t) {
+					 if (!c->open)
+						 return;
+					 if (ec || thenClose) {
+						 c->open = false;
+						 boost::system::error_code ignored;
+						 c->sock.close(ignored);
+						 conns_.erase(c);
+						 return;
+					 }
+					 readNext(c);
+				 });
+}
+
+} /* namespace ibemu::tools */
