@@ -63,8 +63,12 @@ int Subnet::plugCable(Port &p)
 
 void Subnet::degradeLink(Port &p, uint8_t width, std::optional<Speed> speed)
 {
-	p.degradedWidth = width;
-	p.degradedSpeed = speed;
+	for (Port *end : { &p, p.peer }) {
+		if (!end)
+			continue;
+		end->degradedWidth = width;
+		end->degradedSpeed = speed;
+	}
 	if (p.linkUp())
 		bounceLink(p); /* retraining takes the link down first */
 }
@@ -82,21 +86,21 @@ void Subnet::setLinkErrors(Port &p, double dropRate, double corruptRate, uint64_
 	p.errors->rng.seed(seed);
 }
 
-bool Subnet::lostOnCable(Port &out, Port &in, uint64_t packets)
+uint64_t Subnet::lostOnCable(Port &out, Port &in, uint64_t packets)
 {
 	LinkErrors *e = in.errors ? in.errors.get() : out.errors.get();
 	if (!e)
-		return false;
+		return 0;
 	uint64_t dropped = draw(e->rng, packets, e->dropRate);
 	uint64_t corrupted = draw(e->rng, packets - dropped, e->corruptRate);
 	if (dropped + corrupted == 0)
-		return false;
+		return 0;
 	e->dropped += dropped;
 	e->corrupted += corrupted;
 	addSaturating(in.counters.symbolErrors, dropped);
 	addSaturating(in.counters.rcvErrors, dropped + corrupted);
 	dropped_ += dropped + corrupted;
-	return true;
+	return dropped + corrupted;
 }
 
 } /* namespace ibemu::fabric */

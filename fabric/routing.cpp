@@ -311,8 +311,15 @@ Port *Subnet::routeData(Port &src, uint16_t dlid, uint32_t packets, uint64_t wir
 			return nullptr;
 		}
 		countTraffic(out->counters, true, packets, words, false);
-		if ((in->errors || out->errors) && lostOnCable(*out, *in, packets))
-			return nullptr;
+		if (in->errors || out->errors) {
+			/* the packets that got through arrive; the message is lost */
+			if (uint64_t lost = lostOnCable(*out, *in, packets)) {
+				countTraffic(in->counters, false, packets - lost, words / packets * (packets - lost),
+					     false);
+				dropped_ += packets - lost;
+				return nullptr;
+			}
+		}
 		countTraffic(in->counters, false, packets, words, false);
 		if (in->state != PortState::Armed && in->state != PortState::Active) {
 			addSaturating(in->counters.rcvErrors, packets);
@@ -356,8 +363,14 @@ void Subnet::routeMulticast(Port &src, uint16_t mlid, uint32_t packets, uint64_t
 			continue;
 		}
 		countTraffic(out->counters, true, packets, words, true);
-		if ((in->errors || out->errors) && lostOnCable(*out, *in, packets))
-			continue;
+		if (in->errors || out->errors) {
+			if (uint64_t lost = lostOnCable(*out, *in, packets)) {
+				countTraffic(in->counters, false, packets - lost, words / packets * (packets - lost),
+					     true);
+				dropped_ += packets - lost;
+				continue;
+			}
+		}
 		countTraffic(in->counters, false, packets, words, true);
 		if (in->state != PortState::Armed && in->state != PortState::Active) {
 			addSaturating(in->counters.rcvErrors, packets);

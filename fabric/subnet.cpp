@@ -113,24 +113,30 @@ Node *Subnet::findNodeByGuid(uint64_t guid) const
 	return it == byGuid_.end() ? nullptr : it->second;
 }
 
-Node *Subnet::resolveNode(std::string_view what) const
+Node *Subnet::resolveNode(std::string_view what, bool *ambiguous) const
 {
 	if (Node *n = findNode(what))
 		return n;
-	for (const auto &n : nodes_)
-		if (n->desc == what)
-			return n.get();
-	Node *host = nullptr; /* NodeDescription is "hostname HCA-1" by convention */
-	for (const auto &n : nodes_) {
-		std::string_view first = std::string_view(n->desc).substr(0, n->desc.find(' '));
-		if (n->isSwitch() || first != what)
-			continue;
-		if (host)
-			return nullptr; /* ambiguous */
-		host = n.get();
+	/* by description, then by host name (NodeDescription is "hostname
+	 * HCA-1" by convention): only when one node matches */
+	for (bool hostName : { false, true }) {
+		Node *found = nullptr;
+		for (const auto &n : nodes_) {
+			std::string_view d = n->desc;
+			if (hostName && (n->isSwitch() || d.substr(0, d.find(' ')) != what))
+				continue;
+			if (!hostName && d != what)
+				continue;
+			if (found) {
+				if (ambiguous)
+					*ambiguous = true;
+				return nullptr;
+			}
+			found = n.get();
+		}
+		if (found)
+			return found;
 	}
-	if (host)
-		return host;
 	if (what.size() > 2 && what[0] == '0' && (what[1] == 'x' || what[1] == 'X')) {
 		std::string hex(what.substr(2));
 		char *end = nullptr;

@@ -46,8 +46,9 @@ public:
 	Port *findPortByGuid(uint64_t guid) const;
 	/* A node as people name it: its node id, its NodeDescription, the host
 	 * name that starts a CA's description ("host HCA-1"), or its node GUID
-	 * ("0x..."). Null when nothing, or more than one host, matches. */
-	Node *resolveNode(std::string_view what) const;
+	 * ("0x..."). Null when nothing matches, or more than one node has
+	 * that description or host name (then *ambiguous is set). */
+	Node *resolveNode(std::string_view what, bool *ambiguous = nullptr) const;
 	/* A port (CA port or switch port 0) whose LID range covers lid, if any. */
 	Port *findPortByLid(uint16_t lid) const;
 	/* Changes a port's GUID (topology files may give CA port GUIDs). */
@@ -89,12 +90,14 @@ public:
 	 * none was pulled from p, -EBUSY when an end has been cabled since. */
 	int plugCable(Port &p);
 	/* A damaged cable at p: it trains no wider than `width` (a LinkWidth
-	 * bit; 0: no limit) and no faster than `speed`. A link that is up
+	 * bit; 0: no limit) and no faster than `speed`. Both ends of the
+	 * cable keep the limit, so either can lift it. A link that is up
 	 * retrains at once (Down, then up at the new width and speed). */
 	void degradeLink(Port &p, uint8_t width, std::optional<Speed> speed);
 	/* Packet loss on p's cable, both directions, counted at the receiving
 	 * end: a drop as SymbolErrorCounter and PortRcvErrors, a corrupted
-	 * packet as PortRcvErrors; neither reaches the receiver. Rates in
+	 * packet as PortRcvErrors; neither reaches the receiver. When both
+	 * ends have rates, each direction uses its receiving end's. Rates in
 	 * [0,1]; both 0 removes the fault. */
 	void setLinkErrors(Port &p, double dropRate, double corruptRate, uint64_t seed);
 	/* The node's SMA and PMA stop answering Gets and Sets (requests time
@@ -167,9 +170,9 @@ private:
 	void countRcv(Port &p, const Packet &pkt);
 
 	/* Draws the fate of `packets` packets crossing from `out` to `in`
-	 * through a lossy cable and counts the losses at `in`; true when any
-	 * is lost (link_faults.cpp). */
-	bool lostOnCable(Port &out, Port &in, uint64_t packets);
+	 * through a lossy cable, counts the losses at `in` and as drops; how
+	 * many were lost (link_faults.cpp). */
+	uint64_t lostOnCable(Port &out, Port &in, uint64_t packets);
 
 	void linkDown(Port &p, PhysState localPhys);
 	void train(Port &p);

@@ -61,8 +61,17 @@ struct TopoNode {
 	uint32_t file = 0;
 };
 
+/* An ibsim `do COMMAND` line: not the fabric's business; ibemud runs it
+ * once the fabric is built (tools/ibsim_script.h) */
+struct TopoCommand {
+	std::string text; /* COMMAND */
+	uint32_t file = 0;
+	uint32_t line = 0;
+};
+
 struct Topology {
 	std::vector<TopoNode> nodes;
+	std::vector<TopoCommand> commands;
 	std::vector<std::string> files; /* file names, for messages */
 	std::vector<std::string> warnings;
 };
@@ -85,6 +94,13 @@ int loadTopologyFile(const std::string &path, Topology &out, TopologyError &err)
 /* Creates the nodes and cables. Checks peers exist, ports are in range and
  * the two ends of every link agree. Returns 0 or -EINVAL with `err`. */
 int buildSubnet(const Topology &topo, Subnet &subnet, TopologyError &err);
+
+/* Adds a topology fragment to a running subnet (hot-plug): its nodes are
+ * created, and its port lines may name nodes of the running subnet (by
+ * id or GUID), whose ports must be free: those cables are plugged in.
+ * Node ids and GUIDs must be new. Everything is checked before anything
+ * changes: on -EINVAL (with `err`) the subnet is as it was. */
+int graftTopology(const Topology &fragment, Subnet &running, TopologyError &err);
 
 /* Writes a subnet in ibnetdiscover format (switches, then CAs, then routers,
  * each in creation order), as `ibnetdiscover` would print it. */

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// Turning a parsed topology into a Subnet: GUIDs, link speeds, cables.
+// Turning a parsed topology into a Subnet: GUIDs, link speeds, cables; or
+// grafting a fragment onto a running one (graftTopology), its port lines
+// naming the running fabric's ports it is cabled to.
 #include "fabric/subnet.h"
 #include "fabric/topology.h"
 
+#include <cassert>
 #include <cerrno>
 #include <cstdio>
+#include <set>
 #include <unordered_map>
 
 namespace ibemu::fabric {
@@ -24,13 +28,25 @@ std::string hex(uint64_t v)
 	return buf;
 }
 
+/* The far end of a port line: a node of the topology, or (grafting) a
+ * node of the running fabric */
+struct PeerRef {
+	size_t idx = SIZE_MAX;
+	Node *running = nullptr;
+	uint8_t port = 0;
+};
+
 struct Builder {
 	const Topology &topo;
-	Subnet &subnet;
+	Subnet &subnet; /* where the nodes are built */
 	TopologyError &err;
+	/* grafting: the running fabric, whose nodes the topology may cable
+	 * to and whose ids and GUIDs it must not take; null otherwise */
+	const Subnet *running = nullptr;
 	std::vector<Node *> built; /* parallel to topo.nodes */
 	std::unordered_map<std::string_view, size_t> byId;
 	std::unordered_map<std::string_view, std::pair<size_t, uint8_t>> aliases;
+	std::set<const Port *> attached; /* running ports a port line cables to */
 
 	int fail(uint32_t file, uint32_t line, std::string msg)
 	{
@@ -43,7 +59,8 @@ struct Builder {
 	int assignGuids(std::vector<uint64_t> &guids);
 	int createNodes();
 	const TopoPort *portLine(size_t nodeIdx, unsigned num) const;
-	int resolvePeer(const TopoNode &tn, const TopoPort &tp, size_t &peerIdx, uint8_t &peerPort);
+	int resolvePeer(const TopoNode &tn, const TopoPort &tp, PeerRef &peer);
+	int attach(const TopoPort &tp, const PeerRef &peer, Port &a);
 	int connectAll();
 };
 
@@ -55,6 +72,10 @@ int Builder::assignGuids(std::vector<uint64_t> &guids)
 		const TopoNode &n = topo.nodes[i];
 		if (!n.guid)
 			continue;
+		if (running && running->findNodeByGuid(n.guid))
+			return fail(n.file, n.line,
+				    "node GUID " + hex(n.guid) + " of \"" + n.id +
+					    "\" is in the running fabric already");
 		auto [it, fresh] = used.emplace(n.guid, i);
 		if (!fresh) {
 			const TopoNode &o = topo.nodes[it->second];
@@ -71,7 +92,7 @@ int Builder::assignGuids(std::vector<uint64_t> &guids)
 			continue;
 		int t = n.type == NodeType::CA ? 0 : n.type == NodeType::Switch ? 1 : 2;
 		uint64_t step = n.type == NodeType::Switch ? 1 : n.numPorts + 1;
-		while (used.count(next[t]))
+		while (used.count(next[t]) || (running && running->findNodeByGuid(next[t])))
 			next[t] += step;
 		guids[i] = next[t];
 		used.emplace(next[t], i);
@@ -89,6 +110,8 @@ int Builder::createNodes()
 	built.resize(topo.nodes.size());
 	for (size_t i = 0; i < topo.nodes.size(); i++) {
 		const TopoNode &tn = topo.nodes[i];
+		if (running && running->findNode(tn.id))
+			return fail(tn.file, tn.line, "node id \"" + tn.id + "\" is in the running fabric already");
 		auto [it, fresh] = byId.emplace(tn.id, i);
 		if (!fresh) {
 			const TopoNode &o = topo.nodes[it->second];
@@ -143,6 +166,11 @@ int Builder::createNodes()
 			if (tp.extSpeedEnabled != 0xff)
 				p.linkSpeedExtEnabled = tp.extSpeedEnabled;
 			if (!n.isSwitch()) {
+				uint64_t portGuid = tp.guid ? tp.guid : p.guid;
+				const Port *holder = running ? running->findPortByGuid(portGuid) : nullptr;
+				if (holder && holder != &p)
+					return fail(tp.file, tp.line,
+						    "port GUID " + hex(portGuid) + " is in the running fabric already");
 				if (tp.guid && tp.guid != p.guid) {
 					Port *other = subnet.findPortByGuid(tp.guid);
 					if (other && other != &p)
@@ -173,20 +201,21 @@ const TopoPort *Builder::portLine(size_t nodeIdx, unsigned num) const
 	return nullptr;
 }
 
-int Builder::resolvePeer(const TopoNode &tn, const TopoPort &tp, size_t &peerIdx, uint8_t &peerPort)
+int Builder::resolvePeer(const TopoNode &tn, const TopoPort &tp, PeerRef &peer)
 {
-	peerPort = tp.peerPort;
+	peer = {};
+	peer.port = tp.peerPort;
 	if (tp.peer.find('@') != std::string::npos) {
 		auto it = aliases.find(tp.peer);
 		if (it == aliases.end())
 			return fail(tp.file, tp.line, "unknown port alias \"" + tp.peer + "\"");
-		peerIdx = it->second.first;
-		peerPort = it->second.second;
+		peer.idx = it->second.first;
+		peer.port = it->second.second;
 		return 0;
 	}
 	auto it = byId.find(tp.peer);
 	if (it != byId.end()) {
-		peerIdx = it->second;
+		peer.idx = it->second;
 	} else {
 		/* "S-0002c90300001234" or "0x0002c90300001234": a GUID */
 		std::string_view g = tp.peer;
@@ -199,19 +228,58 @@ int Builder::resolvePeer(const TopoNode &tn, const TopoPort &tp, size_t &peerIdx
 			g.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos;
 		if (ok)
 			guid = std::stoull(std::string(g), nullptr, 16);
-		Node *n = ok ? subnet.findNodeByGuid(guid) : nullptr;
-		if (!n)
+		/* grafting: a node of the running fabric, by id or GUID */
+		Node *r = nullptr, *n = nullptr;
+		if (running) {
+			r = running->findNode(tp.peer);
+			if (!r && ok)
+				r = running->findNodeByGuid(guid);
+		} else if (ok) {
+			n = subnet.findNodeByGuid(guid);
+		}
+		if (!n && !r)
 			return fail(tp.file, tp.line,
 				    "port " + std::to_string(tp.num) + " of \"" + tn.id +
 					    "\" names an unknown node \"" + tp.peer + "\"");
-		peerIdx = n->index;
+		if (r) {
+			peer.running = r;
+			if (peer.port < 1 || peer.port > r->numPorts)
+				return fail(tp.file, tp.line,
+					    "\"" + r->name + "\" has no port " + std::to_string(peer.port) +
+						    " (it has " + std::to_string(r->numPorts) + ")");
+			return 0;
+		}
+		peer.idx = n->index;
 	}
-	const TopoNode &pn = topo.nodes[peerIdx];
-	if (peerPort < 1 || peerPort > pn.numPorts)
+	const TopoNode &pn = topo.nodes[peer.idx];
+	if (peer.port < 1 || peer.port > pn.numPorts)
 		return fail(tp.file, tp.line,
-			    "\"" + pn.id + "\" has no port " + std::to_string(peerPort) + " (it has " +
+			    "\"" + pn.id + "\" has no port " + std::to_string(peer.port) + " (it has " +
 				    std::to_string(pn.numPorts) + ")");
 	return 0;
+}
+
+/* A port line that cables to the running fabric: its port must be free,
+ * and named by one line only */
+int Builder::attach(const TopoPort &tp, const PeerRef &peer, Port &a)
+{
+	Port &b = peer.running->port(peer.port);
+	if (b.peer && b.peer != &a)
+		return fail(tp.file, tp.line,
+			    "\"" + b.node->name + "\"[" + std::to_string(b.num) + "] is cabled already (to \"" +
+				    b.peer->node->name + "\"[" + std::to_string(b.peer->num) + "])");
+	if (!attached.insert(&b).second)
+		return fail(tp.file, tp.line,
+			    "\"" + b.node->name + "\"[" + std::to_string(b.num) + "] is named by two port lines");
+	if (a.peer)
+		return fail(tp.file, tp.line, "cannot cable these ports");
+	if (&subnet != running)
+		return 0; /* the dry run on a scratch subnet: checked, not cabled */
+	/* the new cable replaces any memory of one pulled from b */
+	if (b.pulledPeer && b.pulledPeer->pulledPeer == &b)
+		b.pulledPeer->pulledPeer = nullptr;
+	b.pulledPeer = nullptr;
+	return subnet.connect(a, b) == 0 ? 0 : fail(tp.file, tp.line, "cannot cable these ports");
 }
 
 int Builder::connectAll()
@@ -221,20 +289,27 @@ int Builder::connectAll()
 		for (const TopoPort &tp : tn.ports) {
 			if (tp.peer.empty())
 				continue;
-			size_t peerIdx;
-			uint8_t peerPort;
-			if (int rc = resolvePeer(tn, tp, peerIdx, peerPort))
+			PeerRef peer;
+			if (int rc = resolvePeer(tn, tp, peer))
 				return rc;
+			if (peer.running) {
+				if (int rc = attach(tp, peer, built[i]->port(tp.num)))
+					return rc;
+				continue;
+			}
+			size_t peerIdx = peer.idx;
+			uint8_t peerPort = peer.port;
 			if (peerIdx == i && peerPort == tp.num)
 				return fail(tp.file, tp.line,
 					    "port " + std::to_string(tp.num) + " is cabled to itself");
 
 			/* If the peer describes its end, both must agree. */
 			if (const TopoPort *back = portLine(peerIdx, peerPort); back && !back->peer.empty()) {
-				size_t backIdx;
-				uint8_t backPort;
-				if (int rc = resolvePeer(topo.nodes[peerIdx], *back, backIdx, backPort))
+				PeerRef backRef;
+				if (int rc = resolvePeer(topo.nodes[peerIdx], *back, backRef))
 					return rc;
+				size_t backIdx = backRef.idx;
+				uint8_t backPort = backRef.port;
 				if (backIdx != i || backPort != tp.num)
 					return fail(tp.file, tp.line,
 						    "\"" + tn.id + "\"[" + std::to_string(tp.num) +
@@ -267,10 +342,28 @@ int Builder::connectAll()
 
 int buildSubnet(const Topology &topo, Subnet &subnet, TopologyError &err)
 {
-	Builder b{ topo, subnet, err, {}, {}, {} };
+	Builder b{ topo, subnet, err };
 	if (int rc = b.createNodes())
 		return rc;
 	return b.connectAll();
+}
+
+int graftTopology(const Topology &fragment, Subnet &running, TopologyError &err)
+{
+	/* a dry run first, on a scratch subnet: the running fabric gets nodes
+	 * only when nothing can fail any more */
+	Subnet scratch;
+	Builder dry{ fragment, scratch, err, &running };
+	if (int rc = dry.createNodes())
+		return rc;
+	if (int rc = dry.connectAll())
+		return rc;
+	Builder real{ fragment, running, err, &running };
+	int rc = real.createNodes();
+	if (rc == 0)
+		rc = real.connectAll();
+	assert(rc == 0); /* the dry run checked everything the real one does */
+	return rc;
 }
 
 } /* namespace ibemu::fabric */

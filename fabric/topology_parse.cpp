@@ -175,9 +175,8 @@ int Parser::parseKeyword(std::string_view line, bool &handled)
 
 	if (startsWithNoCase(line, "include"))
 		return include(trim(line.substr(7)));
-	if (startsWithNoCase(line, "do")) {
-		topo.warnings.push_back(topo.files[fileIdx] + ":" + std::to_string(lineNo) +
-					": ibsim console command ignored: " + std::string(line));
+	if (startsWithNoCase(line, "do")) { /* ibsim console commands: the daemon runs them */
+		topo.commands.push_back({ std::string(trim(line.substr(2))), fileIdx, lineNo });
 		return 0;
 	}
 	if (eq == std::string_view::npos) {

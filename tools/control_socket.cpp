@@ -10,6 +10,7 @@
 #include <cstring>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 namespace ibemu::tools {
@@ -25,7 +26,7 @@ struct ControlSocket::Conn {
 };
 
 ControlSocket::ControlSocket(boost::asio::io_context &io, Handler handler)
-	: io_(io), handler_(std::move(handler)), acceptor_(io)
+	: io_(io), handler_(std::move(handler)), acceptor_(io), retry_(io)
 {}
 
 ControlSocket::~ControlSocket()
@@ -33,9 +34,46 @@ ControlSocket::~ControlSocket()
 	close();
 }
 
+namespace {
+
+/* How deep a line's arrays and objects nest (strings skipped): nlohmann's
+ * dump() and copies recurse, so a request nested deeper than any real one
+ * is refused before it is parsed */
+constexpr unsigned kMaxDepth = 16;
+
+bool tooDeep(const std::string &line)
+{
+	unsigned depth = 0;
+	bool inString = false;
+	for (size_t i = 0; i < line.size(); i++) {
+		char ch = line[i];
+		if (inString) {
+			if (ch == '\\')
+				i++;
+			else if (ch == '"')
+				inString = false;
+		} else if (ch == '"') {
+			inString = true;
+		} else if (ch == '[' || ch == '{') {
+			if (++depth > kMaxDepth)
+				return true;
+		} else if ((ch == ']' || ch == '}') && depth > 0) {
+			depth--;
+		}
+	}
+	return false;
+}
+
+} /* namespace */
+
 int ControlSocket::listen(const std::string &path, uid_t owner, std::string &err)
 {
 	owner_ = owner;
+	if (path.size() >= sizeof(sockaddr_un::sun_path)) {
+		err = "control socket " + path + ": the run directory's path is too long for a Unix socket (" +
+			std::to_string(sizeof(sockaddr_un::sun_path) - 1) + " bytes at most)";
+		return -ENAMETOOLONG;
+	}
 	unlink(path.c_str()); /* one left by a daemon that died; the pid lock says it is ours */
 	boost::system::error_code ec;
 	acceptor_.open(stream_protocol(), ec);
@@ -59,6 +97,7 @@ int ControlSocket::listen(const std::string &path, uid_t owner, std::string &err
 void ControlSocket::close()
 {
 	boost::system::error_code ec;
+	retry_.cancel();
 	if (acceptor_.is_open()) {
 		acceptor_.close(ec);
 		unlink(path_.c_str());
@@ -75,24 +114,29 @@ void ControlSocket::accept()
 	acceptor_.async_accept([this](const boost::system::error_code &ec, stream_protocol::socket s) {
 		if (ec == boost::asio::error::operation_aborted || !acceptor_.is_open())
 			return;
-		if (!ec) {
-			auto c = std::make_shared<Conn>(std::move(s));
-			ucred cred{};
-			socklen_t len = sizeof cred;
-			bool allowed = getsockopt(c->sock.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
-				(cred.uid == 0 || cred.uid == owner_);
-			c->client = { { "source", "control" }, { "pid", cred.pid } };
-			conns_.insert(c);
-			if (!allowed)
-				send(c,
-				     { { "ok", false },
-				       { "error", "permission denied: root or the instance's owner only" } },
-				     true);
-			else if (conns_.size() > kMaxClients)
-				send(c, { { "ok", false }, { "error", "too many control connections" } }, true);
-			else
-				readNext(c);
+		if (ec) { /* EMFILE and the like: try again a little later, not in a loop */
+			retry_.expires_after(std::chrono::milliseconds(100));
+			retry_.async_wait([this](const boost::system::error_code &e) {
+				if (!e && acceptor_.is_open())
+					accept();
+			});
+			return;
 		}
+		auto c = std::make_shared<Conn>(std::move(s));
+		ucred cred{};
+		socklen_t len = sizeof cred;
+		bool allowed = getsockopt(c->sock.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+			(cred.uid == 0 || cred.uid == owner_);
+		c->client = { { "source", "control" }, { "pid", cred.pid } };
+		conns_.insert(c);
+		if (!allowed)
+			send(c,
+			     { { "ok", false }, { "error", "permission denied: root or the instance's owner only" } },
+			     true);
+		else if (conns_.size() > kMaxClients)
+			send(c, { { "ok", false }, { "error", "too many control connections" } }, true);
+		else
+			readNext(c);
 		accept();
 	});
 }
@@ -114,6 +158,13 @@ void ControlSocket::readNext(const std::shared_ptr<Conn> &c)
 		std::string line(boost::asio::buffers_begin(c->in.data()),
 				 boost::asio::buffers_begin(c->in.data()) + n);
 		c->in.consume(n);
+		if (tooDeep(line)) {
+			send(c,
+			     { { "ok", false },
+			       { "error", "the request nests deeper than " + std::to_string(kMaxDepth) } },
+			     false);
+			return;
+		}
 		Json req = Json::parse(line, nullptr, false);
 		if (req.is_discarded()) {
 			send(c, { { "ok", false }, { "error", "the request is not JSON" } }, false);

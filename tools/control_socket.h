@@ -8,11 +8,13 @@
 // Only root and the run directory's owner may talk to it (the file mode,
 // and SO_PEERCRED checked at accept). A line longer than kMaxLine, or one
 // that is not JSON, gets an error reply; a client that goes away in the
-// middle of a line has asked for nothing. At most kMaxClients at once.
+// middle of a line has asked for nothing; one nested absurdly deep is
+// refused unparsed. At most kMaxClients at once.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
 
 #include <functional>
@@ -52,6 +54,7 @@ private:
 	boost::asio::io_context &io_;
 	Handler handler_;
 	boost::asio::local::stream_protocol::acceptor acceptor_;
+	boost::asio::steady_timer retry_; /* accept again after an error */
 	std::string path_;
 	uid_t owner_ = 0;
 	std::set<std::shared_ptr<Conn>> conns_;

@@ -4,6 +4,7 @@
 
 #include "fabric/port_counters.h"
 #include "fabric/subnet.h"
+#include "fabric/topology.h"
 
 #include <boost/asio/steady_timer.hpp>
 
@@ -15,6 +16,7 @@
 #include <ctime>
 #include <fstream>
 #include <optional>
+#include <sys/stat.h>
 #include <sys/time.h>
 
 namespace ibemu::tools {
@@ -35,6 +37,7 @@ struct OpSpec {
 	const char *name;
 	PortArg port;
 	std::vector<const char *> keys; /* arguments besides op, node and port */
+	bool node = true; /* takes a "node" */
 };
 
 const OpSpec kOps[] = {
@@ -49,9 +52,11 @@ const OpSpec kOps[] = {
 	{ "node.add", PortArg::None, {} },
 	{ "errors", PortArg::CableOrAll, { "drop", "corrupt", "seed" } },
 	{ "counters.set", PortArg::Counters, { "counter", "value" } },
+	{ "topology.add", PortArg::None, { "text", "file" }, false },
 };
 
 constexpr size_t kRecentEvents = 20;
+constexpr uint64_t kEventLogMax = 64ull << 20;
 constexpr unsigned kMaxFlaps = 100000;
 constexpr unsigned kMaxIntervalMs = 3600 * 1000;
 
@@ -126,6 +131,7 @@ struct FabricControl::Action {
 	fabric::Node *node = nullptr;
 	fabric::Port *port = nullptr; /* null: every port (errors) */
 	fabric::Port *peer = nullptr; /* link.connect: the other end */
+	std::shared_ptr<fabric::Topology> fragment; /* topology.add */
 	double drop = 0;
 	double corrupt = 0;
 	uint64_t seed = 0;
@@ -188,7 +194,7 @@ bool FabricControl::parse(const Json &req, Action &a, std::string &err, bool now
 	}
 	const OpSpec &spec = *a.spec;
 	for (const auto &[key, v] : req.items()) {
-		bool known = key == "op" || key == "id" || key == "node" ||
+		bool known = key == "op" || key == "id" || (key == "node" && spec.node) ||
 			(key == "port" && spec.port != PortArg::None);
 		for (const char *k : spec.keys)
 			known |= key == k;
@@ -198,14 +204,19 @@ bool FabricControl::parse(const Json &req, Action &a, std::string &err, bool now
 		}
 	}
 
+	if (!spec.node)
+		return parseFragment(req, a, err);
 	if (!req.contains("node") || !req["node"].is_string()) {
 		err = op + ": give the node (\"node\": a node GUID, NodeDescription or host name)";
 		return false;
 	}
 	std::string what = req["node"].get<std::string>();
-	a.node = subnet_.resolveNode(what);
+	bool ambiguous = false;
+	a.node = subnet_.resolveNode(what, &ambiguous);
 	if (!a.node) {
-		err = "no node \"" + what + "\" in the fabric (give a node GUID, NodeDescription or host name)";
+		err = ambiguous
+			? "more than one node is \"" + what + "\": give its node GUID or topology id"
+			: "no node \"" + what + "\" in the fabric (give a node GUID, NodeDescription or host name)";
 		return false;
 	}
 	const fabric::Node &n = *a.node;
@@ -224,10 +235,13 @@ bool FabricControl::parse(const Json &req, Action &a, std::string &err, bool now
 	if (op == "link.connect") {
 		std::string other = req.contains("peer") && req["peer"].is_string() ? req["peer"].get<std::string>()
 										    : "";
-		fabric::Node *peer = subnet_.resolveNode(other);
+		ambiguous = false;
+		fabric::Node *peer = subnet_.resolveNode(other, &ambiguous);
 		if (!peer) {
 			err = other.empty() ? "link.connect: give the other end (\"peer\" and \"peer_port\")"
-					    : "no node \"" + other + "\" in the fabric";
+				: ambiguous
+				? "more than one node is \"" + other + "\": give its node GUID or topology id"
+				: "no node \"" + other + "\" in the fabric";
 			return false;
 		}
 		uint64_t v;
@@ -364,6 +378,35 @@ bool FabricControl::fits(const Action &a, std::string &err) const
 	return true;
 }
 
+/* topology.add: the fragment parsed; graftTopology() checks the rest
+ * against the fabric when it runs, and changes nothing if it fails */
+bool FabricControl::parseFragment(const Json &req, Action &a, std::string &err) const
+{
+	if (!req.contains("text") || !req["text"].is_string()) {
+		err = "topology.add: give the fragment (\"text\", in the topology file format)";
+		return false;
+	}
+	std::string file = req.contains("file") && req["file"].is_string() ? req["file"].get<std::string>()
+									   : "fragment";
+	a.fragment = std::make_shared<fabric::Topology>();
+	fabric::TopologyError terr;
+	if (fabric::parseTopology(req["text"].get<std::string>(), file, *a.fragment, terr) != 0) {
+		err = terr.str();
+		return false;
+	}
+	if (a.fragment->nodes.empty()) {
+		err = file + ": no node in the fragment";
+		return false;
+	}
+	if (!a.fragment->commands.empty()) {
+		const auto &c = a.fragment->commands[0];
+		err = a.fragment->files[c.file] + ":" + std::to_string(c.line) +
+			": `do` lines are not run in a fragment (ibemu ibsim runs them)";
+		return false;
+	}
+	return true;
+}
+
 std::string FabricControl::check(const Json &req, bool now) const
 {
 	Action a;
@@ -433,9 +476,11 @@ Json FabricControl::apply(const Action &a)
 		subnet_.connect(*p, *a.peer);
 		r["peer"] = portName(*a.peer);
 	} else if (op == "errors") {
+		/* every port: each its own generator (seed + port number), so
+		 * their losses do not fall in step */
 		for (unsigned num = 1; num <= a.node->numPorts; num++)
 			if (!p || p->num == num)
-				subnet_.setLinkErrors(a.node->port(num), a.drop, a.corrupt, a.seed);
+				subnet_.setLinkErrors(a.node->port(num), a.drop, a.corrupt, p ? a.seed : a.seed + num);
 		r["drop"] = a.drop;
 		r["corrupt"] = a.corrupt;
 		r["seed"] = a.seed;
@@ -463,6 +508,11 @@ void FabricControl::append(const Json &e)
 	recent_.push_back(e);
 	if (recent_.size() > kRecentEvents)
 		recent_.pop_front();
+	/* a scenario firing every millisecond for days fills no disk: the
+	 * log moves to events.jsonl.1 past kEventLogMax */
+	struct stat st;
+	if (stat(eventLog_.c_str(), &st) == 0 && uint64_t(st.st_size) > kEventLogMax)
+		rename(eventLog_.c_str(), (eventLog_ + ".1").c_str());
 	std::ofstream out(eventLog_, std::ios::app);
 	out << e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
@@ -473,6 +523,19 @@ void FabricControl::run(const Json &req, const Json &origin, Reply done)
 	std::string err;
 	if (!parse(req, a, err)) {
 		done({ { "ok", false }, { "error", err } });
+		return;
+	}
+	if (a.op() == "topology.add") {
+		fabric::TopologyError terr;
+		if (fabric::graftTopology(*a.fragment, subnet_, terr) != 0) {
+			done({ { "ok", false }, { "error", terr.str() } });
+			return;
+		}
+		Json nodes = Json::array();
+		for (const auto &n : a.fragment->nodes)
+			nodes.push_back(subnet_.findNode(n.id)->desc);
+		log(origin, a, { { "nodes", nodes } });
+		done({ { "ok", true }, { "nodes", nodes } });
 		return;
 	}
 	if (a.op() == "link.flap") {
@@ -521,7 +584,7 @@ void FabricControl::flapStep(const std::shared_ptr<Flap> &f)
 	}
 	f->timer.expires_after(std::chrono::milliseconds(f->action.intervalMs));
 	f->timer.async_wait([this, f](const boost::system::error_code &ec) {
-		if (!ec)
+		if (!ec && f->done) /* stop() clears done: this may be gone then */
 			flapStep(f);
 	});
 }

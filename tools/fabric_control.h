@@ -68,6 +68,7 @@ private:
 
 	bool parse(const Json &req, Action &a, std::string &err, bool now = true) const;
 	bool fits(const Action &a, std::string &err) const;
+	bool parseFragment(const Json &req, Action &a, std::string &err) const;
 	Json apply(const Action &a);
 	void flapStep(const std::shared_ptr<Flap> &f);
 	void log(const Json &origin, const Action &a, const Json &result);

@@ -14,7 +14,7 @@ namespace ibemu::tools {
 
 using namespace ibemu::fabric;
 
-bool loadFabric(const std::string &path, Subnet &subnet)
+bool loadFabric(const std::string &path, Subnet &subnet, std::vector<DoLine> *commands)
 {
 	Topology topo;
 	TopologyError err;
@@ -24,6 +24,14 @@ bool loadFabric(const std::string &path, Subnet &subnet)
 		rc = buildSubnet(topo, subnet, err);
 	for (const auto &w : topo.warnings)
 		fprintf(stderr, "ibemu: warning: %s\n", w.c_str());
+	for (const auto &c : topo.commands) {
+		std::string where = topo.files[c.file] + ":" + std::to_string(c.line);
+		if (commands)
+			commands->push_back({ where, c.text });
+		else
+			fprintf(stderr, "ibemu: warning: %s: `do %s`: ibemud runs it once the fabric is built\n",
+				where.c_str(), c.text.c_str());
+	}
 	if (rc) {
 		fprintf(stderr, "ibemu: %s\n", err.str().c_str());
 		return false;

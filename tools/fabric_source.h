@@ -7,12 +7,21 @@
 #include "fabric/subnet.h"
 
 #include <string>
+#include <vector>
 
 namespace ibemu::tools {
 
+/* An ibsim `do COMMAND` line of a topology file */
+struct DoLine {
+	std::string where; /* file:line */
+	std::string text; /* COMMAND */
+};
+
 /* Loads `path`, or the built-in fabric when path is empty. Prints the
- * problem (file:line) and returns false on failure. */
-bool loadFabric(const std::string &path, fabric::Subnet &subnet);
+ * problem (file:line) and returns false on failure. The file's `do` lines
+ * go to `commands` (ibemud runs them); without it they are only counted
+ * in a warning. */
+bool loadFabric(const std::string &path, fabric::Subnet &subnet, std::vector<DoLine> *commands = nullptr);
 
 /*
  * Builds from a generator spec: "fat-tree:levels=3,hosts=100,radix=8",

@@ -77,7 +77,13 @@ public:
 	 * daemon went away */
 	bool call(const Json &req, Json &reply, const char *cmd)
 	{
-		std::string line = req.dump() + "\n";
+		return callLine(req.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), reply, cmd);
+	}
+
+	/* The same for a request already on one line, sent as it is */
+	bool callLine(std::string line, Json &reply, const char *cmd)
+	{
+		line += "\n";
 		for (size_t off = 0; off < line.size();) {
 			ssize_t n = send(fd_, line.data() + off, line.size() - off, MSG_NOSIGNAL);
 			if (n <= 0) {
@@ -144,6 +150,8 @@ std::string describe(const Json &req, const Json &r)
 		return at + ": " + s("counter") + " = " + s("value");
 	if (op == "scenario.run")
 		return "playing " + s("scenario") + ": " + s("events") + " events, seed " + s("seed");
+	if (op == "topology.add")
+		return "added " + s("nodes");
 	if (op == "scenario.stop")
 		return "stopped " + s("stopped") + " scenarios";
 	return r.dump();
@@ -282,14 +290,13 @@ int runControl(const std::string &instance, const std::vector<std::string> &args
 			if (!l.empty())
 				lines.push_back(l);
 	int rc = 0;
-	for (const auto &l : lines) {
-		Json req = Json::parse(l, nullptr, false);
-		if (req.is_discarded()) {
-			fprintf(stderr, "%s: not JSON: %s\n", cmd, l.c_str());
+	for (const auto &l : lines) { /* as they are: the daemon checks them */
+		if (l.find('\n') != std::string::npos) {
+			fprintf(stderr, "%s: a request is one line\n", cmd);
 			return kUsage;
 		}
 		Json reply;
-		if (!c.call(req, reply, cmd))
+		if (!c.callLine(l, reply, cmd))
 			return kRefused;
 		printf("%s\n", reply.dump().c_str());
 		if (!reply.value("ok", false))
@@ -404,14 +411,38 @@ void addFaultCommands(CLI::App &app, int &exitCode)
 		{ "silence", "Its SMA and PMA stop answering (requests time out); its links stay up" },
 		{ "restore", "Its SMA and PMA answer again" },
 		{ "remove", "Pull every cable of the node (hot unplug)" },
-		{ "add", "Plug the cables `node remove` pulled back in (hot plug)" },
+		{ "add", "Plug the cables `node remove` pulled back in, or add new nodes (--topology): hot plug" },
 	};
 	for (const auto &[verb, help] : nodeVerbs) {
 		CLI::App *c = subcommand(*node, verb, help, *o);
-		c->add_option("node", o->node, kNodeHelp)->required();
 		std::string v = verb;
-		c->callback([o, send, v] {
+		auto *nodeArg = c->add_option("node", o->node, kNodeHelp);
+		if (v != "add") {
+			nodeArg->required();
+		} else {
+			c->add_option("--topology", o->file,
+				      "New nodes: a topology fragment whose port lines name the running fabric's "
+				      "free ports they are cabled to")
+				->excludes(nodeArg);
+		}
+		c->callback([o, send, v, &exitCode] {
 			std::string cmd = "ibemu node " + v;
+			if (v == "add" && !o->file.empty()) {
+				std::string text;
+				char real[PATH_MAX];
+				if (!readAll(o->file, text) || !realpath(o->file.c_str(), real)) {
+					fprintf(stderr, "%s: %s: %s\n", cmd.c_str(), o->file.c_str(), strerror(errno));
+					exitCode = kUsage;
+					return;
+				}
+				send(cmd.c_str(), { { "op", "topology.add" }, { "file", real }, { "text", text } });
+				return;
+			}
+			if (o->node.empty()) {
+				fprintf(stderr, "%s: give the node, or --topology FILE\n", cmd.c_str());
+				exitCode = kUsage;
+				return;
+			}
 			send(cmd.c_str(), { { "op", "node." + v }, { "node", o->node } });
 		});
 	}

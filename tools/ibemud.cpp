@@ -22,6 +22,7 @@
 #include "tools/control_socket.h"
 #include "tools/fabric_control.h"
 #include "tools/fabric_source.h"
+#include "tools/ibsim_script.h"
 #include "tools/instance.h"
 #include "tools/namespace.h"
 #include "tools/scenario.h"
@@ -115,6 +116,7 @@ private:
 
 	bool setupFabric();
 	bool loadScenario();
+	bool runDoLines();
 	bool startControl();
 	void control(const nlohmann::ordered_json &req, const nlohmann::ordered_json &client,
 		     tools::ControlSocket::Reply reply);
@@ -148,6 +150,7 @@ private:
 	std::map<uint64_t, std::unique_ptr<tools::ScenarioRun>> scenarios_; /* by a number of their own */
 	uint64_t lastScenario_ = 0;
 	tools::Scenario startScenario_; /* --scenario, played once ready */
+	std::vector<tools::DoLine> doLines_; /* the topology file's ibsim `do` lines */
 	std::thread mounter_;
 	bool stopping_ = false;
 	int exitCode_ = 0;
@@ -155,7 +158,7 @@ private:
 
 bool Daemon::setupFabric()
 {
-	bool ok = opts_.gen.empty() ? tools::loadFabric(opts_.topology, subnet_)
+	bool ok = opts_.gen.empty() ? tools::loadFabric(opts_.topology, subnet_, &doLines_)
 				    : tools::generateFabric(opts_.gen, subnet_);
 	if (ok)
 		spdlog::info("fabric: {} switches, {} CAs, {} routers, {} links", subnet_.numSwitches(),
@@ -182,6 +185,40 @@ bool Daemon::loadScenario()
 	}
 	if (opts_.seed)
 		startScenario_.seed = *opts_.seed;
+	return true;
+}
+
+/* The topology file's `do` lines, as ibsim console commands, on the
+ * built fabric before anything runs on it; one that fails stops the start,
+ * as it stops ibsim */
+bool Daemon::runDoLines()
+{
+	for (const auto &d : doLines_) {
+		tools::IbsimLine line;
+		std::string err;
+		if (!tools::translateIbsimLine(d.text, line, err)) {
+			spdlog::error("{}: do {}: {}", d.where, d.text, err);
+			return false;
+		}
+		if (!line.include.empty() || line.waitMs) {
+			spdlog::error("{}: do {}: not in a topology file (ibemu ibsim runs it)", d.where, d.text);
+			return false;
+		}
+		if (!line.note.empty())
+			spdlog::info("{}: {}", d.where, line.note);
+		for (const auto &req : line.requests) {
+			bool ok = false;
+			control_->run(req, { { "source", "topology" }, { "where", d.where } },
+				      [&](nlohmann::ordered_json r) {
+					      ok = r.value("ok", false);
+					      err = r.value("error", "");
+				      });
+			if (!ok) { /* every op a do line maps to answers at once */
+				spdlog::error("{}: do {}: {}", d.where, d.text, err);
+				return false;
+			}
+		}
+	}
 	return true;
 }
 
@@ -217,6 +254,7 @@ void Daemon::control(const nlohmann::ordered_json &req, const nlohmann::ordered_
 	} else if (op == "scenario.stop") {
 		size_t n = scenarios_.size();
 		scenarios_.clear();
+		control_->stop(); /* and the links they (or anyone) left flapping */
 		reply({ { "ok", true }, { "stopped", n } });
 	} else if (op == "scenario.run") {
 		if (!req.contains("text") || !req["text"].is_string()) {
@@ -228,7 +266,8 @@ void Daemon::control(const nlohmann::ordered_json &req, const nlohmann::ordered_
 				{ "error", "already " + std::to_string(kMaxScenarios) + " scenarios playing" } });
 			return;
 		}
-		std::string file = req.value("file", "scenario");
+		std::string file = req.contains("file") && req["file"].is_string() ? req["file"].get<std::string>()
+										   : "scenario";
 		tools::Scenario sc;
 		std::string err;
 		if (!tools::parseScenario(req["text"].get<std::string>(), file, *control_, sc, err)) {
@@ -637,7 +676,8 @@ void Daemon::startMounter()
 int Daemon::run()
 {
 	raiseFileLimit();
-	if (!setupFabric() || !loadScenario() || !chooseLocal() || !isolate() || !startTransport() || !startControl())
+	if (!setupFabric() || !loadScenario() || !runDoLines() || !chooseLocal() || !isolate() || !startTransport() ||
+	    !startControl())
 		return 1;
 	awaitStop();
 	startMounter();

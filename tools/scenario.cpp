@@ -198,6 +198,7 @@ ScenarioRun::ScenarioRun(boost::asio::io_context &io, FabricControl &control, co
 
 ScenarioRun::~ScenarioRun()
 {
+	*alive_ = false;
 	stop();
 }
 
@@ -240,8 +241,8 @@ void ScenarioRun::pollConditions()
 		return;
 	}
 	poll_.expires_after(kPollInterval);
-	poll_.async_wait([this](const boost::system::error_code &ec) {
-		if (!ec)
+	poll_.async_wait([this, alive = alive_](const boost::system::error_code &ec) {
+		if (!ec && *alive)
 			pollConditions();
 	});
 }
@@ -255,8 +256,8 @@ void ScenarioRun::schedule()
 	if (queue_.empty())
 		return checkEnd();
 	timer_.expires_at(start_ + std::chrono::milliseconds(queue_.front().dueMs));
-	timer_.async_wait([this](const boost::system::error_code &ec) {
-		if (ec || !running_)
+	timer_.async_wait([this, alive = alive_](const boost::system::error_code &ec) {
+		if (ec || !*alive || !running_)
 			return;
 		uint64_t now = nowMs();
 		while (!queue_.empty() && queue_.front().dueMs <= now && running_) {

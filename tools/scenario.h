@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <string_view>
@@ -107,6 +108,9 @@ private:
 	std::function<void()> ended_;
 	uint64_t fired_ = 0;
 	bool running_ = false;
+	/* false once destroyed: a timer's completion already queued when the
+	 * run goes must not touch it */
+	std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 } /* namespace ibemu::tools */

@@ -45,7 +45,16 @@ Ca	1 "H-0002c90300000500"		# "ibemu-host5 HCA-1"
 [1](2c90300000501) 	"S-0002c90200000003"[1]
 Ca	1 "H-0002c90300000600"		# "ibemu-host6 HCA-1"
 [1](2c90300000601) 	"S-0002c90200000003"[2]
+
+# ibsim console commands, run once the fabric is built
+do PerformanceSet "H-0002c90300000300"[1] PortCounters.SymbolErrorCounter=12
 EOF
+
+# --- a topology whose do line cannot be carried out is refused
+sed 's/SymbolErrorCounter=12/NoSuchCounter=1/' "$work/f.topo" >"$work/bad-do.topo"
+out=$("$ibemu" up --instance $I --topology "$work/bad-do.topo" 2>&1)
+expect_eq "up with a bad do line fails" 1 $?
+expect_match "naming the line" 'bad-do.topo:[0-9]+: do PerformanceSet .*no counter "NoSuchCounter"' "$out"
 
 # --- a scenario with an error is refused before anything starts
 cat >"$work/bad.toml" <<'EOF'
@@ -65,6 +74,8 @@ expect_match "the scenario's error names file and line" 'bad.toml:2: "ibemu-sw1"
 out=$("$ibemu" up --instance $I --topology "$work/f.topo" --sm -- -s 0 2>&1)
 expect_eq "up with OpenSM" 0 $?
 state() { "$ibemu" control --instance $I '{"op":"state"}'; }
+out=$(inst $I perfquery -G 0x0002c90300000301 1)
+expect_match "the topology's do line ran" 'SymbolErrorCounter:\.+12$' "$out"
 before=$(state)
 
 # LID of host2, and which of sw1's cables to sw2 carries it
@@ -160,6 +171,22 @@ out=$(inst $I ibnetdiscover)
 expect_match "the leaf is there" '^Switch.*"ibemu-leaf3"' "$out"
 expect_match "its host has a LID" 'ibemu-host5 HCA-1.* lid [1-9]' "$out"
 
+# --- hot plug of new nodes: a fragment naming where it is cabled
+cat >"$work/leaf4.topo" <<'EOF'
+Switch	4 "S-0002c90200000004"		# "ibemu-leaf4"
+[1]	"H-0002c90300000700"[1]
+[4]	"S-0002c90200000002"[5]
+Ca	1 "H-0002c90300000700"		# "ibemu-host7 HCA-1"
+[1](2c90300000701) 	"S-0002c90200000004"[1]
+EOF
+out=$("$ibemu" node add --instance $I --topology "$work/leaf4.topo")
+expect_match "node add --topology" 'added \["ibemu-leaf4","ibemu-host7 HCA-1"\]' "$out"
+wait_for $I 60 sh -c 'ibnetdiscover | grep -q "ibemu-host7 HCA-1.*lid [1-9]"'
+expect_eq "the SM and ibnetdiscover find the new leaf and host" 0 $?
+out=$("$ibemu" node add --instance $I --topology "$work/leaf4.topo" 2>&1)
+expect_eq "adding them twice is refused" 1 $?
+expect_match "with the line" 'leaf4.topo:1: node GUID 0x2c90200000004 of "S-0002c90200000004" is in the running fabric already' "$out"
+
 # --- flapping, and the event log
 out=$("$ibemu" link flap --instance $I ibemu-sw1 "$other" --count 2 --interval 100)
 expect_match "link flap" 'went down and up 2 times' "$out"
@@ -252,6 +279,8 @@ s.connect(sys.argv[1])
 s.sendall(b'{"op":"link.down","node":"ibemu-sw1","po')
 s.close()
 EOF
+out=$(python3 -c 'print("{\"op\":" + "[" * 100000 + "]" * 100000 + "}")' | "$ibemu" control --instance $I 2>&1)
+expect_match "a request nested absurdly deep" 'nests deeper than' "$out"
 after=$(state | python3 -c 'import json,sys; f=json.load(sys.stdin)["faults"]; f.pop("recent_events"); print(json.dumps(f))')
 expect_eq "the fabric is unchanged" "$snap" "$after"
 out=$(su nobody -s /bin/sh -c "$ibemu control --instance $I '{\"op\":\"state\"}'" 2>&1)

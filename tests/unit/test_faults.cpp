@@ -474,3 +474,91 @@ TEST_CASE("ibsim console lines become requests", "[faults]")
 	CHECK_THAT(error("Unlink Switch1"), Catch::Contains("quoted node id"));
 	CHECK_THAT(error("Clear \"Switch1\""), Catch::Contains("not supported"));
 }
+
+TEST_CASE_METHOD(Fixture, "a degraded cable is lifted from either end", "[faults]")
+{
+	s.degradeLink(sw1->port(7), kWidth1x, std::nullopt);
+	CHECK(sw2->port(7).linkWidthActive == kWidth1x);
+	s.degradeLink(sw2->port(7), 0, std::nullopt);
+	CHECK(sw1->port(7).degradedWidth == 0);
+	CHECK(sw1->port(7).linkWidthActive == kWidth4x);
+}
+
+TEST_CASE_METHOD(Fixture, "a lossy cable counts what got through", "[faults]")
+{
+	s.setLinkErrors(sw1->port(7), 0.5, 0, 3);
+	s.setLinkErrors(sw1->port(8), 0.5, 0, 3);
+	Port &in7 = sw2->port(7), &in8 = sw2->port(8);
+	uint64_t before = in7.counters.extRcvPkts + in8.counters.extRcvPkts;
+	uint64_t dropsBefore = s.droppedPackets();
+	/* a 100-packet message from host1 to host2: some lost, the rest arrive */
+	CHECK(s.routeData(*host1, sm->lidOf(*host2), 100, 100 * 4096) == nullptr);
+	uint64_t lost = in7.counters.symbolErrors + in8.counters.symbolErrors;
+	CHECK(lost > 0);
+	CHECK(in7.counters.extRcvPkts + in8.counters.extRcvPkts - before == 100 - lost);
+	CHECK(s.droppedPackets() - dropsBefore == 100);
+}
+
+TEST_CASE("a node named by a description two nodes share is ambiguous", "[faults]")
+{
+	Subnet s;
+	s.addNode(NodeType::Switch, 4, "S-1", 0x10).desc = "SwitchX - Mellanox";
+	s.addNode(NodeType::Switch, 4, "S-2", 0x20).desc = "SwitchX - Mellanox";
+	bool ambiguous = false;
+	CHECK(s.resolveNode("SwitchX - Mellanox", &ambiguous) == nullptr);
+	CHECK(ambiguous);
+	CHECK(s.resolveNode("S-2") == s.findNodeByGuid(0x20));
+	CHECK(s.resolveNode("0x20") == s.findNodeByGuid(0x20));
+	CHECK(s.resolveNode("0x") == nullptr);
+}
+
+TEST_CASE_METHOD(ControlFixture, "a topology fragment hot-plugs new nodes, or changes nothing", "[faults]")
+{
+	const char *leaf = R"(Switch 4 "S-0002c90200000009" # "leaf9"
+[1] "H-0002c90300000900"[1]
+[4] "S-0002c90200000001"[6]
+Ca 1 "H-0002c90300000900" # "host9 HCA-1"
+[1] "S-0002c90200000009"[1]
+)";
+	size_t nodes = s.nodes().size();
+	/* an attach point that is cabled already: refused whole */
+	std::string busy = std::string(leaf);
+	busy.replace(busy.find("[6]"), 3, "[7]");
+	Json r = run({ { "op", "topology.add" }, { "file", "leaf.topo" }, { "text", busy } });
+	CHECK_FALSE(r.value("ok", true));
+	CHECK_THAT(r.value("error", ""), Catch::Contains("leaf.topo:3: \"S-0002c90200000001\"[7] is cabled already"));
+	CHECK(s.nodes().size() == nodes);
+	/* a node id the fabric has */
+	std::string dup = std::string(leaf);
+	dup.replace(dup.find("S-0002c90200000009\" #"), 18, "S-0002c90200000002");
+	r = run({ { "op", "topology.add" }, { "file", "leaf.topo" }, { "text", dup } });
+	CHECK_THAT(r.value("error", ""), Catch::Contains("is in the running fabric already"));
+	CHECK(s.nodes().size() == nodes);
+	CHECK(log.lines().empty());
+
+	r = run({ { "op", "topology.add" }, { "file", "leaf.topo" }, { "text", leaf } });
+	REQUIRE(r.value("ok", false));
+	CHECK(r["nodes"] == Json::array({ "leaf9", "host9 HCA-1" }));
+	REQUIRE(s.nodes().size() == nodes + 2);
+	Node *leafNode = s.findNode("S-0002c90200000009");
+	REQUIRE(leafNode);
+	CHECK(leafNode->port(4).peer == &sw1->port(6));
+	CHECK(leafNode->port(4).physState == PhysState::LinkUp);
+	CHECK(s.findNode("H-0002c90300000900")->port(1).peer == &leafNode->port(1));
+	/* reachable by directed route: host1 -> sw1 port 6 -> leaf port 1 */
+	auto r2 = roundTrip(s, *host1, drSmp(IB_MGMT_METHOD_GET, IB_SMP_ATTR_NODE_DESC, 0, { 1, 6, 1 }, ++tid));
+	REQUIRE(r2);
+	CHECK(std::string(reinterpret_cast<const char *>(smpData(*r2))) == "host9 HCA-1");
+	CHECK(log.lines().size() == 1);
+}
+
+TEST_CASE("a topology file's do lines are kept for the daemon", "[faults]")
+{
+	Topology t;
+	TopologyError err;
+	REQUIRE(parseTopology("Switch 2 \"S-1\"\ndo Unlink \"S-1\"[1]\n", "t.topo", t, err) == 0);
+	REQUIRE(t.commands.size() == 1);
+	CHECK(t.commands[0].text == "Unlink \"S-1\"[1]");
+	CHECK(t.commands[0].line == 2);
+	CHECK(t.warnings.empty());
+}
