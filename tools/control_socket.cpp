@@ -26,7 +26,7 @@ struct ControlSocket::Conn {
 };
 
 ControlSocket::ControlSocket(boost::asio::io_context &io, Handler handler)
-	: io_(io), handler_(std::move(handler)), acceptor_(io), retry_(io)
+	: handler_(std::move(handler)), acceptor_(io), retry_(io)
 {}
 
 ControlSocket::~ControlSocket()

@@ -51,7 +51,6 @@ private:
 	void readNext(const std::shared_ptr<Conn> &c);
 	void send(const std::shared_ptr<Conn> &c, const Json &reply, bool thenClose);
 
-	boost::asio::io_context &io_;
 	Handler handler_;
 	boost::asio::local::stream_protocol::acceptor acceptor_;
 	boost::asio::steady_timer retry_; /* accept again after an error */

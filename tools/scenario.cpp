@@ -18,8 +18,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr auto kPollInterval = std::chrono::milliseconds(100);
-/* keys of an [[event]] that are the scenario's, not the operation's */
-const char *const kTimingKeys[] = { "at", "after", "every", "count", "probability" };
 
 std::string where(const std::string &file, const toml::source_region &src)
 {
@@ -188,7 +186,7 @@ bool parseScenario(std::string_view text, const std::string &file, const FabricC
 
 ScenarioRun::ScenarioRun(boost::asio::io_context &io, FabricControl &control, const fabric::Subnet &subnet,
 			 Scenario scenario)
-	: io_(io), control_(control), subnet_(subnet), sc_(std::move(scenario)), timer_(io), poll_(io)
+	: control_(control), subnet_(subnet), sc_(std::move(scenario)), timer_(io), poll_(io)
 {
 	for (size_t i = 0; i < sc_.events.size(); i++) {
 		std::seed_seq seq{ uint32_t(sc_.seed), uint32_t(sc_.seed >> 32), uint32_t(i) };

@@ -95,7 +95,6 @@ private:
 	void pollConditions();
 	void checkEnd();
 
-	boost::asio::io_context &io_;
 	FabricControl &control_;
 	const fabric::Subnet &subnet_;
 	Scenario sc_;

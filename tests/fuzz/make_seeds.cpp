@@ -98,6 +98,7 @@ int main(int argc, char **argv)
 	rmppSeeds();
 	uverbsSeeds();
 	ucmaSeeds();
+	controlSeeds();
 	printf("%u seeds written under %s\n", written, outDir.c_str());
 	return 0;
 }

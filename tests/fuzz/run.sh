@@ -41,7 +41,7 @@ case $name in
 topology) defaults+=(-max_len=16384) ;;
 mad) defaults+=(-max_len=2200) ;;
 umad | uverbs) defaults+=(-max_len=8192) ;;
-rmpp | ucma) defaults+=(-max_len=4096) ;;
+rmpp | ucma | control) defaults+=(-max_len=4096) ;;
 esac
 [ -f "$here/$name.dict" ] && defaults+=("-dict=$here/$name.dict")
 

@@ -47,5 +47,6 @@ void umadSeeds();
 void rmppSeeds();
 void uverbsSeeds();
 void ucmaSeeds();
+void controlSeeds();
 
 } /* namespace ibemu::fuzz::seeds */

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Fuzz target: what comes in to change a running fabric (docs/faults.md):
+// control requests (tools/fabric_control), scenario files (tools/scenario)
+// and ibsim lines (tools/ibsim_script), on the built-in fabric.
+//
+// The input is text. Its first byte picks what the rest is:
+//   'j'  JSON requests, one per line, each carried out (FabricControl::run)
+//   's'  a scenario file: parsed and, when it parses, played for what is
+//        due at once (events at 0 s; timers later than that never fire)
+//   'i'  ibsim lines: translated, and their requests carried out
+//   else the same as 'j'
+// A request may be a topology.add whose fragment has `include "FILE"`
+// lines: inputs whose include lines name a path with a '/' are rejected,
+// as fuzz_topology does, so the fuzzer reads nothing outside its scratch
+// directory (tests/fuzz/run.sh).
+//
+// After every input the cables must still make sense: a port's peer has
+// it as its peer, a pulled cable is remembered at both ends or at
+// neither, no port is both cabled and pulled; the target traps otherwise.
+#include "fabric/subnet.h"
+#include "fabric/topology.h"
+#include "tools/fabric_control.h"
+#include "tools/ibsim_script.h"
+#include "tools/scenario.h"
+
+#include <boost/asio/io_context.hpp>
+
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+using namespace ibemu;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+bool includesStayHere(std::string_view text)
+{
+	std::string lower(text);
+	for (char &c : lower)
+		c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+	size_t pos = 0;
+	while ((pos = lower.find("include", pos)) != std::string::npos) {
+		size_t nl = lower.find('\n', pos);
+		if (lower.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos).find('/') !=
+		    std::string::npos)
+			return false;
+		pos += 7;
+	}
+	return true;
+}
+
+/* The invariants of cables, pulled or not */
+void checkCables(const fabric::Subnet &s)
+{
+	size_t cabled = 0;
+	for (const auto &n : s.nodes())
+		for (const auto &p : n->ports) {
+			if (p.peer && p.peer->peer != &p)
+				__builtin_trap();
+			if (p.pulledPeer && p.pulledPeer->pulledPeer != &p)
+				__builtin_trap();
+			if (p.peer && p.pulledPeer)
+				__builtin_trap();
+			cabled += p.peer != nullptr;
+		}
+	if (cabled != 2 * s.numLinks())
+		__builtin_trap();
+}
+
+std::vector<std::string_view> lines(std::string_view text)
+{
+	std::vector<std::string_view> out;
+	size_t pos = 0;
+	while (pos < text.size()) {
+		size_t nl = text.find('\n', pos);
+		if (nl == std::string_view::npos)
+			nl = text.size();
+		out.push_back(text.substr(pos, nl - pos));
+		pos = nl + 1;
+	}
+	return out;
+}
+
+} /* namespace */
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size == 0)
+		return 0;
+	std::string_view text(reinterpret_cast<const char *>(data) + 1, size - 1);
+	if (!includesStayHere(text))
+		return 0;
+	char mode = static_cast<char>(data[0]);
+
+	fabric::Subnet subnet;
+	fabric::Topology topo;
+	fabric::TopologyError err;
+	if (fabric::parseTopology(fabric::defaultTopology(), "default", topo, err) != 0 ||
+	    fabric::buildSubnet(topo, subnet, err) != 0)
+		__builtin_trap();
+	boost::asio::io_context io;
+	tools::FabricControl ctl(io, subnet, "/dev/null");
+	const Json origin = { { "source", "fuzz" } };
+	auto ignore = [](Json) {};
+
+	if (mode == 's') {
+		tools::Scenario sc;
+		std::string e;
+		if (tools::parseScenario(text, "fuzz.toml", ctl, sc, e)) {
+			tools::ScenarioRun run(io, ctl, subnet, sc);
+			run.start([] {});
+			io.poll();
+			run.stop();
+		} else if (e.empty()) {
+			__builtin_trap(); /* refused without saying why */
+		}
+	} else if (mode == 'i') {
+		for (std::string_view l : lines(text)) {
+			tools::IbsimLine out;
+			std::string e;
+			if (!tools::translateIbsimLine(l, out, e)) {
+				if (e.empty())
+					__builtin_trap();
+				continue;
+			}
+			for (const auto &req : out.requests)
+				ctl.run(req, origin, ignore);
+		}
+	} else {
+		for (std::string_view l : lines(text)) {
+			Json req = Json::parse(l, nullptr, false);
+			if (req.is_discarded())
+				continue;
+			ctl.run(req, origin, ignore);
+		}
+	}
+	io.poll(); /* flaps: their first edge came at once, the rest is later */
+	ctl.stop();
+	checkCables(subnet);
+	(void)ctl.state().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+	return 0;
+}
