@@ -86,8 +86,11 @@ struct TopologyError {
 };
 
 /* Parses text. Returns 0, or -EINVAL with `err` filled in. `fileName` is used
- * in messages and to resolve `include` relative to its directory. */
-int parseTopology(std::string_view text, const std::string &fileName, Topology &out, TopologyError &err);
+ * in messages and to resolve `include` relative to its directory. Without
+ * allowIncludes an include line is an error, and no file is read (text
+ * that a client sent to the daemon). */
+int parseTopology(std::string_view text, const std::string &fileName, Topology &out, TopologyError &err,
+		  bool allowIncludes = true);
 /* Reads and parses a file; -ENOENT etc. when it cannot be read. */
 int loadTopologyFile(const std::string &path, Topology &out, TopologyError &err);
 

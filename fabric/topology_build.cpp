@@ -56,7 +56,11 @@ struct Builder {
 		return -EINVAL;
 	}
 
-	int assignGuids(std::vector<uint64_t> &guids);
+	std::vector<uint64_t> guids; /* parallel to topo.nodes, once assigned */
+
+	bool runningHas(uint64_t guid) const;
+	int assignGuids();
+	int checkGraftGuids();
 	int createNodes();
 	const TopoPort *portLine(size_t nodeIdx, unsigned num) const;
 	int resolvePeer(const TopoNode &tn, const TopoPort &tp, PeerRef &peer);
@@ -64,7 +68,19 @@ struct Builder {
 	int connectAll();
 };
 
-int Builder::assignGuids(std::vector<uint64_t> &guids)
+/* How many GUIDs past its node GUID a node's ports take: none for a
+ * switch (its ports share the node GUID), one per port for a CA or router */
+unsigned portGuidSpan(const TopoNode &n)
+{
+	return n.type == NodeType::Switch ? 0 : n.numPorts;
+}
+
+bool Builder::runningHas(uint64_t guid) const
+{
+	return running && (running->findNodeByGuid(guid) || running->findPortByGuid(guid));
+}
+
+int Builder::assignGuids()
 {
 	std::unordered_map<uint64_t, size_t> used;
 	guids.resize(topo.nodes.size());
@@ -72,10 +88,6 @@ int Builder::assignGuids(std::vector<uint64_t> &guids)
 		const TopoNode &n = topo.nodes[i];
 		if (!n.guid)
 			continue;
-		if (running && running->findNodeByGuid(n.guid))
-			return fail(n.file, n.line,
-				    "node GUID " + hex(n.guid) + " of \"" + n.id +
-					    "\" is in the running fabric already");
 		auto [it, fresh] = used.emplace(n.guid, i);
 		if (!fresh) {
 			const TopoNode &o = topo.nodes[it->second];
@@ -92,19 +104,54 @@ int Builder::assignGuids(std::vector<uint64_t> &guids)
 			continue;
 		int t = n.type == NodeType::CA ? 0 : n.type == NodeType::Switch ? 1 : 2;
 		uint64_t step = n.type == NodeType::Switch ? 1 : n.numPorts + 1;
-		while (used.count(next[t]) || (running && running->findNodeByGuid(next[t])))
+		/* grafting: a GUID whose ports' GUIDs are free in the running fabric too */
+		auto freeHere = [&](uint64_t g) {
+			for (uint64_t k = 0; k <= portGuidSpan(n); k++)
+				if (runningHas(g + k))
+					return false;
+			return true;
+		};
+		while (used.count(next[t]) || !freeHere(next[t]))
 			next[t] += step;
 		guids[i] = next[t];
 		used.emplace(next[t], i);
 		next[t] += step;
+	}
+	return running ? checkGraftGuids() : 0;
+}
+
+/* Grafting: every GUID the fragment's nodes and ports will have, new to
+ * the running fabric and used once in the fragment, so that the real run
+ * finds nothing the dry run did not */
+int Builder::checkGraftGuids()
+{
+	std::unordered_map<uint64_t, size_t> taken;
+	for (size_t i = 0; i < topo.nodes.size(); i++) {
+		const TopoNode &n = topo.nodes[i];
+		std::vector<std::pair<uint64_t, std::string>> mine{ { guids[i], "node GUID" } };
+		for (unsigned num = 1; num <= portGuidSpan(n); num++) {
+			const TopoPort *tp = portLine(i, num);
+			mine.push_back({ tp && tp->guid ? tp->guid : guids[i] + num,
+					 "port " + std::to_string(num) + "'s GUID" });
+		}
+		for (const auto &[g, what] : mine) {
+			if (runningHas(g))
+				return fail(n.file, n.line,
+					    what + " " + hex(g) + " of \"" + n.id +
+						    "\" is in the running fabric already");
+			auto [it, fresh] = taken.emplace(g, i);
+			if (!fresh && it->second != i)
+				return fail(n.file, n.line,
+					    what + " " + hex(g) + " of \"" + n.id + "\" is also \"" +
+						    topo.nodes[it->second].id + "\"'s");
+		}
 	}
 	return 0;
 }
 
 int Builder::createNodes()
 {
-	std::vector<uint64_t> guids;
-	if (int rc = assignGuids(guids))
+	if (int rc = assignGuids())
 		return rc;
 
 	built.resize(topo.nodes.size());
@@ -166,11 +213,6 @@ int Builder::createNodes()
 			if (tp.extSpeedEnabled != 0xff)
 				p.linkSpeedExtEnabled = tp.extSpeedEnabled;
 			if (!n.isSwitch()) {
-				uint64_t portGuid = tp.guid ? tp.guid : p.guid;
-				const Port *holder = running ? running->findPortByGuid(portGuid) : nullptr;
-				if (holder && holder != &p)
-					return fail(tp.file, tp.line,
-						    "port GUID " + hex(portGuid) + " is in the running fabric already");
 				if (tp.guid && tp.guid != p.guid) {
 					Port *other = subnet.findPortByGuid(tp.guid);
 					if (other && other != &p)
@@ -228,16 +270,24 @@ int Builder::resolvePeer(const TopoNode &tn, const TopoPort &tp, PeerRef &peer)
 			g.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos;
 		if (ok)
 			guid = std::stoull(std::string(g), nullptr, 16);
-		/* grafting: a node of the running fabric, by id or GUID */
+		/* grafting: a node of the fragment by GUID, else one of the
+		 * running fabric by id or GUID */
 		Node *r = nullptr, *n = nullptr;
 		if (running) {
-			r = running->findNode(tp.peer);
-			if (!r && ok)
-				r = running->findNodeByGuid(guid);
+			for (size_t k = 0; ok && k < guids.size(); k++)
+				if (guids[k] == guid) {
+					peer.idx = k;
+					break;
+				}
+			if (peer.idx == SIZE_MAX) {
+				r = running->findNode(tp.peer);
+				if (!r && ok)
+					r = running->findNodeByGuid(guid);
+			}
 		} else if (ok) {
 			n = subnet.findNodeByGuid(guid);
 		}
-		if (!n && !r)
+		if (!n && !r && peer.idx == SIZE_MAX)
 			return fail(tp.file, tp.line,
 				    "port " + std::to_string(tp.num) + " of \"" + tn.id +
 					    "\" names an unknown node \"" + tp.peer + "\"");
@@ -249,7 +299,8 @@ int Builder::resolvePeer(const TopoNode &tn, const TopoPort &tp, PeerRef &peer)
 						    " (it has " + std::to_string(r->numPorts) + ")");
 			return 0;
 		}
-		peer.idx = n->index;
+		if (n)
+			peer.idx = n->index;
 	}
 	const TopoNode &pn = topo.nodes[peer.idx];
 	if (peer.port < 1 || peer.port > pn.numPorts)
@@ -308,6 +359,14 @@ int Builder::connectAll()
 				PeerRef backRef;
 				if (int rc = resolvePeer(topo.nodes[peerIdx], *back, backRef))
 					return rc;
+				if (backRef.running)
+					return fail(tp.file, tp.line,
+						    "\"" + tn.id + "\"[" + std::to_string(tp.num) +
+							    "] is cabled to \"" + topo.nodes[peerIdx].id + "\"[" +
+							    std::to_string(peerPort) + "], but " +
+							    topo.files[back->file] + ":" + std::to_string(back->line) +
+							    " cables that port to \"" + backRef.running->name + "\"[" +
+							    std::to_string(backRef.port) + "]");
 				size_t backIdx = backRef.idx;
 				uint8_t backPort = backRef.port;
 				if (backIdx != i || backPort != tp.num)

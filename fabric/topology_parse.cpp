@@ -44,6 +44,7 @@ struct Parser {
 	uint8_t defSpeed = 0x1;
 	uint8_t defExtSpeed = 0;
 	unsigned depth = 0;
+	bool includes = true; /* false: an include line is an error */
 
 	TopoNode *current = nullptr; /* record whose port lines we are reading */
 	uint32_t fileIdx = 0;
@@ -259,6 +260,8 @@ int Parser::setNumber(std::string_view key, const std::string &lkey, bool offset
 
 int Parser::include(std::string_view arg)
 {
+	if (!includes)
+		return fail("include is not allowed here: give the text whole");
 	if (arg.size() < 2 || arg.front() != '"' || arg.back() != '"')
 		return fail("include needs a quoted file name");
 	if (depth >= kMaxIncludeDepth)
@@ -629,10 +632,12 @@ int Parser::parsePortLine(std::string_view line)
 
 } /* namespace */
 
-int parseTopology(std::string_view text, const std::string &fileName, Topology &out, TopologyError &err)
+int parseTopology(std::string_view text, const std::string &fileName, Topology &out, TopologyError &err,
+		  bool allowIncludes)
 {
 	out.files.push_back(fileName);
 	Parser p{ out, err };
+	p.includes = allowIncludes;
 	p.fileIdx = static_cast<uint32_t>(out.files.size() - 1);
 	if (int rc = p.parseText(text))
 		return rc;

@@ -390,7 +390,8 @@ bool FabricControl::parseFragment(const Json &req, Action &a, std::string &err) 
 									   : "fragment";
 	a.fragment = std::make_shared<fabric::Topology>();
 	fabric::TopologyError terr;
-	if (fabric::parseTopology(req["text"].get<std::string>(), file, *a.fragment, terr) != 0) {
+	/* no includes: the daemon reads no file a client names */
+	if (fabric::parseTopology(req["text"].get<std::string>(), file, *a.fragment, terr, false) != 0) {
 		err = terr.str();
 		return false;
 	}
@@ -589,14 +590,14 @@ void FabricControl::flapStep(const std::shared_ptr<Flap> &f)
 	});
 }
 
-void FabricControl::stop()
+void FabricControl::stop(const std::string &why)
 {
 	auto flaps = std::move(flaps_);
 	flaps_.clear();
 	for (auto &f : flaps) {
 		f->timer.cancel();
 		if (f->done)
-			f->done({ { "ok", false }, { "error", "stopped: the daemon is shutting down" } });
+			f->done({ { "ok", false }, { "error", "stopped: " + why } });
 		f->done = nullptr;
 	}
 }

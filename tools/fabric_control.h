@@ -56,8 +56,9 @@ public:
 	/* What is faulty now (pulled cables, silent nodes, lossy and degraded
 	 * links) and the last events, for `ibemu status`. */
 	Json state() const;
-	/* Cancels what is still to come (flapping links); their replies say so. */
-	void stop();
+	/* Cancels what is still to come (flapping links); their replies say
+	 * so, and why. */
+	void stop(const std::string &why = "the daemon is shutting down");
 
 	/* The names of the operations, for messages and help. */
 	static std::vector<std::string> ops();

@@ -254,7 +254,7 @@ void Daemon::control(const nlohmann::ordered_json &req, const nlohmann::ordered_
 	} else if (op == "scenario.stop") {
 		size_t n = scenarios_.size();
 		scenarios_.clear();
-		control_->stop(); /* and the links they (or anyone) left flapping */
+		control_->stop("scenario stop"); /* and the links they (or anyone) left flapping */
 		reply({ { "ok", true }, { "stopped", n } });
 	} else if (op == "scenario.run") {
 		if (!req.contains("text") || !req["text"].is_string()) {

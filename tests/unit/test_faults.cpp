@@ -562,3 +562,35 @@ TEST_CASE("a topology file's do lines are kept for the daemon", "[faults]")
 	CHECK(t.commands[0].line == 2);
 	CHECK(t.warnings.empty());
 }
+
+TEST_CASE_METHOD(ControlFixture, "a fragment that cannot be grafted adds nothing", "[faults]")
+{
+	size_t nodes = s.nodes().size();
+	auto refused = [&](const char *text) {
+		Json r = run({ { "op", "topology.add" }, { "file", "f" }, { "text", text } });
+		CHECK_FALSE(r.value("ok", true));
+		CHECK(s.nodes().size() == nodes);
+		return r.value("error", "");
+	};
+	/* a port cabled into the running fabric by one line and to a fragment
+	 * node by the other's */
+	CHECK_THAT(refused("Ca 1 \"a\"\n[1] \"S-0002c90200000001\"[4]\nCa 1 \"b\"\n[1] \"a\"[1]\n"),
+		   Catch::Contains("cables that port to \"S-0002c90200000001\"[4]"));
+	/* GUIDs one CA's ports take from its node GUID, another CA's node or
+	 * port line */
+	CHECK_THAT(refused("caguid=0x50\nCa 2 \"a\"\ncaguid=0x51\nCa 1 \"b\"\n"), Catch::Contains("is also \"a\"'s"));
+	CHECK_THAT(refused("caguid=0x50\nCa 2 \"a\"\ncaguid=0x60\nCa 1 \"b\"\n[1](52) \"S-0002c90200000001\"[4]\n"),
+		   Catch::Contains("port 1's GUID 0x52 of \"b\" is also \"a\"'s"));
+	/* a GUID a running port has */
+	CHECK_THAT(refused("caguid=0x2c90300000100\nCa 1 \"c\"\n"), Catch::Contains("in the running fabric already"));
+	CHECK_THAT(refused("Ca 1 \"d\"\n[1] \"S-0002c90200000001\"[0]\n"), Catch::Contains("out of range"));
+	/* no file is read for a client */
+	CHECK_THAT(refused("include \"/etc/passwd\"\n"), Catch::Contains("include is not allowed"));
+	/* a fragment's own node named by GUID */
+	Json r = run({ { "op", "topology.add" },
+		       { "text",
+			 "caguid=0x77\nCa 1 \"e\"\n[1] \"S-88\"[1]\nswitchguid=0x88\nSwitch 4 \"S-88\"\n"
+			 "[1] \"0x77\"[1]\n[4] \"S-0002c90200000001\"[4]\n" } });
+	CHECK(r.value("ok", false));
+	CHECK(s.nodes().size() == nodes + 2);
+}
