@@ -68,6 +68,15 @@ const OpSpec *findOp(const std::string &name)
 	return nullptr;
 }
 
+/* "one of: link.down, ..." */
+std::string opNames()
+{
+	std::string names = "one of:";
+	for (const auto &o : kOps)
+		names += std::string(" ") + o.name + (&o == &kOps[std::size(kOps) - 1] ? "" : ",");
+	return names;
+}
+
 std::string guidString(uint64_t g)
 {
 	char buf[24];
@@ -179,17 +188,13 @@ bool FabricControl::parse(const Json &req, Action &a, std::string &err, bool now
 		return false;
 	}
 	if (!req.contains("op") || !req["op"].is_string()) {
-		err = "the request has no \"op\" (one of: ";
-		for (const auto &o : kOps)
-			err += std::string(o.name) + (&o == &kOps[std::size(kOps) - 1] ? ")" : ", ");
+		err = "the request has no \"op\" (" + opNames() + ")";
 		return false;
 	}
 	std::string op = req["op"].get<std::string>();
 	a.spec = findOp(op);
 	if (!a.spec) {
-		err = "unknown op \"" + op + "\" (one of: ";
-		for (const auto &o : kOps)
-			err += std::string(o.name) + (&o == &kOps[std::size(kOps) - 1] ? ")" : ", ");
+		err = "unknown op \"" + op + "\" (" + opNames() + ")";
 		return false;
 	}
 	const OpSpec &spec = *a.spec;
