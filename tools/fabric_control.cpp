@@ -573,10 +573,9 @@ void FabricControl::flapStep(const std::shared_ptr<Flap> &f)
 	};
 	Action step = f->action;
 	step.spec = findOp(f->down ? "link.up" : "link.down");
-	fabric::Port &p = *step.port;
-	if (f->down ? !(p.pulledPeer && !p.peer && !p.pulledPeer->peer) : !p.peer) {
-		finish({ { "ok", false },
-			 { "error", portName(p) + " was cabled differently by someone else during the flapping" } });
+	std::string why;
+	if (!fits(step, why)) { /* someone else changed the cable in between */
+		finish({ { "ok", false }, { "error", "the flapping stopped: " + why } });
 		return;
 	}
 	Json r = apply(step);

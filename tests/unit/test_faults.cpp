@@ -594,3 +594,17 @@ TEST_CASE_METHOD(ControlFixture, "a fragment that cannot be grafted adds nothing
 	CHECK(r.value("ok", false));
 	CHECK(s.nodes().size() == nodes + 2);
 }
+
+TEST_CASE_METHOD(ControlFixture, "a flap stops when someone else replugs its cable", "[faults]")
+{
+	Json reply;
+	ctl.run({ { "op", "link.flap" }, { "node", "ibemu-sw1" }, { "port", 8 }, { "count", 3 }, { "interval_ms", 1 } },
+		{ { "source", "test" } }, [&](Json r) { reply = r; });
+	REQUIRE(sw1->port(8).peer == nullptr); /* the first edge: pulled */
+	REQUIRE(run({ { "op", "link.up" }, { "node", "ibemu-sw2" }, { "port", 8 } }).value("ok", false));
+	io.run();
+	CHECK_FALSE(reply.value("ok", true));
+	CHECK_THAT(reply.value("error", ""),
+		   Catch::Contains("the flapping stopped: \"ibemu-sw1\"[8] is cabled already"));
+	CHECK(sw1->port(8).peer == &sw2->port(8));
+}
