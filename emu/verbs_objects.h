@@ -135,6 +135,8 @@ struct SendWqe {
 	bool delivered = false;
 	bool timedOut = false; /* the last try was lost; its ACK timer ran out */
 	uint64_t atomicOrig = 0; /* an executed atomic's result */
+	uint32_t psn = 0; /* its first PSN, taken from the QP's SQ PSN when first sent */
+	bool psnSet = false;
 };
 
 struct Qp final : UObject {
@@ -158,6 +160,7 @@ struct Qp final : UObject {
 
 	/* attributes (ib_qp_attr) */
 	uint32_t qkey = 0, rqPsn = 0, sqPsn = 0, destQpn = 0, accessFlags = 0;
+	uint32_t msn = 0; /* messages completed as a responder (the AETH's MSN) */
 	uint16_t pkeyIndex = 0, altPkeyIndex = 0;
 	uint8_t pathMtu = 1, pathMigState = 0, maxRdAtomic = 0, maxDestRdAtomic = 0, minRnrTimer = 0;
 	uint8_t portNum = 1, timeout = 0, retryCnt = 0, rnrRetry = 0, altPortNum = 0, altTimeout = 0;

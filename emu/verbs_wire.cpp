@@ -20,6 +20,7 @@
 #include "emu/qp_ring.h"
 #include "emu/uverbs_file.h"
 #include "emu/verbs_device.h"
+#include "emu/verbs_packets.h"
 #include "emu/verbs_qp.h"
 #include "fabric/node.h"
 #include "fabric/subnet.h"
@@ -117,6 +118,69 @@ uint16_t pkeyAt(const fabric::Port &p, uint16_t index)
 bool pkeysMatch(uint16_t a, uint16_t b)
 {
 	return (a & 0x7fff) && (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000);
+}
+
+/* The bytes a list of pieces holds, for a capture (an unreadable piece
+ * reads as zeros: the message fails anyway) */
+std::vector<uint8_t> gather(UserAccess &ua, const std::vector<Seg> &segs, uint64_t len)
+{
+	std::vector<uint8_t> out(len);
+	uint64_t off = 0;
+	for (const Seg &s : segs) {
+		uint64_t n = std::min(s.len, len - off);
+		if (s.local)
+			memcpy(out.data() + off, s.local + s.addr, n);
+		else
+			(void)ua.readMemory(s.mem, s.addr, out.data() + off, n);
+		off += n;
+		if (off == len)
+			break;
+	}
+	return out;
+}
+
+/* The LRH, GRH and BTH fields of a message's packets, for a capture */
+fabric::PacketHeaders wireBase(const fabric::Port &src, uint16_t slid, uint16_t dlid, uint8_t sl, uint16_t pkey,
+			       uint32_t destQp, uint8_t transport, bool global, const uint8_t *dgid, uint8_t hopLimit,
+			       uint8_t trafficClass, uint32_t flowLabel)
+{
+	fabric::PacketHeaders h;
+	h.sl = sl & 0xf;
+	h.vl = src.sl2vl[h.sl] & 0xf;
+	h.slid = slid;
+	h.dlid = dlid;
+	h.pkey = pkey;
+	h.destQp = destQp;
+	h.opcode = transport;
+	h.grh = global;
+	if (global) {
+		for (int i = 0; i < 8; i++) {
+			h.sgid[i] = static_cast<uint8_t>(src.gidPrefix >> (56 - 8 * i));
+			h.sgid[8 + i] = static_cast<uint8_t>(src.guid >> (56 - 8 * i));
+		}
+		memcpy(h.dgid.data(), dgid, 16);
+		h.hopLimit = hopLimit;
+		h.trafficClass = trafficClass;
+		h.flowLabel = flowLabel;
+	}
+	return h;
+}
+
+/* The same headers for the way back */
+fabric::PacketHeaders reversed(fabric::PacketHeaders h, uint32_t destQp)
+{
+	std::swap(h.slid, h.dlid);
+	std::swap(h.sgid, h.dgid);
+	h.destQp = destQp;
+	h.eth.clear();
+	return h;
+}
+
+uint8_t nakSyndrome(WcStatus requesterStatus)
+{
+	return requesterStatus == IB_WC_REM_ACCESS_ERR     ? kAethNakRemoteAccess
+		: requesterStatus == IB_WC_REM_INV_REQ_ERR ? kAethNakInvalidRequest
+							   : kAethNakRemoteOperational;
 }
 
 unsigned mtuBytes(uint8_t mtu)
@@ -522,13 +586,37 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		return Outcome::Wait;
 	};
 
+	/* A message takes its PSNs when first sent; a retry uses them again. */
+	const uint32_t psns = psnsFor(op, len, mtu);
+	if (!w.psnSet) {
+		w.psn = qp.sqPsn;
+		w.psnSet = true;
+		qp.sqPsn = (qp.sqPsn + psns) & 0xffffff;
+	}
+	const uint32_t lastPsn = (w.psn + psns - 1) & 0xffffff;
+
 	if (ud && dlid >= IB_MULTICAST_LID_BASE && dlid != IB_LID_PERMISSIVE) {
 		status = sendMulticast(qp, w, *src, local, len, reqPackets, reqBytes);
 		return status == IB_WC_SUCCESS ? Outcome::Done : Outcome::Error;
 	}
 
 	fabric::Subnet &subnet = host_.subnet();
-	fabric::Port *dst = subnet.routeData(*src, dlid, reqPackets, reqBytes);
+	const uint8_t transport = rc ? fabric::IB_OPCODE_RC : ud ? fabric::IB_OPCODE_UD : fabric::IB_OPCODE_UC;
+	const uint16_t slid = static_cast<uint16_t>(src->lid | pathBits);
+	fabric::PacketHeaders base; /* for a capture only */
+	WirePackets reqWire;
+	if (subnet.tapping()) {
+		const bool global = ud ? w.ah.is_global : qp.av.is_global;
+		base = ud ? wireBase(*src, slid, dlid, sl, pkeyAt(*src, qp.pkeyIndex), dqpn, transport, global,
+				     w.ah.grh.dgid, w.ah.grh.hop_limit, w.ah.grh.traffic_class, w.ah.grh.flow_label)
+			  : wireBase(*src, slid, dlid, sl, pkeyAt(*src, qp.pkeyIndex), dqpn, transport, global,
+				     qp.av.dgid, qp.av.hop_limit, qp.av.traffic_class, qp.av.flow_label);
+		uint32_t qkey = (w.wr.wr.ud.remote_qkey & 0x80000000u) ? qp.qkey : w.wr.wr.ud.remote_qkey;
+		reqWire = requestPackets(base, w.wr, qkey, qp.qpn, w.psn, mtu,
+					 isRead || isAtomic ? std::vector<uint8_t>(isRead ? len : 0)
+							    : gather(ua, local, len));
+	}
+	fabric::Port *dst = subnet.routeData(*src, dlid, reqPackets, reqBytes, reqWire);
 	if (!dst)
 		return lost();
 	VerbsDevice *rdev = host_.verbsAt(*dst);
@@ -549,14 +637,21 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		}
 	}
 
-	/* The way back (ACK, read response, atomic response). RC only. */
-	auto back = [&](uint64_t payload, unsigned ext) {
+	/* The way back (ACK, NAK, read response, atomic response). RC only.
+	 * `data`: what a read response or atomic ACK carries, for a capture. */
+	auto back = [&](uint64_t payload, unsigned ext, WireReply kind, uint8_t syndrome = 0,
+			std::span<const uint8_t> data = {}) {
 		uint32_t n = packetsFor(payload, mtu);
-		return subnet.routeData(*dst, static_cast<uint16_t>(src->lid | pathBits), n,
-					wireBytes(payload, n, ext, 0)) != nullptr;
+		WirePackets wire;
+		if (subnet.tapping())
+			wire = replyPackets(reversed(base, qp.qpn), kind, syndrome, w.psn, lastPsn, rqp->msn, mtu,
+					    data);
+		return subnet.routeData(*dst, slid, n, wireBytes(payload, n, ext, 0), wire) != nullptr;
 	};
-	if (w.delivered) { /* a retry of what the responder already executed */
-		if (!back(isRead ? len : isAtomic ? 8 : 0, 4))
+	auto asBytes = [](const uint64_t &v) { return std::span(reinterpret_cast<const uint8_t *>(&v), 8); };
+	if (w.delivered) { /* a retry of what the responder already executed (never a read) */
+		if (!back(isAtomic ? 8 : 0, 4 + (isAtomic ? 8 : 0), isAtomic ? WireReply::AtomicAck : WireReply::Ack, 0,
+			  asBytes(w.atomicOrig)))
 			return lost();
 		if (isRead || isAtomic) {
 			w.delivered = false; /* re-read below; atomics answer from w.atomicOrig */
@@ -575,7 +670,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	/* A responder error of class C (IBA 9.9.3.1.3): NAK, responder to Error. */
 	auto nak = [&](WcStatus requesterStatus, AsyncEvent responderEvent) -> Outcome {
 		if (rc) {
-			back(0, 4);
+			back(0, 4, WireReply::Nak, nakSyndrome(requesterStatus));
 			if (rqp->file)
 				rqp->file->asyncEvent(rqp->userHandle, responderEvent, rqp);
 			responderErrors_.push_back(rqp);
@@ -602,7 +697,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	if (consumesRecv && rq->empty()) {
 		if (!rc)
 			return Outcome::Done;
-		back(0, 4); /* RNR NAK */
+		back(0, 4, WireReply::RnrNak, kAethRnrNak | (rqp->minRnrTimer & 0x1f)); /* RNR NAK */
 		if (w.rnrRetriesLeft == 0) {
 			status = IB_WC_RNR_RETRY_EXC_ERR;
 			return Outcome::Error;
@@ -647,7 +742,11 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			if (c != 0)
 				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
 		} else if (isRead) {
-			if (rc && !back(len, 4))
+			rqp->msn = (rqp->msn + 1) & 0xffffff;
+			rqp->rqPsn = (lastPsn + 1) & 0xffffff;
+			if (rc &&
+			    !back(len, 4, WireReply::ReadResponse, 0,
+				  subnet.tapping() ? gather(ua, { remote }, len) : std::vector<uint8_t>()))
 				return lost();
 			if (len && copySegs(ua, { remote }, local, len) != 0) {
 				status = IB_WC_LOC_PROT_ERR;
@@ -665,7 +764,9 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
 			w.delivered = true;
 			w.atomicOrig = orig;
-			if (!back(8, 4 + 8))
+			rqp->msn = (rqp->msn + 1) & 0xffffff;
+			rqp->rqPsn = (lastPsn + 1) & 0xffffff;
+			if (!back(8, 4 + 8, WireReply::AtomicAck, 0, asBytes(orig)))
 				return lost();
 			Seg orig8{ -1, 0, 8, reinterpret_cast<const uint8_t *>(&orig) };
 			if (copySegs(ua, { orig8 }, local, 8) != 0) {
@@ -701,7 +802,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			complete(*rqp->recvCq, rwc);
 			responderErrors_.push_back(rqp); /* after the requester's WQE is done: it may be the same QP */
 			if (rc) {
-				back(0, 4);
+				back(0, 4, WireReply::Nak, nakSyndrome(requesterStatus));
 				status = requesterStatus;
 				return Outcome::Error;
 			}
@@ -734,7 +835,9 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			srqConsumed(*rqp->srq);
 	}
 	w.delivered = true;
-	if (rc && !back(0, 4)) /* the ACK is lost: the requester retries */
+	rqp->msn = (rqp->msn + 1) & 0xffffff;
+	rqp->rqPsn = (lastPsn + 1) & 0xffffff;
+	if (rc && !back(0, 4, WireReply::Ack)) /* the ACK is lost: the requester retries */
 		return lost();
 	return Outcome::Done;
 }
@@ -758,7 +861,17 @@ WcStatus VerbsDevice::sendMulticast(Qp &qp, const SendWqe &w, fabric::Port &src,
 		off += s.len;
 	}
 	std::vector<fabric::Port *> reached;
-	host_.subnet().routeMulticast(src, w.ah.dlid, packets, wireBytes, reached);
+	WirePackets wire; /* for a capture only */
+	if (host_.subnet().tapping()) {
+		const uint16_t slid = static_cast<uint16_t>(src.lid | (w.ah.src_path_bits & ((1u << src.lmc) - 1)));
+		fabric::PacketHeaders base = wireBase(src, slid, w.ah.dlid, w.ah.sl, pkeyAt(src, qp.pkeyIndex),
+						      w.wr.wr.ud.remote_qpn, fabric::IB_OPCODE_UD, w.ah.is_global,
+						      w.ah.grh.dgid, w.ah.grh.hop_limit, w.ah.grh.traffic_class,
+						      w.ah.grh.flow_label);
+		uint32_t qkey = (w.wr.wr.ud.remote_qkey & 0x80000000u) ? qp.qkey : w.wr.wr.ud.remote_qkey;
+		wire = requestPackets(base, w.wr, qkey, qp.qpn, w.psn, unsigned(len ? len : 1), payload);
+	}
+	host_.subnet().routeMulticast(src, w.ah.dlid, packets, wireBytes, reached, wire);
 	if (w.wr.wr.ud.remote_qpn != kMulticastQpn)
 		return IB_WC_SUCCESS; /* receivers drop a multicast packet for any other QP (IBA 9.6.1.1) */
 	reached.push_back(&src); /* the HCA's own QPs on the port hear it too (loopback) */

@@ -11,6 +11,7 @@
 // Drops follow hardware: a down link or a non-Active egress for data
 // (PortXmitDiscards), an unprogrammed LFT entry or a DLID above
 // LinearFDBTop (PortRcvSwitchRelayErrors), a bad DR path (VL15Dropped).
+#include "fabric/packet_format.h"
 #include "fabric/process_mad.h"
 #include "fabric/smi.h"
 #include "fabric/subnet.h"
@@ -61,6 +62,22 @@ void Subnet::countRcv(Port &p, const Packet &pkt)
 	countTraffic(p.counters, false, 1, pkt.wireBytes() / 4, pkt.isMulticast());
 }
 
+void Subnet::tapMad(const Port &p, bool out, const Packet &pkt)
+{
+	if (tap_->watches(p))
+		tap_->onWire(p, out, encodeMadPacket(pkt));
+}
+
+/* The first `packets` of a data message's packets (those that got through
+ * a lossy cable arrive, as its counters say) */
+void Subnet::tapData(const Port &p, bool out, std::span<const std::vector<uint8_t>> wire, uint64_t packets)
+{
+	if (!tap_->watches(p))
+		return;
+	for (size_t i = 0; i < wire.size() && i < packets; i++)
+		tap_->onWire(p, out, wire[i]);
+}
+
 void Subnet::drop(Port *, const char *)
 {
 	dropped_++;
@@ -101,11 +118,15 @@ void Subnet::carry(Port *out, Packet &pkt)
 			return drop(out, "egress not active");
 		}
 		countXmit(*out, pkt);
+		if (tap_)
+			tapMad(*out, true, pkt);
 		if (dropFilter_ && dropFilter_(*out, pkt))
 			return drop(out, "fault injection");
 		if ((in->errors || out->errors) && lostOnCable(*out, *in, 1))
 			return;
 		countRcv(*in, pkt);
+		if (tap_)
+			tapMad(*in, false, pkt);
 		if (!pkt.isVl15() && in->state != PortState::Armed && in->state != PortState::Active) {
 			addSaturating(in->counters.rcvErrors, 1);
 			return drop(in, "ingress not armed");
@@ -295,7 +316,8 @@ void Subnet::respond(Port &port, const Packet &req, const Mad &resp)
 	sendFromNode(mgmt.node->isSwitch() ? mgmt : port, out);
 }
 
-Port *Subnet::routeData(Port &src, uint16_t dlid, uint32_t packets, uint64_t wireBytes)
+Port *Subnet::routeData(Port &src, uint16_t dlid, uint32_t packets, uint64_t wireBytes,
+			std::span<const std::vector<uint8_t>> wire)
 {
 	if (ownsLid(src, dlid)) /* HCA loopback */
 		return &src;
@@ -311,16 +333,22 @@ Port *Subnet::routeData(Port &src, uint16_t dlid, uint32_t packets, uint64_t wir
 			return nullptr;
 		}
 		countTraffic(out->counters, true, packets, words, false);
+		if (tap_)
+			tapData(*out, true, wire, packets);
 		if (in->errors || out->errors) {
 			/* the packets that got through arrive; the message is lost */
 			if (uint64_t lost = lostOnCable(*out, *in, packets)) {
 				countTraffic(in->counters, false, packets - lost, words / packets * (packets - lost),
 					     false);
+				if (tap_)
+					tapData(*in, false, wire, packets - lost);
 				dropped_ += packets - lost;
 				return nullptr;
 			}
 		}
 		countTraffic(in->counters, false, packets, words, false);
+		if (tap_)
+			tapData(*in, false, wire, packets);
 		if (in->state != PortState::Armed && in->state != PortState::Active) {
 			addSaturating(in->counters.rcvErrors, packets);
 			dropped_ += packets;
@@ -347,7 +375,7 @@ Port *Subnet::routeData(Port &src, uint16_t dlid, uint32_t packets, uint64_t wir
 }
 
 void Subnet::routeMulticast(Port &src, uint16_t mlid, uint32_t packets, uint64_t wireBytes,
-			    std::vector<Port *> &reached)
+			    std::vector<Port *> &reached, std::span<const std::vector<uint8_t>> wire)
 {
 	const uint64_t words = wireBytes / 4;
 	/* cables still to cross, breadth first; a switch relays one copy only,
@@ -363,15 +391,21 @@ void Subnet::routeMulticast(Port &src, uint16_t mlid, uint32_t packets, uint64_t
 			continue;
 		}
 		countTraffic(out->counters, true, packets, words, true);
+		if (tap_)
+			tapData(*out, true, wire, packets);
 		if (in->errors || out->errors) {
 			if (uint64_t lost = lostOnCable(*out, *in, packets)) {
 				countTraffic(in->counters, false, packets - lost, words / packets * (packets - lost),
 					     true);
+				if (tap_)
+					tapData(*in, false, wire, packets - lost);
 				dropped_ += packets - lost;
 				continue;
 			}
 		}
 		countTraffic(in->counters, false, packets, words, true);
+		if (tap_)
+			tapData(*in, false, wire, packets);
 		if (in->state != PortState::Armed && in->state != PortState::Active) {
 			addSaturating(in->counters.rcvErrors, packets);
 			dropped_ += packets;

@@ -16,12 +16,14 @@
 
 #include "fabric/node.h"
 #include "fabric/packet.h"
+#include "fabric/packet_tap.h"
 
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -123,15 +125,25 @@ public:
 	 * `dlid` through the LFTs, counting them like carry() does at every
 	 * port they cross. Returns the CA port that accepts the DLID, or null
 	 * when they are lost (link down, port not Active, no LFT entry, a CA
-	 * that does not own the DLID). */
-	Port *routeData(Port &src, uint16_t dlid, uint32_t packets, uint64_t wireBytes);
+	 * that does not own the DLID).
+	 *
+	 * `wire` holds the packets' bytes when tapping() (what a capture
+	 * records at the ports it watches); empty otherwise. */
+	Port *routeData(Port &src, uint16_t dlid, uint32_t packets, uint64_t wireBytes,
+			std::span<const std::vector<uint8_t>> wire = {});
 	/* The same for a multicast DLID: the packets follow the switches' MFTs
 	 * (never back out of the port they came in by) and every CA port they
 	 * reach goes into `reached`, counted as multicast traffic. A switch
 	 * whose MFT has no entry for the MLID drops them
-	 * (PortRcvSwitchRelayErrors). */
+	 * (PortRcvSwitchRelayErrors). `wire` as for routeData(). */
 	void routeMulticast(Port &src, uint16_t mlid, uint32_t packets, uint64_t wireBytes,
-			    std::vector<Port *> &reached);
+			    std::vector<Port *> &reached, std::span<const std::vector<uint8_t>> wire = {});
+
+	/* A capture watching the wire, or null (fabric/packet_tap.h). The
+	 * tap outlives its being set. */
+	void setTap(PacketTap *tap) { tap_ = tap; }
+	/* Whether data senders should hand routeData() their packets' bytes. */
+	bool tapping() const { return tap_ != nullptr; }
 
 	/* Packets dropped anywhere in the fabric since creation (for tests/status). */
 	uint64_t droppedPackets() const { return dropped_; }
@@ -168,6 +180,8 @@ private:
 	void drop(Port *at, const char *why);
 	void countXmit(Port &p, const Packet &pkt);
 	void countRcv(Port &p, const Packet &pkt);
+	void tapMad(const Port &p, bool out, const Packet &pkt);
+	void tapData(const Port &p, bool out, std::span<const std::vector<uint8_t>> wire, uint64_t packets);
 
 	/* Draws the fate of `packets` packets crossing from `out` to `in`
 	 * through a lossy cable, counts the losses at `in` and as drops; how
@@ -187,6 +201,7 @@ private:
 	size_t numRouters_ = 0;
 	size_t numLinks_ = 0;
 
+	PacketTap *tap_ = nullptr;
 	DropFilter dropFilter_;
 	PortListener portListener_;
 	std::deque<Transit> queue_;

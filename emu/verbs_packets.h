@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The packets of a verbs message as they would cross the wire (IBA 9.2-9.7):
+// the request cut at the path MTU into FIRST/MIDDLE/LAST or ONLY with
+// the extended headers its opcode carries, and what comes back (ACK, NAK,
+// RDMA READ response, atomic ACK).
+//
+// The data path (verbs_wire.cpp) moves a message whole and builds these
+// only while a capture runs (fabric::Subnet::tapping()), so a capture sees
+// real packets and costs nothing otherwise.
+#pragma once
+
+#include "emu/uverbs_abi.h"
+#include "fabric/packet_format.h"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace ibemu::emu {
+
+using WirePackets = std::vector<std::vector<uint8_t>>;
+
+/* PSNs a request uses: one per packet, and for an RDMA READ one per
+ * response packet (IBA 9.7.1.1). */
+uint32_t psnsFor(uint32_t wrOpcode, uint64_t len, unsigned mtu);
+
+/* A request. `base` holds the LRH, GRH and BTH fields every packet of
+ * the message shares (transport bits in base.opcode); `qkey` and `srcQp`
+ * go into a UD message's DETH. */
+WirePackets requestPackets(const fabric::PacketHeaders &base, const ib_uverbs_send_wr &wr, uint32_t qkey,
+			   uint32_t srcQp, uint32_t firstPsn, unsigned mtu, std::span<const uint8_t> payload);
+
+enum class WireReply { Ack, Nak, RnrNak, ReadResponse, AtomicAck };
+
+/* AETH syndromes (IBA 9.7.5.1.1) */
+enum : uint8_t {
+	kAethAck = 0x1f, /* ACK, credit count "invalid" (no end-to-end credits) */
+	kAethRnrNak = 0x20, /* ORed with the RNR timer */
+	kAethNakInvalidRequest = 0x61,
+	kAethNakRemoteAccess = 0x62,
+	kAethNakRemoteOperational = 0x63,
+};
+
+/* A reply from the responder: `psn` is the request's first PSN (an ACK or
+ * NAK carries the last one), `msn` the responder's message count. */
+WirePackets replyPackets(const fabric::PacketHeaders &base, WireReply kind, uint8_t syndrome, uint32_t firstPsn,
+			 uint32_t lastPsn, uint32_t msn, unsigned mtu, std::span<const uint8_t> payload);
+
+} /* namespace ibemu::emu */
