@@ -13,5 +13,7 @@ void addTopoCommands(CLI::App &app, int &exitCode);
 void addInstanceCommands(CLI::App &app, int &exitCode);
 /* `ibemu link|node|errors|counters|scenario|ibsim|control` */
 void addFaultCommands(CLI::App &app, int &exitCode);
+/* `ibemu capture` */
+void addCaptureCommands(CLI::App &app, int &exitCode);
 
 } /* namespace ibemu::tools */

@@ -6,8 +6,10 @@
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -23,6 +25,56 @@ struct ControlSocket::Conn {
 	boost::asio::streambuf in;
 	Json client;
 	bool open = true;
+
+	/* a stream: lines still to send, and whether it ends after them */
+	std::deque<std::string> out;
+	size_t queued = 0;
+	bool writing = false;
+	bool closing = false;
+	std::function<void()> onClosed;
+	std::array<char, 256> discard;
+};
+
+/* Holds its connection weakly: a stream outliving the client, or the
+ * socket, writes nowhere. */
+class ControlSocket::ConnStream : public ControlSocket::Stream {
+public:
+	ConnStream(ControlSocket &owner, const std::shared_ptr<Conn> &c) : owner_(owner), conn_(c) {}
+
+	bool write(std::string line) override
+	{
+		auto c = conn_.lock();
+		if (!c || !c->open || c->closing || c->queued + line.size() + 1 > kMaxQueued)
+			return false;
+		line += '\n';
+		c->queued += line.size();
+		c->out.push_back(std::move(line));
+		owner_.flush(c);
+		return true;
+	}
+	void close() override
+	{
+		auto c = conn_.lock();
+		if (!c || !c->open)
+			return;
+		c->closing = true;
+		c->onClosed = nullptr;
+		owner_.flush(c);
+	}
+	bool open() const override
+	{
+		auto c = conn_.lock();
+		return c && c->open && !c->closing;
+	}
+	void onClosed(std::function<void()> fn) override
+	{
+		if (auto c = conn_.lock(); c && c->open)
+			c->onClosed = std::move(fn);
+	}
+
+private:
+	ControlSocket &owner_;
+	std::weak_ptr<Conn> conn_;
 };
 
 ControlSocket::ControlSocket(boost::asio::io_context &io, Handler handler)
@@ -170,6 +222,11 @@ void ControlSocket::readNext(const std::shared_ptr<Conn> &c)
 			send(c, { { "ok", false }, { "error", "the request is not JSON" } }, false);
 			return;
 		}
+		if (req.is_object() && req.contains("op") && req["op"].is_string()) {
+			auto it = streams_.find(req["op"].get<std::string>());
+			if (it != streams_.end())
+				return startStream(c, it->second, req);
+		}
 		Json id = req.is_object() && req.contains("id") ? req["id"] : Json();
 		handler_(req, c->client, [this, c, id](Json reply) {
 			if (!id.is_null())
@@ -198,6 +255,70 @@ void ControlSocket::send(const std::shared_ptr<Conn> &c, const Json &reply, bool
 					 }
 					 readNext(c);
 				 });
+}
+
+void ControlSocket::addStream(std::string op, StreamHandler fn)
+{
+	streams_[std::move(op)] = std::move(fn);
+}
+
+void ControlSocket::startStream(const std::shared_ptr<Conn> &c, const StreamHandler &fn, const Json &req)
+{
+	/* the client says nothing more; reading only tells when it goes away */
+	startWatch(c);
+	fn(req, c->client, std::make_shared<ConnStream>(*this, c));
+}
+
+void ControlSocket::startWatch(const std::shared_ptr<Conn> &c)
+{
+	c->sock.async_read_some(boost::asio::buffer(c->discard),
+				[this, c](const boost::system::error_code &ec, size_t) {
+					if (!c->open)
+						return;
+					if (ec)
+						return drop(c);
+					startWatch(c);
+				});
+}
+
+void ControlSocket::flush(const std::shared_ptr<Conn> &c)
+{
+	if (c->writing || !c->open)
+		return;
+	if (c->out.empty()) {
+		if (c->closing) {
+			c->open = false;
+			boost::system::error_code ignored;
+			c->sock.close(ignored);
+			conns_.erase(c);
+		}
+		return;
+	}
+	c->writing = true;
+	boost::asio::async_write(c->sock, boost::asio::buffer(c->out.front()),
+				 [this, c](const boost::system::error_code &ec, size_t) {
+					 c->writing = false;
+					 if (!c->open)
+						 return;
+					 if (ec)
+						 return drop(c);
+					 c->queued -= c->out.front().size();
+					 c->out.pop_front();
+					 flush(c);
+				 });
+}
+
+/* The client of a stream went away */
+void ControlSocket::drop(const std::shared_ptr<Conn> &c)
+{
+	if (!c->open)
+		return;
+	c->open = false;
+	boost::system::error_code ignored;
+	c->sock.close(ignored);
+	conns_.erase(c);
+	if (auto fn = std::move(c->onClosed))
+		fn();
 }
 
 } /* namespace ibemu::tools */

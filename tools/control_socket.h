@@ -10,6 +10,12 @@
 // that is not JSON, gets an error reply; a client that goes away in the
 // middle of a line has asked for nothing; one nested absurdly deep is
 // refused unparsed. At most kMaxClients at once.
+//
+// A stream operation (a capture) turns its connection into a one-way
+// flow of lines from the daemon: the client sends nothing more, and
+// closing its end ends the stream. Lines that find the client kMaxQueued
+// bytes behind are not queued (write() says so), so a slow reader loses
+// lines, never stalls the daemon.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -18,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -35,6 +42,23 @@ public:
 
 	static constexpr size_t kMaxLine = 1 << 20;
 	static constexpr size_t kMaxClients = 16;
+	static constexpr size_t kMaxQueued = 8 << 20;
+
+	/* The daemon's end of a stream. */
+	class Stream {
+	public:
+		virtual ~Stream() = default;
+		/* Queues one line (without its newline); false when the client
+		 * is kMaxQueued bytes behind or gone, and the line was dropped. */
+		virtual bool write(std::string line) = 0;
+		/* Sends what is queued, then closes the connection. */
+		virtual void close() = 0;
+		virtual bool open() const = 0;
+		/* Called once when the client goes away (not after close()). */
+		virtual void onClosed(std::function<void()> fn) = 0;
+	};
+	/* Takes over a connection whose request's "op" named it. */
+	using StreamHandler = std::function<void(const Json &req, const Json &client, std::shared_ptr<Stream> s)>;
 
 	ControlSocket(boost::asio::io_context &io, Handler handler);
 	~ControlSocket();
@@ -43,13 +67,20 @@ public:
 	int listen(const std::string &path, uid_t owner, std::string &err);
 	/* Stops accepting and closes every connection. */
 	void close();
+	/* Requests with {"op": op} are streams, handed to fn. */
+	void addStream(std::string op, StreamHandler fn);
 
 private:
 	struct Conn;
+	class ConnStream;
 
 	void accept();
 	void readNext(const std::shared_ptr<Conn> &c);
 	void send(const std::shared_ptr<Conn> &c, const Json &reply, bool thenClose);
+	void startStream(const std::shared_ptr<Conn> &c, const StreamHandler &fn, const Json &req);
+	void startWatch(const std::shared_ptr<Conn> &c);
+	void flush(const std::shared_ptr<Conn> &c);
+	void drop(const std::shared_ptr<Conn> &c);
 
 	Handler handler_;
 	boost::asio::local::stream_protocol::acceptor acceptor_;
@@ -57,6 +88,7 @@ private:
 	std::string path_;
 	uid_t owner_ = 0;
 	std::set<std::shared_ptr<Conn>> conns_;
+	std::map<std::string, StreamHandler> streams_;
 };
 
 } /* namespace ibemu::tools */

@@ -4,6 +4,7 @@
 // live changes to a running instance, sent over its control socket
 // (tools/control_socket.h) as the JSON requests docs/faults.md describes.
 #include "tools/commands.h"
+#include "tools/control_client.h"
 #include "tools/ibsim_script.h"
 #include "tools/instance.h"
 
@@ -27,96 +28,6 @@ namespace ibemu::tools {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-/* Exit codes: 1 the daemon refused, 2 bad usage, 3 the instance is not running */
-constexpr int kRefused = 1, kUsage = 2, kNotRunning = 3;
-
-/* One connection to an instance's control socket */
-class ControlClient {
-public:
-	~ControlClient()
-	{
-		if (fd_ >= 0)
-			close(fd_);
-	}
-
-	/* 0, or an exit code with the reason printed */
-	int connect(const std::string &instance, const char *cmd)
-	{
-		Instance inst;
-		std::string err;
-		if (!makeInstance(instance, inst, err)) {
-			fprintf(stderr, "%s: %s\n", cmd, err.c_str());
-			return kUsage;
-		}
-		sockaddr_un addr{};
-		addr.sun_family = AF_UNIX;
-		std::string path = inst.controlSocket();
-		if (path.size() >= sizeof addr.sun_path) {
-			fprintf(stderr, "%s: the run directory's path is too long for a socket: %s\n", cmd,
-				path.c_str());
-			return kUsage;
-		}
-		memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-		fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr *>(&addr), sizeof addr) != 0) {
-			int e = errno;
-			if (e == EACCES || e == EPERM)
-				fprintf(stderr, "%s: %s: permission denied (root or the instance's owner only)\n", cmd,
-					path.c_str());
-			else if (e == ENOENT || e == ECONNREFUSED)
-				fprintf(stderr, "%s: instance \"%s\" is not running\n", cmd, instance.c_str());
-			else
-				fprintf(stderr, "%s: %s: %s\n", cmd, path.c_str(), strerror(e));
-			return e == EACCES || e == EPERM ? kRefused : kNotRunning;
-		}
-		return 0;
-	}
-
-	/* Sends a request and waits for its reply; false (printed) when the
-	 * daemon went away */
-	bool call(const Json &req, Json &reply, const char *cmd)
-	{
-		return callLine(req.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), reply, cmd);
-	}
-
-	/* The same for a request already on one line, sent as it is */
-	bool callLine(std::string line, Json &reply, const char *cmd)
-	{
-		line += "\n";
-		for (size_t off = 0; off < line.size();) {
-			ssize_t n = send(fd_, line.data() + off, line.size() - off, MSG_NOSIGNAL);
-			if (n <= 0) {
-				fprintf(stderr, "%s: the daemon closed the control socket\n", cmd);
-				return false;
-			}
-			off += size_t(n);
-		}
-		for (;;) {
-			size_t nl = in_.find('\n');
-			if (nl != std::string::npos) {
-				reply = Json::parse(in_.substr(0, nl), nullptr, false);
-				in_.erase(0, nl + 1);
-				if (reply.is_discarded()) {
-					fprintf(stderr, "%s: the daemon's reply is not JSON\n", cmd);
-					return false;
-				}
-				return true;
-			}
-			char buf[4096];
-			ssize_t n = read(fd_, buf, sizeof buf);
-			if (n <= 0) {
-				fprintf(stderr, "%s: the daemon closed the control socket\n", cmd);
-				return false;
-			}
-			in_.append(buf, size_t(n));
-		}
-	}
-
-private:
-	int fd_ = -1;
-	std::string in_;
-};
 
 /* What an operation did, in a line */
 std::string describe(const Json &req, const Json &r)

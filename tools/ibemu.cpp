@@ -17,6 +17,7 @@ int main(int argc, char **argv)
 	ibemu::tools::addTopoCommands(app, exitCode);
 	ibemu::tools::addInstanceCommands(app, exitCode);
 	ibemu::tools::addFaultCommands(app, exitCode);
+	ibemu::tools::addCaptureCommands(app, exitCode);
 	/* CLI11 would only say that a subcommand is required */
 	if (argc == 1) {
 		fprintf(stderr, "%s", app.help().c_str());

@@ -25,6 +25,7 @@
 #include "tools/ibsim_script.h"
 #include "tools/instance.h"
 #include "tools/namespace.h"
+#include "tools/packet_capture.h"
 #include "tools/scenario.h"
 #include "tools/sm_process.h"
 
@@ -147,6 +148,7 @@ private:
 	std::unique_ptr<tools::SmProcess> sm_;
 	std::unique_ptr<tools::FabricControl> control_;
 	std::unique_ptr<tools::ControlSocket> controlSocket_;
+	std::unique_ptr<tools::PacketCapture> capture_; /* `ibemu capture` clients */
 	std::map<uint64_t, std::unique_ptr<tools::ScenarioRun>> scenarios_; /* by a number of their own */
 	uint64_t lastScenario_ = 0;
 	tools::Scenario startScenario_; /* --scenario, played once ready */
@@ -227,6 +229,10 @@ bool Daemon::startControl()
 	controlSocket_ = std::make_unique<tools::ControlSocket>(
 		io_,
 		[this](const auto &req, const auto &client, auto reply) { control(req, client, std::move(reply)); });
+	capture_ = std::make_unique<tools::PacketCapture>(subnet_);
+	controlSocket_->addStream("capture", [this](const auto &req, const auto &, auto stream) {
+		capture_->start(req, std::move(stream));
+	});
 	struct stat st;
 	std::string err;
 	if (stat(inst_.runDir.c_str(), &st) != 0 ||
@@ -500,6 +506,8 @@ void Daemon::teardown()
 	scenarios_.clear();
 	if (control_)
 		control_->stop();
+	if (capture_)
+		capture_->stopAll();
 	if (controlSocket_)
 		controlSocket_->close();
 	/* clients first: every open file dies and every parked request is
@@ -687,6 +695,7 @@ int Daemon::run()
 		mounter_.join();
 	sm_.reset();
 	scenarios_.clear();
+	capture_.reset();
 	controlSocket_.reset();
 	control_.reset();
 	cuse_.reset();

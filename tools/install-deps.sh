@@ -13,13 +13,15 @@ build=(
 	g++ meson ninja-build pkg-config
 	libboost-dev libspdlog-dev libfmt-dev libfuse3-dev fuse3
 	libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libsystemd-dev bash-completion
-	libibverbs-dev libibumad-dev libseccomp-dev catch2
+	libibverbs-dev libibumad-dev libseccomp-dev catch2 libpcap-dev
 )
 demo=(
 	infiniband-diags opensm libibumad3 util-linux procps
 )
 test=(
 	python3 strace graphviz iproute2 man-db
+	# reading captures (ibemu capture) as users do
+	tshark
 	ibverbs-utils ibverbs-providers rdma-core perftest rdmacm-utils
 	ucx-utils libfabric-bin
 	ibsim-utils libumad2sim0
@@ -54,6 +56,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "install-deps: installing ${#missing[@]} Debian packages: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
+# wireshark-common asks whether to install dumpcap setuid: no
+echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections 2>/dev/null || true
 echo "install-deps: updating the package lists" >&2
 apt-get update -qq >/dev/null
 echo "install-deps: downloading and installing (this can take a few minutes)" >&2
