@@ -109,9 +109,6 @@ int graftTopology(const Topology &fragment, Subnet &running, TopologyError &err)
  * each in creation order), as `ibnetdiscover` would print it. */
 std::string writeTopology(const Subnet &subnet, std::string_view headerComment = {});
 
-/* Writes Graphviz: one vertex per node, one edge per cable. */
-std::string writeDot(const Subnet &subnet);
-
 /* The built-in default fabric, as topology text. */
 std::string_view defaultTopology();
 

@@ -116,23 +116,4 @@ std::string writeTopology(const Subnet &subnet, std::string_view headerComment)
 	return out;
 }
 
-std::string writeDot(const Subnet &subnet)
-{
-	std::string out = "graph fabric {\n\tnode [fontname=\"monospace\"];\n";
-	for (const auto &n : subnet.nodes())
-		appendf(out, "\t\"%s\" [label=\"%s\\n0x%016" PRIx64 "\", shape=%s];\n", nodeId(*n).c_str(),
-			n->desc.c_str(), n->nodeGuid, n->isSwitch() ? "box" : "ellipse");
-	for (const auto &n : subnet.nodes())
-		for (const auto &p : n->ports) {
-			if (!p.peer || p.peer->node->index < n->index ||
-			    (p.peer->node == n.get() && p.peer->num < p.num))
-				continue;
-			appendf(out, "\t\"%s\" -- \"%s\" [taillabel=\"%u\", headlabel=\"%u\", label=\"%s\"%s];\n",
-				nodeId(*n).c_str(), nodeId(*p.peer->node).c_str(), p.num, p.peer->num,
-				linkToken(p).c_str(), p.linkUp() ? "" : ", style=dashed");
-		}
-	out += "}\n";
-	return out;
-}
-
 } /* namespace ibemu::fabric */

@@ -21,6 +21,7 @@
 #include "fabric/subnet.h"
 #include "tools/control_socket.h"
 #include "tools/fabric_control.h"
+#include "tools/fabric_picture.h"
 #include "tools/fabric_source.h"
 #include "tools/ibsim_script.h"
 #include "tools/instance.h"
@@ -257,6 +258,8 @@ void Daemon::control(const nlohmann::ordered_json &req, const nlohmann::ordered_
 				  : nlohmann::ordered_json{ { "ok", false }, { "error", err } });
 	} else if (op == "state") {
 		reply({ { "ok", true }, { "faults", control_->state() }, { "scenarios", scenarioStates() } });
+	} else if (op == "picture") { /* ibemu topo show --instance */
+		reply({ { "ok", true }, { "dot", tools::fabricDot(subnet_) } });
 	} else if (op == "scenario.stop") {
 		size_t n = scenarios_.size();
 		scenarios_.clear();

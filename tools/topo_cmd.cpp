@@ -2,6 +2,8 @@
 // Copyright (c) 2026 the ibemu authors
 // `ibemu topo gen|check|show`: generate, validate and describe topology files.
 #include "tools/commands.h"
+#include "tools/control_client.h"
+#include "tools/fabric_picture.h"
 #include "tools/fabric_source.h"
 
 #include "fabric/generators.h"
@@ -15,12 +17,34 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <unistd.h>
 
 namespace ibemu::tools {
 
 using namespace ibemu::fabric;
 
 namespace {
+
+/* The picture a running instance's daemon draws of its fabric */
+bool livePicture(const std::string &instance, std::string &dot, int &exitCode)
+{
+	const char *cmd = "ibemu topo show";
+	ControlClient c;
+	if ((exitCode = c.connect(instance, cmd)) != 0)
+		return false;
+	ControlClient::Json reply;
+	if (!c.call({ { "op", "picture" } }, reply, cmd)) {
+		exitCode = kNotRunning;
+		return false;
+	}
+	if (!reply.value("ok", false) || !reply.contains("dot") || !reply["dot"].is_string()) {
+		fprintf(stderr, "%s: %s\n", cmd, reply.value("error", std::string("the daemon drew nothing")).c_str());
+		exitCode = kRefused;
+		return false;
+	}
+	dot = reply["dot"].get<std::string>();
+	return true;
+}
 
 bool writeOutput(const std::string &path, const std::string &text)
 {
@@ -239,26 +263,54 @@ void addTopoCommands(CLI::App &app, int &exitCode)
 
 	/* topo show */
 	struct ShowOpts {
-		std::string file, out = "-";
+		std::string file, out = "-", format, instance;
 		bool dot = false;
 	};
 	auto s = std::make_shared<ShowOpts>();
-	CLI::App *show = topo->add_subcommand("show", "Describe a topology (the built-in default without FILE)");
+	CLI::App *show = topo->add_subcommand(
+		"show",
+		"Describe or draw a topology (the built-in default without FILE), or a running instance's fabric");
 	show->add_option("file", s->file, "Topology file");
-	show->add_flag("--dot", s->dot, "Write Graphviz instead of a summary");
-	show->add_option("-o,--output", s->out, "Output file for --dot ('-' for stdout)");
+	auto *inst = show->add_option("--instance", s->instance,
+				      "Draw this running instance's fabric: LIDs, port states, links down");
+	inst->excludes(show->get_option("file"));
+	show->add_option("--format", s->format, "Draw it: dot (Graphviz), svg or png")
+		->check(CLI::IsMember({ "dot", "svg", "png" }));
+	show->add_flag("--dot", s->dot, "The same as --format dot");
+	show->add_option("-o,--output", s->out, "Output file for a drawing ('-' for stdout)");
 	show->callback([s, &exitCode] {
-		Subnet subnet;
-		if (!loadFabric(s->file, subnet)) {
+		std::string format = s->dot ? "dot" : s->format;
+		std::string dot;
+		if (!s->instance.empty()) {
+			if (format.empty())
+				format = "dot";
+			if (!livePicture(s->instance, dot, exitCode))
+				return;
+		} else {
+			Subnet subnet;
+			if (!loadFabric(s->file, subnet)) {
+				exitCode = 1;
+				return;
+			}
+			if (format.empty()) {
+				showSubnet(subnet, s->file.empty() ? "(built-in default)" : s->file);
+				return;
+			}
+			dot = fabricDot(subnet, { .live = false });
+		}
+		std::string out = dot, err;
+		if (format != "dot" && !renderDot(dot, format, out, err)) {
+			fprintf(stderr, "ibemu topo show: %s\n", err.c_str());
 			exitCode = 1;
 			return;
 		}
-		if (s->dot) {
-			if (!writeOutput(s->out, writeDot(subnet)))
-				exitCode = 1;
+		if (format == "png" && s->out == "-" && isatty(STDOUT_FILENO)) {
+			fprintf(stderr, "ibemu topo show: a PNG is not for a terminal; give -o FILE\n");
+			exitCode = 2;
 			return;
 		}
-		showSubnet(subnet, s->file.empty() ? "(built-in default)" : s->file);
+		if (!writeOutput(s->out, out))
+			exitCode = 1;
 	});
 }
 

@@ -48,5 +48,29 @@ svg=$(dot -Tsvg <<<"$dot" 2>&1)
 expect "graphviz accepts the dot" 0 "$?"
 expect "and draws both links" 2 "$(grep -c 'class="edge"' <<<"$svg")"
 
+# pictures: svg and png drawn by Graphviz's library, laid out by kind
+svg=$("$ibemu" topo show --format svg)
+expect "svg of the default fabric" 1 "$(grep -c '^<svg' <<<"$svg")"
+expect "its 8 cables, by id" 8 "$(grep -c 'id="l[0-9]*p[0-9]*"' <<<"$svg")"
+"$ibemu" topo show --format png -o "$tmp/f.png"
+expect "png" "PNG image data" "$(file -b "$tmp/f.png" | cut -d, -f1)"
+"$ibemu" topo gen fat-tree --levels 2 --hosts 16 --radix 8 -o "$tmp/ft.topo"
+out=$("$ibemu" topo show --format dot "$tmp/ft.topo")
+expect "a fat tree in ranks" 1 "$(grep -c 'layout=dot' <<<"$out")"
+expect "leaves on one rank, spines on another" 2 "$(grep -Ec '^	\{ rank=same;( n[0-9]+;){4} \}$' <<<"$out")"
+"$ibemu" topo gen torus --dims 4x4 --hosts-per-switch 1 -o "$tmp/t.topo"
+out=$("$ibemu" topo show --format dot "$tmp/t.topo")
+expect "a torus by springs" 1 "$(grep -c 'layout=neato' <<<"$out")"
+"$ibemu" topo gen fat-tree --levels 3 --hosts 2000 --radix 36 -o "$tmp/big.topo"
+out=$("$ibemu" topo show --format dot "$tmp/big.topo")
+expect "2000 CAs summarized by level" 3 "$(grep -c 'shape=box3d' <<<"$out")"
+expect "with their CAs" 1 "$(grep -c 'level 1\\n[0-9]* switches\\n2000 CAs' <<<"$out")"
+out=$("$ibemu" topo show --format svg "$tmp/big.topo" | grep -c '<svg')
+expect "and drawn" 1 "$out"
+out=$("$ibemu" topo show --format gif 2>&1)
+expect "an unknown format" 1 "$(grep -c 'format: gif not in {dot,svg,png}' <<<"$out")"
+out=$("$ibemu" topo show --instance nosuch-$$ 2>&1)
+expect "a stopped instance" 'ibemu topo show: instance "nosuch-'$$'" is not running' "$out"
+
 echo "cli-topo: $pass passed, $fail failed"
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]

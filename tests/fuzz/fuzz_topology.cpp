@@ -2,7 +2,7 @@
 // Copyright (c) 2026 the ibemu authors
 // Fuzz target: the topology parser (fabric::parseTopology) and, for inputs
 // that parse, building the subnet (fabric::buildSubnet) and writing it back
-// out (writeTopology, writeDot).
+// out (writeTopology, and the picture of tools/fabric_picture).
 //
 // The input is the text of a topology file.
 //
@@ -22,6 +22,7 @@
 // hold (what it found is in tests/fuzz/crashes/README.md).
 #include "fabric/subnet.h"
 #include "fabric/topology.h"
+#include "tools/fabric_picture.h"
 
 #include <cctype>
 #include <cstdint>
@@ -119,7 +120,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	std::string written = writeTopology(subnet, "fuzz");
-	std::string dot = writeDot(subnet);
+	std::string dot = ibemu::tools::fabricDot(subnet);
 	if (written.empty() || dot.empty())
 		__builtin_trap();
 	checkRoundTrip(subnet);

@@ -2,18 +2,19 @@
 # Packet capture of a running instance, read by stock tools: OpenSM's first
 # sweep captured from the start as a pcap (ERF records) that tshark decodes
 # and as the text trace; `-w -` piped live into tshark; filters, counts and
-# ports; a capture changes nothing the tools see; bad requests are refused.
-# usage: capture.sh IBEMU_BINARY
+# ports; a capture changes nothing the tools see; bad requests are refused;
+# the picture of the running fabric follows its port states.
+# usage: observe.sh IBEMU_BINARY
 set -u
 ibemu=$1
 . "$(dirname "$0")/lib.sh"
-e2e_setup capture
+e2e_setup observe
 if ! command -v tshark >/dev/null; then
-	echo "capture: needs tshark (tools/install-deps.sh test); skipped"
+	echo "observe: needs tshark (tools/install-deps.sh test); skipped"
 	exit 77
 fi
 
-I=e2e-capture-$$
+I=e2e-observe-$$
 H1=0x0002c90300000101
 # tshark's Info column only, one line per packet
 tshark_info() { command tshark -r "$1" -T fields -e _ws.col.Info 2>/dev/null; }
@@ -22,9 +23,9 @@ out=$("$ibemu" up --instance $I 2>&1)
 expect_eq "up without an SM" 0 $?
 
 # --- a capture with no instance behind it, and bad requests
-out=$("$ibemu" capture --instance e2e-capture-none-$$ -c 1 2>&1)
+out=$("$ibemu" capture --instance e2e-observe-none-$$ -c 1 2>&1)
 expect_eq "no such instance: exit 3" 3 $?
-expect_match "says so" 'instance "e2e-capture-none-[0-9]+" is not running' "$out"
+expect_match "says so" 'instance "e2e-observe-none-[0-9]+" is not running' "$out"
 out=$("$ibemu" capture --instance $I --port nosuch:1 -c 1 2>&1)
 expect_eq "an unknown node: exit 1" 1 $?
 expect_match "names it" 'capture: no node "nosuch" in the fabric' "$out"
@@ -136,5 +137,16 @@ out=$(inst $I ibstat)
 expect_match "the instance goes on" 'State: Active' "$out"
 out=$("$ibemu" control --instance $I '{"op":"capture","count":"x"}' 2>&1)
 expect_match "the control socket refuses a bad capture" 'count.. must be a number of packets' "$out"
+
+# --- the picture of the running fabric: LIDs, states, a cable pulled
+out=$("$ibemu" topo show --instance $I --format dot)
+expect_match "live: host1's LID" 'label="ibemu-host1 HCA-1\\nLID [0-9]+"' "$out"
+expect_match "live: an Active cable is green" 'id="l0p7".*color="forestgreen"' "$out"
+"$ibemu" link down --instance $I ibemu-sw1 7 >/dev/null
+out=$("$ibemu" topo show --instance $I --format dot)
+expect_match "live: the pulled cable is red" 'id="l0p7", taillabel="7", headlabel="7", label="pulled", color="red", style=dashed' "$out"
+"$ibemu" link up --instance $I ibemu-sw1 7 >/dev/null
+"$ibemu" topo show --instance $I --format png -o "$work/live.png"
+expect_eq "live: a PNG" "PNG image data" "$(file -b "$work/live.png" | cut -d, -f1)"
 
 e2e_done
