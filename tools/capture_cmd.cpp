@@ -13,6 +13,7 @@
 #include "tools/commands.h"
 #include "tools/control_client.h"
 #include "tools/instance.h"
+#include "tools/packet_capture.h"
 #include "tools/packet_text.h"
 
 #include <nlohmann/json.hpp>
@@ -53,23 +54,6 @@ void catchSignals()
 	sigaction(SIGINT, &sa, nullptr);
 	sigaction(SIGTERM, &sa, nullptr);
 	signal(SIGPIPE, SIG_IGN); /* a reader that went away is seen at the flush */
-}
-
-bool fromHex(const std::string &hex, std::vector<uint8_t> &out)
-{
-	if (hex.size() % 2)
-		return false;
-	out.resize(hex.size() / 2);
-	for (size_t i = 0; i < out.size(); i++) {
-		auto nib = [](char c) -> int {
-			return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-		};
-		int hi = nib(hex[2 * i]), lo = nib(hex[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			return false;
-		out[i] = static_cast<uint8_t>(hi << 4 | lo);
-	}
-	return true;
 }
 
 /* pcap with ERF records, through libpcap */
@@ -189,12 +173,13 @@ int runCapture(const CaptureOpts &o)
 			rc = r < 0 ? kRefused : 0;
 			break;
 		}
-		if (!rec.contains("hex") || !fromHex(rec.value("hex", std::string()), pkt)) {
+		PacketPlace at;
+		if (!readRecord(rec, pkt, at)) {
 			fprintf(stderr, "%s: a record without a packet from the daemon: %s\n", cmd, rec.dump().c_str());
 			continue;
 		}
 		const int64_t t = rec.value("t", int64_t(0));
-		const bool out = rec.value("dir", std::string()) == "out";
+		const bool out = at.out;
 		const uint64_t lost = rec.value("lost", uint64_t(0));
 		const uint64_t newlyLost = lost - std::min(lost, lostSeen);
 		lostSeen = lost;
@@ -209,8 +194,6 @@ int runCapture(const CaptureOpts &o)
 			break;
 		}
 		if (text) {
-			PacketPlace at{ rec.value("port", std::string()), out, rec.value("peer", std::string()),
-					rec.value("src", std::string()), rec.value("dst", std::string()) };
 			if (newlyLost)
 				printf("(%llu packets lost: this trace was read too slowly)\n",
 				       static_cast<unsigned long long>(newlyLost));

@@ -29,6 +29,7 @@
 #include "tools/packet_capture.h"
 #include "tools/scenario.h"
 #include "tools/sm_process.h"
+#include "tools/web_view.h"
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/io_context.hpp>
@@ -75,6 +76,8 @@ struct Options {
 	std::vector<std::string> smArgs; /* its arguments, after -- */
 	std::string scenario; /* a scenario file to play once ready */
 	std::optional<uint64_t> seed; /* instead of the scenario's own */
+	bool webOn = false; /* --web: the live view */
+	std::string web; /* ... at this ADDR:PORT ("": 127.0.0.1, any free port) */
 };
 
 /* Scenarios playing at once, at most */
@@ -120,6 +123,7 @@ private:
 	bool loadScenario();
 	bool runDoLines();
 	bool startControl();
+	bool startWeb();
 	void control(const nlohmann::ordered_json &req, const nlohmann::ordered_json &client,
 		     tools::ControlSocket::Reply reply);
 	void runScenario(tools::Scenario sc);
@@ -150,6 +154,7 @@ private:
 	std::unique_ptr<tools::FabricControl> control_;
 	std::unique_ptr<tools::ControlSocket> controlSocket_;
 	std::unique_ptr<tools::PacketCapture> capture_; /* `ibemu capture` clients */
+	std::unique_ptr<tools::WebView> web_; /* --web */
 	std::map<uint64_t, std::unique_ptr<tools::ScenarioRun>> scenarios_; /* by a number of their own */
 	uint64_t lastScenario_ = 0;
 	tools::Scenario startScenario_; /* --scenario, played once ready */
@@ -241,6 +246,23 @@ bool Daemon::startControl()
 		spdlog::error("{}", err.empty() ? "the run directory went away" : err);
 		return false;
 	}
+	return true;
+}
+
+/* --web: the live view, read only */
+bool Daemon::startWeb()
+{
+	if (!opts_.webOn)
+		return true;
+	web_ = std::make_unique<tools::WebView>(io_, subnet_, *capture_, [this] {
+		return nlohmann::ordered_json{ { "instance", inst_.name }, { "faults", control_->state() } };
+	});
+	std::string err;
+	if (web_->listen(opts_.web, err) != 0) {
+		spdlog::error("{}", err);
+		return false;
+	}
+	spdlog::info("live view at {}", web_->url());
 	return true;
 }
 
@@ -366,6 +388,8 @@ nlohmann::ordered_json Daemon::describe() const
 	j["topology"] = !opts_.gen.empty() ? "gen " + opts_.gen
 		: opts_.topology.empty()   ? "(built-in default)"
 					   : opts_.topology;
+	if (web_)
+		j["web"] = web_->url();
 	j["fabric"] = { { "switches", subnet_.numSwitches() },
 			{ "cas", subnet_.numCas() },
 			{ "routers", subnet_.numRouters() },
@@ -509,6 +533,8 @@ void Daemon::teardown()
 	scenarios_.clear();
 	if (control_)
 		control_->stop();
+	if (web_)
+		web_->close();
 	if (capture_)
 		capture_->stopAll();
 	if (controlSocket_)
@@ -688,7 +714,7 @@ int Daemon::run()
 {
 	raiseFileLimit();
 	if (!setupFabric() || !loadScenario() || !runDoLines() || !chooseLocal() || !isolate() || !startTransport() ||
-	    !startControl())
+	    !startControl() || !startWeb())
 		return 1;
 	awaitStop();
 	startMounter();
@@ -698,6 +724,7 @@ int Daemon::run()
 		mounter_.join();
 	sm_.reset();
 	scenarios_.clear();
+	web_.reset();
 	capture_.reset();
 	controlSocket_.reset();
 	control_.reset();
@@ -733,8 +760,12 @@ int main(int argc, char **argv)
 	app.add_flag("--sm", opts.sm, "Run OpenSM in the instance (cache, temp files and log in the run directory)");
 	app.add_option("--scenario", opts.scenario, "A scenario file (TOML) of fault events to play once ready");
 	app.add_option("--seed", opts.seed, "With --scenario: the seed of its random choices, instead of the file's");
+	auto *web = app.add_option("--web", opts.web,
+				   "Serve the live view, read only, at ADDR:PORT (default 127.0.0.1 and any free port)")
+			    ->expected(0, 1);
 	app.add_option("opensm_args", opts.smArgs, "With --sm: OpenSM's own arguments, after --");
 	CLI11_PARSE(app, argc, argv);
+	opts.webOn = web->count() > 0;
 
 	tools::Instance inst;
 	std::string err;

@@ -20,8 +20,8 @@ demo=(
 )
 test=(
 	python3 strace graphviz iproute2 man-db
-	# reading captures (ibemu capture) as users do
-	tshark
+	# reading captures (ibemu capture) and the live view as users do
+	tshark chromium
 	ibverbs-utils ibverbs-providers rdma-core perftest rdmacm-utils
 	ucx-utils libfabric-bin
 	ibsim-utils libumad2sim0

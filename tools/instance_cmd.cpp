@@ -145,6 +145,8 @@ void printDevices(const nlohmann::json &j)
 			printf("\n");
 		}
 	}
+	if (j.contains("web"))
+		printf("  live view: %s\n", j.value("web", "").c_str());
 	if (j.contains("sm")) {
 		const auto &sm = j["sm"];
 		printf("  OpenSM: %s", sm.value("state", "").c_str());
@@ -242,6 +244,8 @@ struct UpOpts {
 	std::string scenario;
 	std::optional<uint64_t> seed;
 	bool global = false, json = false, sm = false, keepLogs = false;
+	bool webOn = false;
+	std::string web;
 	unsigned waitTimeout = 60;
 	std::vector<std::string> smArgs;
 };
@@ -537,8 +541,13 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 	upCmd->add_flag("--json", u->json, "Print what is exposed as JSON");
 	upCmd->add_option("--scenario", u->scenario, "A scenario file (TOML) of fault events to play once up");
 	upCmd->add_option("--seed", u->seed, "With --scenario: the seed of its random choices, instead of the file's");
+	auto *web = upCmd->add_option("--web", u->web,
+				      "Serve the live view, read only, at ADDR:PORT (default 127.0.0.1 and any free "
+				      "port; the URL is printed)")
+			    ->expected(0, 1);
 	upCmd->add_option("opensm_args", u->smArgs, "With --sm: arguments for OpenSM, after --");
-	upCmd->callback([u, &exitCode] {
+	upCmd->callback([u, web, &exitCode] {
+		u->webOn = web->count() > 0;
 		Instance inst;
 		if (!instanceOf(u->instance, inst))
 			return void(exitCode = 2);
@@ -576,6 +585,11 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 			return void(exitCode = 1);
 		if (u->seed)
 			args.insert(args.end(), { "--seed", std::to_string(*u->seed) });
+		if (u->webOn) {
+			args.push_back("--web");
+			if (!u->web.empty())
+				args.push_back(u->web);
+		}
 		if (u->sm) {
 			args.push_back("--sm");
 			args.push_back("--");

@@ -62,6 +62,26 @@ std::string capturePortName(const Port &p)
 	return captureNodeName(*p.node) + ":" + std::to_string(p.num);
 }
 
+bool readRecord(const Json &rec, std::vector<uint8_t> &packet, PacketPlace &at)
+{
+	if (!rec.is_object() || !rec.contains("hex") || !rec["hex"].is_string())
+		return false;
+	const std::string &hex = rec["hex"].get_ref<const std::string &>();
+	if (hex.size() % 2)
+		return false;
+	packet.resize(hex.size() / 2);
+	for (size_t i = 0; i < packet.size(); i++) {
+		auto [ptr, ec] = std::from_chars(hex.data() + 2 * i, hex.data() + 2 * i + 2, packet[i], 16);
+		if (ec != std::errc() || ptr != hex.data() + 2 * i + 2)
+			return false;
+	}
+	auto text = [&rec](const char *key) {
+		return rec.contains(key) && rec[key].is_string() ? rec[key].get<std::string>() : std::string();
+	};
+	at = { text("port"), text("dir") == "out", text("peer"), text("src"), text("dst") };
+	return true;
+}
+
 PacketCapture::PacketCapture(fabric::Subnet &subnet) : subnet_(subnet)
 {}
 

@@ -19,6 +19,7 @@
 
 #include "fabric/packet_tap.h"
 #include "tools/control_socket.h"
+#include "tools/packet_text.h"
 
 #include <memory>
 #include <set>
@@ -88,6 +89,10 @@ private:
 	fabric::Subnet &subnet_;
 	std::vector<std::unique_ptr<Watcher>> watchers_;
 };
+
+/* A record's packet and where it was seen (the reading side of the
+ * stream); false when it holds no packet. */
+bool readRecord(const ControlSocket::Json &rec, std::vector<uint8_t> &packet, PacketPlace &at);
 
 /* How a capture names a node and a port: the NodeDescription (the node id
  * when empty), and "NODE:PORT". */

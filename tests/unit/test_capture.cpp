@@ -53,14 +53,6 @@ struct FakeStream final : tools::ControlSocket::Stream {
 	void onClosed(std::function<void()> fn) override { closedFn = std::move(fn); }
 };
 
-std::vector<uint8_t> fromHex(const std::string &hex)
-{
-	std::vector<uint8_t> out;
-	for (size_t i = 0; i + 1 < hex.size(); i += 2)
-		out.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-	return out;
-}
-
 } /* namespace */
 
 TEST_CASE("capture: a MAD packet's bytes, LRH to VCRC", "[capture]")
@@ -182,10 +174,13 @@ TEST_CASE("capture: a capture stream names ports and ends, and keeps to its filt
 	CHECK(resp["src"] == "ibemu-sw2");
 	CHECK(resp["dst"] == "ibemu-host1 HCA-1");
 
-	std::vector<uint8_t> bytes = fromHex(req["hex"].get<std::string>());
+	std::vector<uint8_t> bytes;
+	tools::PacketPlace at;
+	REQUIRE(tools::readRecord(req, bytes, at));
 	CHECK(bytes.size() == 290);
+	CHECK(at.port == "ibemu-host1 HCA-1:1");
+	CHECK(at.out);
 	tools::PacketText text;
-	tools::PacketPlace at{ req["port"], true, req["peer"], req["src"], req["dst"] };
 	CHECK(text.describe(bytes, at) == "SubnGet(PortInfo) DR 0,1,7 → \"ibemu-sw2\" port 3");
 
 	/* LID-routed: the LIDs' owners; the count of 4 ends the stream */

@@ -2,11 +2,14 @@
 // Copyright (c) 2026 the ibemu authors
 // Pictures of a fabric (tools/fabric_picture): what the dot says about
 // nodes, cables and their states, the summaries of large fabrics, and
-// Graphviz reading and drawing it.
+// Graphviz reading and drawing it; the live view's answers (tools/web_view).
 #include "tests/unit/fabric_helpers.h"
 
+#include "fabric/capability.h"
 #include "fabric/generators.h"
 #include "tools/fabric_picture.h"
+#include "tools/packet_capture.h"
+#include "tools/web_view.h"
 
 #include <catch2/catch.hpp>
 
@@ -86,4 +89,60 @@ TEST_CASE("picture: large fabrics are summarized", "[picture]")
 	CHECK(dot.find("level 1\\n8 switches\\n32 CAs") != std::string::npos);
 	CHECK(dot.find("level 2\\n4 switches") != std::string::npos);
 	CHECK(dot.find("[label=\"32 cables\"]") != std::string::npos);
+}
+
+TEST_CASE("live view: what the page asks for", "[picture][web]")
+{
+	DefaultFabric f;
+	boost::asio::io_context io;
+	tools::PacketCapture cap(f.s);
+	tools::WebView web(io, f.s, cap, [] { return nlohmann::ordered_json{ { "instance", "unit" } }; });
+
+	auto a = web.get("/");
+	CHECK(a.status == 200);
+	CHECK(a.type == "text/html; charset=utf-8");
+	CHECK(a.body.find("<script src=\"/app.js\"") != std::string::npos);
+	CHECK(web.get("/app.js").type == "text/javascript; charset=utf-8");
+
+	a = web.get("/api/state?x=1");
+	REQUIRE(a.status == 200);
+	auto s = nlohmann::json::parse(a.body);
+	CHECK(s["instance"] == "unit");
+	CHECK(s["cables"].size() == 8);
+	CHECK(s["cables"]["l" + std::to_string(f.sw1->index) + "p7"] == "active");
+	CHECK(s["states"]["Active"] == 16);
+	CHECK(s["sm"]["state"] == "no SM has set up the fabric"); /* the MiniSm sets no IsSM */
+	CHECK(s["mads"].empty());
+	CHECK(cap.active() == 1); /* a page polls: the recent MADs are captured */
+
+	roundTrip(f.s, *f.host1, pmaMad(IB_MGMT_METHOD_GET, IB_PMA_PORT_COUNTERS, 1, f.host2->lid));
+	s = nlohmann::json::parse(web.get("/api/state").body);
+	REQUIRE(s["mads"].size() == 4); /* out and in at host1 and host2 */
+	CHECK(s["mads"][0]["text"].get<std::string>().rfind("PerfGet(PortCounters) LID ", 0) == 0);
+
+	f.host1->capMask |= IB_PORT_SM; /* as OpenSM's issm open does */
+	s = nlohmann::json::parse(web.get("/api/state").body);
+	CHECK(s["sm"]["lid"] == f.host1->lid);
+	CHECK(s["sm"]["node"] == "ibemu-host1 HCA-1");
+
+	f.s.pullCable(f.sw1->port(7));
+	s = nlohmann::json::parse(web.get("/api/state").body);
+	CHECK(s["cables"]["l" + std::to_string(f.sw1->index) + "p7"] == "pulled");
+
+	a = web.get("/api/picture.svg");
+	CHECK(a.type == "image/svg+xml");
+	CHECK(a.body.find("<g id=\"l" + std::to_string(f.sw1->index) + "p7\" class=\"edge\"") != std::string::npos);
+
+	auto n = nlohmann::json::parse(web.get("/api/node/" + std::to_string(f.sw2->index)).body);
+	CHECK(n["type"] == "switch");
+	CHECK(n["ports"].size() == 9); /* port 0 and 1-8 */
+	CHECK_FALSE(n["lft"].empty());
+	CHECK(n.dump().find("mkey") == std::string::npos); /* no keys shown */
+	CHECK(web.get("/api/node/9999").status == 404);
+	CHECK(web.get("/api/node/-1").status == 404);
+	CHECK(web.get("/api/node/").status == 404);
+	CHECK(web.get("/../etc/passwd").status == 404);
+
+	web.close();
+	CHECK(cap.active() == 0);
 }

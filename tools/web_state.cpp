@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+#include "tools/web_state.h"
+
+#include "fabric/capability.h"
+#include "fabric/subnet.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+
+namespace ibemu::tools {
+
+using fabric::Node;
+using fabric::Port;
+using fabric::PortState;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+const char *stateName(PortState s)
+{
+	switch (s) {
+	case PortState::Down:
+		return "Down";
+	case PortState::Init:
+		return "Init";
+	case PortState::Armed:
+		return "Armed";
+	case PortState::Active:
+		return "Active";
+	default:
+		return "?";
+	}
+}
+
+/* what a cable looks like, as the picture colours it */
+const char *cableState(const Port &p)
+{
+	if (!p.peer)
+		return "pulled";
+	if (!p.linkUp() || !p.peer->linkUp())
+		return "down";
+	return p.state == PortState::Active && p.peer->state == PortState::Active ? "active" : "up";
+}
+
+uint64_t portErrors(const fabric::PortCounters &c)
+{
+	return uint64_t(c.symbolErrors) + c.linkErrorRecovery + c.linkDowned + c.rcvErrors + c.rcvRemotePhysErrors +
+		c.rcvSwitchRelayErrors + c.xmitDiscards + c.xmitConstraintErrors + c.rcvConstraintErrors +
+		c.localLinkIntegrityErrors + c.excessiveBufferOverruns + c.vl15Dropped;
+}
+
+std::string nodeName(const Node &n)
+{
+	return n.desc.empty() ? n.name : n.desc;
+}
+
+Json portJson(const Port &p)
+{
+	Json j = { { "node", fmt::format("n{}", p.node->index) },
+		   { "name", nodeName(*p.node) },
+		   { "port", p.num },
+		   { "lid", p.node->isSwitch() ? p.node->port(0).lid : p.lid },
+		   { "state", stateName(p.state) },
+		   { "phys", fabric::physStateName(p.physState) },
+		   { "xmit_pkts", p.counters.extXmitPkts },
+		   { "rcv_pkts", p.counters.extRcvPkts },
+		   { "errors", portErrors(p.counters) } };
+	if (const Port *q = p.peer ? p.peer : p.pulledPeer)
+		j["peer"] = fmt::format("{}:{}", nodeName(*q->node), q->num);
+	return j;
+}
+
+} /* namespace */
+
+Json fabricState(const fabric::Subnet &subnet)
+{
+	Json cables = Json::object(), ports = Json::array(), states = Json::object();
+	size_t total = 0;
+	for (const auto &n : subnet.nodes())
+		total += n->numPorts;
+	size_t picture = subnet.nodes().size();
+	auto mix = [&picture](size_t v) { picture = picture * 1000003u ^ v; };
+	Json sm;
+	for (const auto &n : subnet.nodes()) {
+		if (n->isSwitch())
+			mix(n->port(0).lid);
+		for (unsigned i = 1; i <= n->numPorts; i++) {
+			const Port &p = n->port(i);
+			states[stateName(p.state)] = states.value(stateName(p.state), 0) + 1;
+			if (!n->isSwitch()) {
+				mix(p.lid);
+				/* the SM: a CA port with IsSM whose LID the others point at */
+				if ((p.capMask & fabric::IB_PORT_SM) && p.lid && p.lid == p.smLid)
+					sm = { { "lid", p.lid }, { "node", nodeName(*n) }, { "port", p.num } };
+			}
+			if (total <= kMaxListedPorts)
+				ports.push_back(portJson(p));
+			const Port *q = p.peer ? p.peer : p.pulledPeer;
+			if (!q || q->node->index < n->index || (q->node == n.get() && q->num < p.num))
+				continue;
+			const char *st = cableState(p);
+			cables[fmt::format("l{}p{}", n->index, p.num)] = st;
+			if (subnet.numSwitches() > 150) /* summarized: counts of down cables are drawn */
+				mix(st[0]);
+		}
+	}
+	Json j = { { "picture", picture }, { "cables", cables }, { "states", states } };
+	if (total <= kMaxListedPorts)
+		j["ports"] = ports;
+	else
+		j["ports_omitted"] = total;
+	j["sm"] = sm.is_null() ? Json{ { "state", "no SM has set up the fabric" } } : sm;
+	return j;
+}
+
+Json nodeState(const Node &n)
+{
+	Json j = { { "id", fmt::format("n{}", n.index) },
+		   { "name", nodeName(n) },
+		   { "node_id", n.name },
+		   { "type",
+		     n.isSwitch()                             ? "switch"
+			     : n.type == fabric::NodeType::CA ? "CA"
+							      : "router" },
+		   { "node_guid", fmt::format("{:#018x}", n.nodeGuid) },
+		   { "num_ports", n.numPorts } };
+	Json ports = Json::array();
+	for (unsigned i = n.firstPort(); i <= n.numPorts; i++) {
+		const Port &p = n.port(i);
+		Json pj = portJson(p);
+		pj["port_guid"] = fmt::format("{:#018x}", p.guid);
+		pj["sm_lid"] = p.smLid;
+		pj["lmc"] = p.lmc;
+		pj["width"] = fabric::widthLanes(p.linkWidthActive);
+		pj["speed"] = fabric::speedName(p.speedActive);
+		pj["mtu"] = 128u << p.neighborMtu;
+		pj["cap_mask"] = fmt::format("{:#010x}", p.capMask);
+		pj["counters"] = { { "SymbolErrorCounter", p.counters.symbolErrors },
+				   { "LinkDownedCounter", p.counters.linkDowned },
+				   { "PortRcvErrors", p.counters.rcvErrors },
+				   { "PortXmitDiscards", p.counters.xmitDiscards },
+				   { "VL15Dropped", p.counters.vl15Dropped },
+				   { "PortXmitData", p.counters.extXmitData },
+				   { "PortRcvData", p.counters.extRcvData },
+				   { "PortXmitPkts", p.counters.extXmitPkts },
+				   { "PortRcvPkts", p.counters.extRcvPkts } };
+		ports.push_back(pj);
+	}
+	j["ports"] = ports;
+	if (n.isSwitch()) {
+		const auto &sw = *n.sw;
+		Json lft = Json::array();
+		for (unsigned lid = 1; lid <= sw.linearFdbTop && lid < 1024; lid++)
+			if (uint8_t port = sw.lftEntry(static_cast<uint16_t>(lid)); port != 0xff)
+				lft.push_back({ lid, port });
+		j["linear_fdb_top"] = sw.linearFdbTop;
+		j["lft"] = lft;
+	}
+	return j;
+}
+
+} /* namespace ibemu::tools */
