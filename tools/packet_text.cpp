@@ -265,11 +265,11 @@ std::string PacketText::describe(std::span<const uint8_t> packet, const PacketPl
 				"\"";
 		break;
 	case IB_SMP_ATTR_PORT_INFO: {
-		s += fmt::format(" port {}", mod);
+		s += fmt::format(" port {}", mod & 0xff);
 		if (!shown)
 			break;
 		const auto &pi = *overlay<ib_port_info>(data);
-		const std::string key = remote + ":" + std::to_string(mod);
+		const std::string key = remote + ":" + std::to_string(mod & 0xff);
 		const uint8_t state = loNibble(pi.linkspeed_portstate);
 		auto it = ports_.find(key);
 		if (h.method == IB_MGMT_METHOD_SET && it != ports_.end()) {
@@ -286,12 +286,9 @@ std::string PacketText::describe(std::span<const uint8_t> packet, const PacketPl
 				s += std::string(", ") + (phys < std::size(kPhysStates) ? kPhysStates[phys] : "?");
 			}
 		}
-		if (!remote.empty()) {
-			PortSeen &seen = ports_[key];
-			seen.lid = pi.lid;
-			if (state)
-				seen.state = state;
-		}
+		/* what the port is: what it answers, not what a Set asks for */
+		if (response && !remote.empty())
+			ports_[key] = { pi.lid, state };
 		break;
 	}
 	case IB_SMP_ATTR_SWITCH_INFO:
@@ -300,6 +297,9 @@ std::string PacketText::describe(std::span<const uint8_t> packet, const PacketPl
 			s += fmt::format(": LinearFDBCap {}, LinearFDBTop {}", si.linear_fdb_cap.get(),
 					 si.linear_fdb_top.get());
 		}
+		break;
+	case IB_SMP_ATTR_PKEY_TABLE:
+		s += (mod >> 16) ? fmt::format(" port {} block {}", mod >> 16, mod & 0xffff) : fmt::format(" block {}", mod);
 		break;
 	case IB_SMP_ATTR_LINEAR_FORWARD_TABLE:
 		s += fmt::format(" block {} (LIDs {}-{})", mod, mod * 64, mod * 64 + 63);
