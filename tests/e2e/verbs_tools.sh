@@ -92,6 +92,26 @@ for pp in ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong; do
 	expect_match "$pp: 50 iterations" 'bytes in .* seconds = .*Mbit/sec' "$(cat "$work/$pp.client")"
 	expect_match "$pp: the server's iterations" '50 iters in' "$(cat "$work/$pp.server")"
 done
+# --- the pingpong's packets in a capture, as tshark reads them: at host1's
+# port, the client's SENDs out and the server's in, and the ACKs
+if command -v tshark >/dev/null; then
+	"$ibemu" capture --instance $V --port ibemu-host1:1 --filter data -c 8 -w "$work/rc.pcap" \
+		>"$work/capture.out" 2>&1 &
+	cap=$!
+	end=$((SECONDS + 30))
+	until grep -q 'capturing at' "$work/capture.out" || [ $SECONDS -ge $end ]; do sleep 0.1; done
+	rcs=$(pingpong ibv_rc_pingpong -n 5 -s 512) # below the MTU: SEND Only
+	expect_eq "rc_pingpong under a capture" "0 0" "$rcs"
+	wait $cap
+	out=$(tshark -r "$work/rc.pcap" -T fields -e erf.flags.cap -e _ws.col.Info 2>/dev/null)
+	expect_match "tshark: the client's SEND leaves host1" $'^0\tRC Send Only QP=0x[0-9a-f]{6} $' "$out"
+	expect_match "tshark: the server's SEND arrives" $'^1\tRC Send Only QP=0x[0-9a-f]{6} $' "$out"
+	expect_match "tshark: and the ACKs" $'^[01]\tRC Acknowledge QP=0x[0-9a-f]{6} $' "$out"
+	expect_eq "eight packets, none malformed" "8 0" "$(grep -c . <<<"$out") $(grep -c -i malformed <<<"$out")"
+	out=$(tshark -r "$work/rc.pcap" -T fields -e infiniband.bth.psn -Y 'erf.flags.cap == 0 && infiniband.bth.opcode == 4' 2>/dev/null | head -2)
+	expect_eq "consecutive PSNs" 1 "$(awk 'NR == 1 { a = $1 } NR == 2 { print $1 - a }' <<<"$out")"
+fi
+
 # --- with ibemu's provider (what `ibemu exec` loads): completion channels
 # and perftest's default flags (the ibv_wr API, ibv_create_cq_ex)
 expect_eq "exec names ibemu's provider in RDMAV_DRIVERS" "$(dirname "$ibemu")/provider/libibemu" \

@@ -9,7 +9,10 @@
 //   's'  a scenario file: parsed and, when it parses, played for what is
 //        due at once (events at 0 s; timers later than that never fire)
 //   'i'  ibsim lines: translated, and their requests carried out
-//   else the same as 'j'
+//   'p'  a captured packet (tools/packet_capture, tools/packet_text): a
+//        byte choosing the node, one the port (its top bit: received),
+//        then the packet's bytes as a capture at every port gets them
+//   else the same as 'j'; a "capture" request starts a capture
 // A topology.add fragment never reads a file (the daemon refuses
 // include lines in one), so no input makes the target read anything.
 //
@@ -20,6 +23,8 @@
 #include "fabric/topology.h"
 #include "tools/fabric_control.h"
 #include "tools/ibsim_script.h"
+#include "tools/packet_capture.h"
+#include "tools/packet_text.h"
 #include "tools/scenario.h"
 
 #include <boost/asio/io_context.hpp>
@@ -51,6 +56,30 @@ void checkCables(const fabric::Subnet &s)
 	if (cabled != 2 * s.numLinks())
 		__builtin_trap();
 }
+
+/* A capture client that keeps what it is sent; every line must be JSON,
+ * and every packet record must read back and decode */
+struct Sink final : tools::ControlSocket::Stream {
+	bool isOpen = true;
+	size_t lines = 0;
+	tools::PacketText text;
+	bool write(std::string line) override
+	{
+		Json rec = Json::parse(line, nullptr, false);
+		if (rec.is_discarded())
+			__builtin_trap();
+		std::vector<uint8_t> packet;
+		tools::PacketPlace at;
+		if (lines++ > 0 && !tools::readRecord(rec, packet, at))
+			__builtin_trap();
+		if (!packet.empty())
+			(void)text.describe(packet, at);
+		return isOpen;
+	}
+	void close() override { isOpen = false; }
+	bool open() const override { return isOpen; }
+	void onClosed(std::function<void()>) override {}
+};
 
 std::vector<std::string_view> lines(std::string_view text)
 {
@@ -109,12 +138,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (const auto &req : out.requests)
 				ctl.run(req, origin, ignore);
 		}
+	} else if (mode == 'p') {
+		if (text.size() < 2)
+			return 0;
+		tools::PacketCapture cap(subnet);
+		auto sink = std::make_shared<Sink>();
+		cap.start({ { "op", "capture" }, { "all", true } }, sink);
+		const auto &n = *subnet.nodes()[uint8_t(text[0]) % subnet.nodes().size()];
+		const unsigned num = n.firstPort() + uint8_t(text[1] & 0x7f) % (n.numPorts + 1u - n.firstPort());
+		std::span<const uint8_t> packet(reinterpret_cast<const uint8_t *>(text.data()) + 2, text.size() - 2);
+		cap.onWire(n.port(num), !(text[1] & 0x80), packet);
+		if (sink->lines != 2) /* the reply, and the packet */
+			__builtin_trap();
+		tools::PacketText t;
+		(void)t.describe(packet, {});
 	} else {
+		tools::PacketCapture cap(subnet);
 		for (std::string_view l : lines(text)) {
 			Json req = Json::parse(l, nullptr, false);
 			if (req.is_discarded())
 				continue;
-			ctl.run(req, origin, ignore);
+			if (req.is_object() && req.contains("op") && req["op"] == "capture")
+				cap.start(req, std::make_shared<Sink>());
+			else
+				ctl.run(req, origin, ignore);
 		}
 	}
 	io.poll(); /* flaps: their first edge came at once, the rest is later */

@@ -5,6 +5,9 @@
 // fragment, in the input format fuzz_control.cpp describes.
 #include "tests/fuzz/seeds.h"
 
+#include "fabric/mad.h"
+#include "fabric/packet_format.h"
+
 #include <string>
 
 using namespace ibemu::fuzz::seeds;
@@ -72,4 +75,44 @@ PerformanceSet "H-0002c90300000100"[1] PortCounters.PortRcvErrors=7
 Link "H-0002c90300000400"[2] "S-0002c90200000001"[5]
 Dump
 )");
+	text("capture", 'j', R"({"op":"capture","ports":["ibemu-sw1:7","ibemu-host1"],"kinds":["smp","data"],"count":3}
+{"op":"capture","all":true}
+{"op":"link.down","node":"ibemu-sw1","port":7}
+)");
+
+	/* captured packets: a DR SMP two hops out, seen at sw1's port 7 as
+	 * it leaves, and a LID-routed PMA GMP arriving at host2 */
+	ibemu::fabric::Packet dr;
+	auto &smp = *ibemu::overlay<ibemu::ib_smp>(dr.mad.data());
+	smp.base_version = 1;
+	smp.mgmt_class = ibemu::IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE;
+	smp.class_version = 1;
+	smp.method = ibemu::IB_MGMT_METHOD_GET;
+	smp.hop_cnt = 2;
+	smp.hop_ptr = 2;
+	smp.initial_path[1] = 1;
+	smp.initial_path[2] = 7;
+	smp.return_path[1] = 1;
+	smp.attr_id = ibemu::IB_SMP_ATTR_PORT_INFO;
+	smp.dr_slid = ibemu::IB_LID_PERMISSIVE;
+	smp.dr_dlid = ibemu::IB_LID_PERMISSIVE;
+	Bytes b{ 'p', 0, 7 };
+	auto bytes = ibemu::fabric::encodeMadPacket(dr);
+	b.insert(b.end(), bytes.begin(), bytes.end());
+	put("control", "packet-dr", b);
+
+	ibemu::fabric::Packet gmp;
+	gmp.slid = 1;
+	gmp.dlid = 3;
+	gmp.srcQp = gmp.dstQp = ibemu::IB_QP1;
+	gmp.qkey = ibemu::IB_QP1_QKEY;
+	gmp.mad[0] = 1;
+	gmp.mad[1] = ibemu::IB_MGMT_CLASS_PERF_MGMT;
+	gmp.mad[2] = 1;
+	gmp.mad[3] = ibemu::IB_MGMT_METHOD_GET;
+	gmp.mad[17] = ibemu::IB_PMA_PORT_COUNTERS;
+	b = { 'p', 3, 0x81 };
+	bytes = ibemu::fabric::encodeMadPacket(gmp);
+	b.insert(b.end(), bytes.begin(), bytes.end());
+	put("control", "packet-gmp", b);
 }
