@@ -137,6 +137,7 @@ struct SendWqe {
 	uint64_t atomicOrig = 0; /* an executed atomic's result */
 	uint32_t psn = 0; /* its first PSN, taken from the QP's SQ PSN when first sent */
 	bool psnSet = false;
+	bool responderCounted = false; /* the responder's MSN and RQ PSN moved for it (once) */
 };
 
 struct Qp final : UObject {

@@ -36,7 +36,7 @@ uint32_t psnsFor(uint32_t wrOpcode, uint64_t len, unsigned mtu)
 }
 
 WirePackets requestPackets(const PacketHeaders &base, const ib_uverbs_send_wr &wr, uint32_t qkey, uint32_t srcQp,
-			   uint32_t firstPsn, unsigned mtu, std::span<const uint8_t> payload)
+			   uint32_t firstPsn, unsigned mtu, uint64_t len, std::span<const uint8_t> payload)
 {
 	const uint8_t transport = base.opcode & 0xe0;
 	const uint32_t op = wr.opcode;
@@ -47,7 +47,7 @@ WirePackets requestPackets(const PacketHeaders &base, const ib_uverbs_send_wr &w
 
 	if (op == IB_WR_RDMA_READ) {
 		h.opcode = transport | IB_OPCODE_RDMA_READ_REQUEST;
-		appendReth(h.eth, wr.wr.rdma.remote_addr, wr.wr.rdma.rkey, static_cast<uint32_t>(payload.size()));
+		appendReth(h.eth, wr.wr.rdma.remote_addr, wr.wr.rdma.rkey, static_cast<uint32_t>(len));
 		out.push_back(encodePacket(h, {}));
 		return out;
 	}
@@ -80,13 +80,12 @@ WirePackets requestPackets(const PacketHeaders &base, const ib_uverbs_send_wr &w
 		if (transport == IB_OPCODE_UD)
 			appendDeth(p.eth, qkey, srcQp);
 		if (write && i == 0)
-			appendReth(p.eth, wr.wr.rdma.remote_addr, wr.wr.rdma.rkey,
-				   static_cast<uint32_t>(payload.size()));
+			appendReth(p.eth, wr.wr.rdma.remote_addr, wr.wr.rdma.rkey, static_cast<uint32_t>(len));
 		if (last && (imm || inv)) /* ImmDt, or the IETH's R_Key in network order */
 			appendImm(p.eth, inv ? __builtin_bswap32(wr.ex) : wr.ex);
 		const size_t off = size_t(i) * mtu;
-		const size_t len = std::min<size_t>(mtu, payload.size() - std::min(off, payload.size()));
-		out.push_back(encodePacket(p, payload.subspan(std::min(off, payload.size()), len)));
+		const size_t chunk = std::min<size_t>(mtu, payload.size() - std::min(off, payload.size()));
+		out.push_back(encodePacket(p, payload.subspan(std::min(off, payload.size()), chunk)));
 	}
 	return out;
 }
@@ -102,7 +101,7 @@ WirePackets replyPackets(const PacketHeaders &base, WireReply kind, uint8_t synd
 	case WireReply::Nak:
 	case WireReply::RnrNak:
 		h.opcode = transport | IB_OPCODE_ACKNOWLEDGE;
-		h.psn = lastPsn & 0xffffff;
+		h.psn = (kind == WireReply::Ack ? lastPsn : firstPsn) & 0xffffff;
 		appendAeth(h.eth, kind == WireReply::Ack ? uint8_t(kAethAck) : syndrome, msn);
 		out.push_back(encodePacket(h, {}));
 		break;

@@ -6,7 +6,7 @@
 // RDMA READ response, atomic ACK).
 //
 // The data path (verbs_wire.cpp) moves a message whole and builds these
-// only while a capture runs (fabric::Subnet::tapping()), so a capture sees
+// only while a capture wants them (fabric::Subnet::tappingData()), so a capture sees
 // real packets and costs nothing otherwise.
 #pragma once
 
@@ -25,11 +25,13 @@ using WirePackets = std::vector<std::vector<uint8_t>>;
  * response packet (IBA 9.7.1.1). */
 uint32_t psnsFor(uint32_t wrOpcode, uint64_t len, unsigned mtu);
 
-/* A request. `base` holds the LRH, GRH and BTH fields every packet of
- * the message shares (transport bits in base.opcode); `qkey` and `srcQp`
- * go into a UD message's DETH. */
+/* A request of `len` bytes. `base` holds the LRH, GRH and BTH fields
+ * every packet of the message shares (transport bits in base.opcode);
+ * `qkey` and `srcQp` go into a UD message's DETH; `payload` is what a
+ * SEND or WRITE carries (a READ or an atomic carries none). */
 WirePackets requestPackets(const fabric::PacketHeaders &base, const ib_uverbs_send_wr &wr, uint32_t qkey,
-			   uint32_t srcQp, uint32_t firstPsn, unsigned mtu, std::span<const uint8_t> payload);
+			   uint32_t srcQp, uint32_t firstPsn, unsigned mtu, uint64_t len,
+			   std::span<const uint8_t> payload);
 
 enum class WireReply { Ack, Nak, RnrNak, ReadResponse, AtomicAck };
 
@@ -42,8 +44,10 @@ enum : uint8_t {
 	kAethNakRemoteOperational = 0x63,
 };
 
-/* A reply from the responder: `psn` is the request's first PSN (an ACK or
- * NAK carries the last one), `msn` the responder's message count. */
+/* A reply from the responder to the request whose PSNs run from
+ * firstPsn to lastPsn: an ACK carries the last, a NAK or RNR NAK the
+ * first (the packet found in error: IBA 9.7.5.2), READ response packets
+ * the request's PSNs in turn; `msn` is the responder's message count. */
 WirePackets replyPackets(const fabric::PacketHeaders &base, WireReply kind, uint8_t syndrome, uint32_t firstPsn,
 			 uint32_t lastPsn, uint32_t msn, unsigned mtu, std::span<const uint8_t> payload);
 

@@ -216,6 +216,7 @@ int applyModifyQp(VerbsDevice &dev, Qp &qp, const ib_uverbs_modify_qp &cmd)
 		switch (next) {
 		case IB_QPS_RESET: /* queues emptied, no completions */
 			dev.forget(qp);
+			qp.msn = 0;
 			qp.sq.clear();
 			qp.rq.clear();
 			if (qp.ring)

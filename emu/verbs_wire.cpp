@@ -605,16 +605,15 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	const uint16_t slid = static_cast<uint16_t>(src->lid | pathBits);
 	fabric::PacketHeaders base; /* for a capture only */
 	WirePackets reqWire;
-	if (subnet.tapping()) {
+	if (subnet.tappingData()) {
 		const bool global = ud ? w.ah.is_global : qp.av.is_global;
 		base = ud ? wireBase(*src, slid, dlid, sl, pkeyAt(*src, qp.pkeyIndex), dqpn, transport, global,
 				     w.ah.grh.dgid, w.ah.grh.hop_limit, w.ah.grh.traffic_class, w.ah.grh.flow_label)
 			  : wireBase(*src, slid, dlid, sl, pkeyAt(*src, qp.pkeyIndex), dqpn, transport, global,
 				     qp.av.dgid, qp.av.hop_limit, qp.av.traffic_class, qp.av.flow_label);
 		uint32_t qkey = (w.wr.wr.ud.remote_qkey & 0x80000000u) ? qp.qkey : w.wr.wr.ud.remote_qkey;
-		reqWire = requestPackets(base, w.wr, qkey, qp.qpn, w.psn, mtu,
-					 isRead || isAtomic ? std::vector<uint8_t>(isRead ? len : 0)
-							    : gather(ua, local, len));
+		reqWire = requestPackets(base, w.wr, qkey, qp.qpn, w.psn, mtu, len,
+					 isRead || isAtomic ? std::vector<uint8_t>() : gather(ua, local, len));
 	}
 	fabric::Port *dst = subnet.routeData(*src, dlid, reqPackets, reqBytes, reqWire);
 	if (!dst)
@@ -643,15 +642,27 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			std::span<const uint8_t> data = {}) {
 		uint32_t n = packetsFor(payload, mtu);
 		WirePackets wire;
-		if (subnet.tapping())
+		if (subnet.tappingData())
 			wire = replyPackets(reversed(base, qp.qpn), kind, syndrome, w.psn, lastPsn, rqp->msn, mtu,
 					    data);
 		return subnet.routeData(*dst, slid, n, wireBytes(payload, n, ext, 0), wire) != nullptr;
 	};
+	/* The responder has executed the message: its MSN and expected PSN
+	 * move, once, however often the requester retries (IBA 9.7.7.2.4:
+	 * a duplicate does not advance them) */
+	auto responderDone = [&] {
+		if (w.responderCounted)
+			return;
+		w.responderCounted = true;
+		rqp->msn = (rqp->msn + 1) & 0xffffff;
+		rqp->rqPsn = (lastPsn + 1) & 0xffffff;
+	};
+	/* an atomic ACK carries no payload: AETH and AtomicAckETH */
+	constexpr unsigned kAtomicAckBytes = fabric::kAethBytes + fabric::kAtomicAckEthBytes;
 	auto asBytes = [](const uint64_t &v) { return std::span(reinterpret_cast<const uint8_t *>(&v), 8); };
 	if (w.delivered) { /* a retry of what the responder already executed (never a read) */
-		if (!back(isAtomic ? 8 : 0, 4 + (isAtomic ? 8 : 0), isAtomic ? WireReply::AtomicAck : WireReply::Ack, 0,
-			  asBytes(w.atomicOrig)))
+		if (!back(0, isAtomic ? kAtomicAckBytes : fabric::kAethBytes,
+			  isAtomic ? WireReply::AtomicAck : WireReply::Ack, 0, asBytes(w.atomicOrig)))
 			return lost();
 		if (isRead || isAtomic) {
 			w.delivered = false; /* re-read below; atomics answer from w.atomicOrig */
@@ -742,11 +753,11 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			if (c != 0)
 				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
 		} else if (isRead) {
-			rqp->msn = (rqp->msn + 1) & 0xffffff;
-			rqp->rqPsn = (lastPsn + 1) & 0xffffff;
+			responderDone();
 			if (rc &&
-			    !back(len, 4, WireReply::ReadResponse, 0,
-				  subnet.tapping() ? gather(ua, { remote }, len) : std::vector<uint8_t>()))
+			    !back(len, packetsFor(len, mtu) > 1 ? 2 * fabric::kAethBytes : fabric::kAethBytes,
+				  WireReply::ReadResponse, 0,
+				  subnet.tappingData() ? gather(ua, { remote }, len) : std::vector<uint8_t>()))
 				return lost();
 			if (len && copySegs(ua, { remote }, local, len) != 0) {
 				status = IB_WC_LOC_PROT_ERR;
@@ -764,9 +775,8 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
 			w.delivered = true;
 			w.atomicOrig = orig;
-			rqp->msn = (rqp->msn + 1) & 0xffffff;
-			rqp->rqPsn = (lastPsn + 1) & 0xffffff;
-			if (!back(8, 4 + 8, WireReply::AtomicAck, 0, asBytes(orig)))
+			responderDone();
+			if (!back(0, kAtomicAckBytes, WireReply::AtomicAck, 0, asBytes(orig)))
 				return lost();
 			Seg orig8{ -1, 0, 8, reinterpret_cast<const uint8_t *>(&orig) };
 			if (copySegs(ua, { orig8 }, local, 8) != 0) {
@@ -835,8 +845,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			srqConsumed(*rqp->srq);
 	}
 	w.delivered = true;
-	rqp->msn = (rqp->msn + 1) & 0xffffff;
-	rqp->rqPsn = (lastPsn + 1) & 0xffffff;
+	responderDone();
 	if (rc && !back(0, 4, WireReply::Ack)) /* the ACK is lost: the requester retries */
 		return lost();
 	return Outcome::Done;
@@ -862,14 +871,14 @@ WcStatus VerbsDevice::sendMulticast(Qp &qp, const SendWqe &w, fabric::Port &src,
 	}
 	std::vector<fabric::Port *> reached;
 	WirePackets wire; /* for a capture only */
-	if (host_.subnet().tapping()) {
+	if (host_.subnet().tappingData()) {
 		const uint16_t slid = static_cast<uint16_t>(src.lid | (w.ah.src_path_bits & ((1u << src.lmc) - 1)));
 		fabric::PacketHeaders base = wireBase(src, slid, w.ah.dlid, w.ah.sl, pkeyAt(src, qp.pkeyIndex),
 						      w.wr.wr.ud.remote_qpn, fabric::IB_OPCODE_UD, w.ah.is_global,
 						      w.ah.grh.dgid, w.ah.grh.hop_limit, w.ah.grh.traffic_class,
 						      w.ah.grh.flow_label);
 		uint32_t qkey = (w.wr.wr.ud.remote_qkey & 0x80000000u) ? qp.qkey : w.wr.wr.ud.remote_qkey;
-		wire = requestPackets(base, w.wr, qkey, qp.qpn, w.psn, unsigned(len ? len : 1), payload);
+		wire = requestPackets(base, w.wr, qkey, qp.qpn, w.psn, unsigned(len ? len : 1), len, payload);
 	}
 	host_.subnet().routeMulticast(src, w.ah.dlid, packets, wireBytes, reached, wire);
 	if (w.wr.wr.ud.remote_qpn != kMulticastQpn)

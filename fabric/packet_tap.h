@@ -20,6 +20,9 @@ class PacketTap {
 public:
 	/* Whether packets sent or received at p are wanted. */
 	virtual bool watches(const Port &p) const = 0;
+	/* Whether verbs data packets are wanted at all: the data path builds
+	 * a message's packets only then. */
+	virtual bool wantsData() const = 0;
 	/* A packet leaving p onto its cable (out) or arriving at p from it
 	 * (!out), LRH to VCRC. Arrivals are told after cable losses: a
 	 * packet lost on the cable was sent but never received. */

@@ -74,7 +74,8 @@ void Subnet::tapData(const Port &p, bool out, std::span<const std::vector<uint8_
 {
 	if (!tap_->watches(p))
 		return;
-	for (size_t i = 0; i < wire.size() && i < packets; i++)
+	/* a capture that reaches its count goes, and may take the tap with it */
+	for (size_t i = 0; i < wire.size() && i < packets && tap_; i++)
 		tap_->onWire(p, out, wire[i]);
 }
 

@@ -127,7 +127,7 @@ public:
 	 * when they are lost (link down, port not Active, no LFT entry, a CA
 	 * that does not own the DLID).
 	 *
-	 * `wire` holds the packets' bytes when tapping() (what a capture
+	 * `wire` holds the packets' bytes when tappingData() (what a capture
 	 * records at the ports it watches); empty otherwise. */
 	Port *routeData(Port &src, uint16_t dlid, uint32_t packets, uint64_t wireBytes,
 			std::span<const std::vector<uint8_t>> wire = {});
@@ -142,7 +142,9 @@ public:
 	/* A capture watching the wire, or null (fabric/packet_tap.h). The
 	 * tap outlives its being set. */
 	void setTap(PacketTap *tap) { tap_ = tap; }
-	/* Whether data senders should hand routeData() their packets' bytes. */
+	/* Whether data senders should hand routeData() their packets' bytes:
+	 * a tap is set and wants data packets. */
+	bool tappingData() const { return tap_ && tap_->wantsData(); }
 	bool tapping() const { return tap_ != nullptr; }
 
 	/* Packets dropped anywhere in the fabric since creation (for tests/status). */

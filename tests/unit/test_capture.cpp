@@ -6,6 +6,7 @@
 #include "tests/unit/fabric_helpers.h"
 #include "tests/unit/verbs_helpers.h"
 
+#include "emu/verbs_packets.h"
 #include "fabric/packet_format.h"
 #include "fabric/smp_attrs.h"
 #include "tools/packet_capture.h"
@@ -29,6 +30,7 @@ struct Recorder final : PacketTap {
 	std::vector<Seen> seen;
 	const Port *only = nullptr;
 	bool watches(const Port &p) const override { return !only || &p == only; }
+	bool wantsData() const override { return true; }
 	void onWire(const Port &p, bool out, std::span<const uint8_t> b) override
 	{
 		seen.push_back({ &p, out, { b.begin(), b.end() } });
@@ -299,4 +301,62 @@ TEST_CASE("capture: an RDMA WRITE and a READ as packets, with PSNs and the ACKs"
 	tools::PacketText text;
 	CHECK(text.describe(rec.seen[0].bytes, {}).rfind("RC RDMA READ REQUEST QP ", 0) == 0);
 	p.subnet.setTap(nullptr);
+}
+
+TEST_CASE("capture: a count that ends inside a message; data only when asked for", "[capture][verbs]")
+{
+	Pair p;
+	tools::PacketCapture cap(p.subnet);
+	/* MADs only: the data path builds no packets */
+	auto smp = std::make_shared<FakeStream>();
+	cap.start({ { "op", "capture" }, { "kinds", { "smp" } } }, smp);
+	CHECK(p.subnet.tapping());
+	CHECK_FALSE(p.subnet.tappingData());
+
+	/* one data packet wanted, a message of three: the capture (and with
+	 * it the last wish for data) goes after the first */
+	auto one = std::make_shared<FakeStream>();
+	cap.start({ { "op", "capture" }, { "kinds", { "data" } }, { "count", 1 } }, one);
+	CHECK(p.subnet.tappingData());
+	auto w = p.wr(IB_WR_RDMA_WRITE, 1);
+	w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(p.bufB);
+	w.wr.rdma.rkey = p.mrB.rkey;
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA, 2500, p.mrA.lkey) }) == 0);
+	auto c = p.a.poll(p.cqA);
+	REQUIRE(c.size() == 1);
+	CHECK(c[0].status == IB_WC_SUCCESS);
+	CHECK(one->lines.size() == 2); /* the reply, one packet */
+	CHECK_FALSE(one->isOpen);
+	CHECK(cap.active() == 1);
+	CHECK_FALSE(p.subnet.tappingData());
+
+	/* the last capture ends in the middle of a message: the tap goes too */
+	smp->closedFn();
+	auto last = std::make_shared<FakeStream>();
+	cap.start({ { "op", "capture" }, { "kinds", { "data" } }, { "count", 2 } }, last);
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA, 2500, p.mrA.lkey) }) == 0);
+	REQUIRE(p.a.poll(p.cqA).size() == 1);
+	CHECK(last->lines.size() == 3);
+	CHECK_FALSE(p.subnet.tapping());
+}
+
+TEST_CASE("capture: which PSN an ACK and a NAK carry", "[capture]")
+{
+	PacketHeaders base;
+	base.opcode = IB_OPCODE_RC;
+	PacketView v;
+	auto ack = emu::replyPackets(base, emu::WireReply::Ack, 0, 10, 12, 5, 1024, {});
+	REQUIRE(parsePacket(ack.at(0), v));
+	CHECK(v.psn == 12); /* an ACK: everything up to the last packet */
+	CHECK(v.opcode == (IB_OPCODE_RC | IB_OPCODE_ACKNOWLEDGE));
+	CHECK(ack[0][v.eth] == emu::kAethAck);
+	CHECK((ack[0][v.eth + 1] << 16 | ack[0][v.eth + 2] << 8 | ack[0][v.eth + 3]) == 5); /* MSN */
+	auto nak = emu::replyPackets(base, emu::WireReply::Nak, emu::kAethNakRemoteAccess, 10, 12, 5, 1024, {});
+	REQUIRE(parsePacket(nak.at(0), v));
+	CHECK(v.psn == 10); /* a NAK: the packet found in error, the first */
+	CHECK(nak[0][v.eth] == emu::kAethNakRemoteAccess);
+	auto rnr = emu::replyPackets(base, emu::WireReply::RnrNak, emu::kAethRnrNak | 14, 10, 12, 5, 1024, {});
+	REQUIRE(parsePacket(rnr.at(0), v));
+	CHECK(v.psn == 10);
+	CHECK(rnr[0][v.eth] == (emu::kAethRnrNak | 14));
 }
