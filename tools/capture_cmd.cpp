@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <poll.h>
 #include <vector>
 
 namespace ibemu::tools {
@@ -43,17 +44,25 @@ void onSignal(int)
 	interrupted = 1;
 }
 
-/* SIGINT and SIGTERM end the capture cleanly (the file is flushed): they
- * interrupt the read instead of killing the program */
-void catchSignals()
+/* SIGINT and SIGTERM end the capture cleanly (the file is flushed). They
+ * are blocked but while the capture waits for the daemon (ppoll), so one
+ * that comes while a packet is written is seen at the next wait. `waiting`
+ * gets the mask to wait with. */
+void catchSignals(sigset_t &waiting)
 {
 	struct sigaction sa {};
 	sa.sa_handler = onSignal;
 	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = 0; /* no SA_RESTART */
 	sigaction(SIGINT, &sa, nullptr);
 	sigaction(SIGTERM, &sa, nullptr);
 	signal(SIGPIPE, SIG_IGN); /* a reader that went away is seen at the flush */
+	sigset_t block;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, &waiting);
+	sigdelset(&waiting, SIGINT);
+	sigdelset(&waiting, SIGTERM);
 }
 
 /* pcap with ERF records, through libpcap */
@@ -150,7 +159,8 @@ int runCapture(const CaptureOpts &o)
 		fprintf(stderr, "%s: %s: %s\n", cmd, o.write.c_str(), err.c_str());
 		return kUsage;
 	}
-	catchSignals();
+	sigset_t waiting;
+	catchSignals(waiting);
 	Json reply;
 	if (!c.call(req, reply, cmd))
 		return kNotRunning;
@@ -168,6 +178,11 @@ int runCapture(const CaptureOpts &o)
 	Json rec;
 	int rc = 0;
 	while (!interrupted) {
+		if (!c.hasLine()) {
+			pollfd pfd{ c.fd(), POLLIN, 0 };
+			if (ppoll(&pfd, 1, nullptr, &waiting) < 0)
+				continue; /* a signal: the loop's test ends it */
+		}
 		int r = c.next(rec, cmd);
 		if (r <= 0) {
 			rc = r < 0 ? kRefused : 0;

@@ -34,6 +34,8 @@ public:
 	/* The next line of a stream: 1, 0 at its end, -1 (printed) for a line
 	 * that is not JSON */
 	int next(Json &line, const char *cmd);
+	/* A whole line is already read in: next() will not wait. */
+	bool hasLine() const { return in_.find('\n') != std::string::npos; }
 	int fd() const { return fd_; }
 
 private:

@@ -332,9 +332,10 @@ bool renderDot(const std::string &dot, std::string_view format, std::string &out
 			s.pop_back();
 		return s.empty() ? std::string() : " (" + s + ")";
 	};
-	/* libgvc's context knows its plugins; one per rendering keeps no state
-	 * between calls */
-	std::unique_ptr<GVC_t, int (*)(GVC_t *)> gvc(gvContext(), gvFreeContext);
+	/* One context for the process, never freed: Graphviz's text layout
+	 * (the pango plugin) caches fonts across contexts, and a second
+	 * context reads what freeing the first one freed (ASan saw it) */
+	static GVC_t *const gvc = gvContext();
 	if (!gvc) {
 		err = "Graphviz could not start";
 		return false;
@@ -344,18 +345,18 @@ bool renderDot(const std::string &dot, std::string_view format, std::string &out
 		err = "Graphviz could not read the picture" + why();
 		return false;
 	}
-	if (gvLayoutJobs(gvc.get(), g.get()) != 0) {
+	if (gvLayoutJobs(gvc, g.get()) != 0) {
 		err = "Graphviz could not lay the picture out" + why();
 		return false;
 	}
 	char *data = nullptr;
 	unsigned int len = 0;
 	std::string fmtName(format);
-	int rc = gvRenderData(gvc.get(), g.get(), fmtName.c_str(), &data, &len);
+	int rc = gvRenderData(gvc, g.get(), fmtName.c_str(), &data, &len);
 	if (rc == 0 && data)
 		out.assign(data, len);
 	gvFreeRenderData(data);
-	gvFreeLayout(gvc.get(), g.get());
+	gvFreeLayout(gvc, g.get());
 	if (rc != 0) {
 		err = "Graphviz cannot write " + fmtName + why();
 		return false;

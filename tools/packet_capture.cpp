@@ -9,6 +9,8 @@
 #include <charconv>
 #include <chrono>
 
+#include <fmt/format.h>
+
 namespace ibemu::tools {
 
 using fabric::Node;
@@ -148,10 +150,18 @@ const Node *walk(const Node *from, const uint8_t *path, int first, int last, int
 
 void PacketCapture::start(const Json &req, std::shared_ptr<ControlSocket::Stream> stream)
 {
+	/* the answer, with the request's "id" as every control reply has */
+	auto answer = [&req](Json a) {
+		if (req.is_object() && req.contains("id"))
+			a["id"] = req["id"];
+		return a.dump();
+	};
 	auto refuse = [&](const std::string &err) {
-		stream->write(Json{ { "ok", false }, { "error", "capture: " + err } }.dump());
+		stream->write(answer({ { "ok", false }, { "error", "capture: " + err } }));
 		stream->close();
 	};
+	if (!req.is_object())
+		return refuse("the request must be a JSON object");
 	auto w = std::make_unique<Watcher>();
 	for (const auto &[key, val] : req.items()) {
 		if (key == "op" || key == "id")
@@ -197,7 +207,7 @@ void PacketCapture::start(const Json &req, std::shared_ptr<ControlSocket::Stream
 		for (unsigned i = 1; i <= n->numPorts; i++)
 			watched += w->wants(n->port(i));
 	w->stream = std::move(stream);
-	w->stream->write(Json{ { "ok", true }, { "ports", watched } }.dump());
+	w->stream->write(answer({ { "ok", true }, { "ports", watched } }));
 	Watcher *raw = w.get();
 	w->stream->onClosed([this, raw] { remove(raw); });
 	watchers_.push_back(std::move(w));
@@ -223,6 +233,14 @@ void PacketCapture::stopAll()
 	subnet_.setTap(nullptr);
 }
 
+bool PacketCapture::wantsData() const
+{
+	for (const auto &w : watchers_)
+		if (w->kinds & kCaptureData)
+			return true;
+	return false;
+}
+
 bool PacketCapture::watches(const Port &p) const
 {
 	for (const auto &w : watchers_)
@@ -242,8 +260,17 @@ void PacketCapture::ends(const Port &p, bool out, std::span<const uint8_t> packe
 		return;
 	const bool dr = v.isMad && packet[v.payload + 1] == IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE;
 	if (!dr) {
+		/* the LID's owner: remembered, and looked for again only when
+		 * the port remembered no longer has the LID */
 		auto owner = [&](uint16_t lid) -> const Node * {
-			const Port *q = lid && lid < IB_MULTICAST_LID_BASE ? subnet_.findPortByLid(lid) : nullptr;
+			if (!lid || lid >= IB_MULTICAST_LID_BASE)
+				return nullptr;
+			auto it = lidOwners_.find(lid);
+			if (it != lidOwners_.end() && fabric::ownsLid(*it->second, lid))
+				return it->second->node;
+			const Port *q = subnet_.findPortByLid(lid);
+			if (q)
+				lidOwners_[lid] = q;
 			return q ? q->node : nullptr;
 		};
 		src = owner(v.slid);
@@ -285,36 +312,38 @@ void PacketCapture::ends(const Port &p, bool out, std::span<const uint8_t> packe
 void PacketCapture::onWire(const Port &p, bool out, std::span<const uint8_t> packet)
 {
 	const unsigned kind = packetKind(packet);
-	std::string hex;
-	const Node *src = nullptr, *dst = nullptr;
-	bool described = false;
+	/* the record but its time and loss count, made once for every watcher:
+	 * "port", "dir", "peer", "src", "dst", "hex" */
+	std::string body;
+	int64_t ns = 0;
 	std::vector<Watcher *> done;
 	for (const auto &w : watchers_) {
 		if (!w->wants(p) || !(w->kinds & kind) || !w->stream->open())
 			continue;
-		if (!described) {
-			static const char digits[] = "0123456789abcdef";
-			hex.reserve(packet.size() * 2);
-			for (uint8_t b : packet) {
-				hex += digits[b >> 4];
-				hex += digits[b & 15];
-			}
+		if (body.empty()) {
+			const Node *src = nullptr, *dst = nullptr;
 			ends(p, out, packet, src, dst);
-			described = true;
+			/* names are JSON strings: quoted and escaped by the library */
+			auto str = [](const std::string &v) { return Json(v).dump(); };
+			body = ",\"port\":" + str(capturePortName(p)) + ",\"dir\":\"" + (out ? "out" : "in") + "\"";
+			if (p.peer)
+				body += ",\"peer\":" + str(capturePortName(*p.peer));
+			if (src)
+				body += ",\"src\":" + str(captureNodeName(*src));
+			if (dst)
+				body += ",\"dst\":" + str(captureNodeName(*dst));
+			body += ",\"hex\":\"";
+			static const char digits[] = "0123456789abcdef";
+			for (uint8_t b : packet) {
+				body += digits[b >> 4];
+				body += digits[b & 15];
+			}
+			body += '"';
+			ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+				     std::chrono::system_clock::now().time_since_epoch())
+				     .count();
 		}
-		auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-				  std::chrono::system_clock::now().time_since_epoch())
-				  .count();
-		Json rec = { { "t", ns }, { "port", capturePortName(p) }, { "dir", out ? "out" : "in" } };
-		if (p.peer)
-			rec["peer"] = capturePortName(*p.peer);
-		if (src)
-			rec["src"] = captureNodeName(*src);
-		if (dst)
-			rec["dst"] = captureNodeName(*dst);
-		rec["hex"] = hex;
-		rec["lost"] = w->lost;
-		if (!w->stream->write(rec.dump())) {
+		if (!w->stream->write(fmt::format("{{\"t\":{}{},\"lost\":{}}}", ns, body, w->lost))) {
 			w->lost++;
 			continue;
 		}

@@ -24,6 +24,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ibemu::fabric {
@@ -68,6 +69,7 @@ public:
 	size_t active() const { return watchers_.size(); }
 
 	bool watches(const fabric::Port &p) const override;
+	bool wantsData() const override;
 	void onWire(const fabric::Port &p, bool out, std::span<const uint8_t> packet) override;
 
 private:
@@ -88,6 +90,9 @@ private:
 
 	fabric::Subnet &subnet_;
 	std::vector<std::unique_ptr<Watcher>> watchers_;
+	/* LIDs the capture has named; the Subnet finds a LID's port by a
+	 * walk of every node, too slow for each packet of a big fabric */
+	mutable std::unordered_map<uint16_t, const fabric::Port *> lidOwners_;
 };
 
 /* A record's packet and where it was seen (the reading side of the

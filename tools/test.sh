@@ -52,6 +52,9 @@ run_suite() { # build-dir label meson-options...   ($suites: meson test's own ar
 
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+# what libraries keep for the process's life on purpose (fontconfig's
+# font cache, loaded by Graphviz's text layout) is not ibemu's leak
+export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
 run_suite build "release (-Werror)" -Dwerror=true
 run_suite build-asan "ASan+UBSan" -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
 CXX=clang++ suites="--suite fuzz" run_suite build-fuzz "libFuzzer" \

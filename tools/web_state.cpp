@@ -102,8 +102,8 @@ Json fabricState(const fabric::Subnet &subnet)
 				continue;
 			const char *st = cableState(p);
 			cables[fmt::format("l{}p{}", n->index, p.num)] = st;
-			if (subnet.numSwitches() > 150) /* summarized: counts of down cables are drawn */
-				mix(st[0]);
+			/* the picture draws a cable's state and its width and speed */
+			mix(size_t(st[0]) << 16 | size_t(p.linkWidthActive) << 8 | size_t(p.speedActive));
 		}
 	}
 	Json j = { { "picture", picture }, { "cables", cables }, { "states", states } };

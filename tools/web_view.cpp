@@ -14,6 +14,8 @@
 #include <boost/beast/http.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 
 namespace ibemu::tools {
@@ -47,7 +49,11 @@ public:
 			lines_.pop_front();
 		return true;
 	}
-	void close() override { open_ = false; }
+	void close() override
+	{
+		open_ = false;
+		closed_ = nullptr; /* the capture let go of it */
+	}
 	bool open() const override { return open_; }
 	void onClosed(std::function<void()> fn) override { closed_ = std::move(fn); }
 	/* the view stops asking: the capture ends */
@@ -199,17 +205,29 @@ int WebView::listen(const std::string &where, std::string &err)
 	/* an address for everyone (0.0.0.0, ::) was the user's choice: any
 	 * Host; otherwise only our own names */
 	if (!ip.is_unspecified()) {
-		host_ = fmt::format("{}:{}", shown, bound);
+		host_ = shown;
+		port_ = std::to_string(bound);
 		if (ip.is_loopback())
-			hostAlias_ = fmt::format("localhost:{}", bound);
+			hostAlias_ = "localhost";
 	}
 	accept();
 	return 0;
 }
 
+/* Host: NAME[:PORT], NAME an address ([v6] bracketed) or, on loopback,
+ * localhost; names compare without case, and no port is port 80 */
 bool WebView::allowedHost(const std::string &host) const
 {
-	return host == host_ || (!hostAlias_.empty() && host == hostAlias_);
+	std::string name = host, port = "80";
+	size_t colon = host.rfind(':');
+	if (colon != std::string::npos && host.find(']', colon) == std::string::npos) {
+		name = host.substr(0, colon);
+		port = host.substr(colon + 1);
+	}
+	std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+	if (port != port_)
+		return false;
+	return name == host_ || (!hostAlias_.empty() && name == hostAlias_);
 }
 
 void WebView::close()

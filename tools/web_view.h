@@ -85,7 +85,8 @@ private:
 	std::function<nlohmann::ordered_json()> extra_;
 	boost::asio::ip::tcp::acceptor acceptor_;
 	boost::asio::steady_timer retry_;
-	std::string url_, host_, hostAlias_; /* the Host a request must name; "": any */
+	std::string url_;
+	std::string host_, hostAlias_, port_; /* what a request's Host must name; host_ "": any */
 	std::set<std::shared_ptr<Session>> sessions_;
 	std::shared_ptr<MadLog> mads_; /* while pages poll */
 	boost::asio::steady_timer madsTimer_;

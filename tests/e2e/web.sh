@@ -76,6 +76,8 @@ port=${port%/}
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 expect_eq "another Host (DNS rebinding)" 421 "$(code -H "Host: attacker.example:$port" "${url}api/state")"
 expect_eq "localhost is ours" 200 "$(code -H "Host: localhost:$port" "${url}api/state")"
+expect_eq "in any case" 200 "$(code -H "Host: LOCALHOST:$port" "${url}api/state")"
+expect_eq "no port is port 80, not ours" 421 "$(code -H "Host: 127.0.0.1" "${url}api/state")"
 expect_eq "POST" 405 "$(code -X POST "${url}api/state")"
 expect_eq "a body" 413 "$(code -X POST -d x "${url}api/state")"
 expect_eq "no such node" 404 "$(code "${url}api/node/99999")"

@@ -125,8 +125,10 @@ TEST_CASE("live view: what the page asks for", "[picture][web]")
 	CHECK(s["sm"]["lid"] == f.host1->lid);
 	CHECK(s["sm"]["node"] == "ibemu-host1 HCA-1");
 
+	const auto picture = s["picture"];
 	f.s.pullCable(f.sw1->port(7));
 	s = nlohmann::json::parse(web.get("/api/state").body);
+	CHECK(s["picture"] != picture); /* the drawing changes: the page fetches it again */
 	CHECK(s["cables"]["l" + std::to_string(f.sw1->index) + "p7"] == "pulled");
 
 	a = web.get("/api/picture.svg");
