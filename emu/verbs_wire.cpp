@@ -120,29 +120,47 @@ bool pkeysMatch(uint16_t a, uint16_t b)
 	return (a & 0x7fff) && (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000);
 }
 
-/* The bytes a list of pieces holds, for a capture (an unreadable piece
- * reads as zeros: the message fails anyway) */
-std::vector<uint8_t> gather(UserAccess &ua, const std::vector<Seg> &segs, uint64_t len)
+/* The first len bytes the pieces hold, into out; false when a piece
+ * cannot be read (what was read stays, the rest reads as zeros) */
+bool gather(UserAccess &ua, const std::vector<Seg> &segs, uint64_t len, std::vector<uint8_t> &out)
 {
-	std::vector<uint8_t> out(len);
+	out.assign(len, 0);
 	uint64_t off = 0;
 	for (const Seg &s : segs) {
+		if (off == len)
+			break;
 		uint64_t n = std::min(s.len, len - off);
 		if (s.local)
 			memcpy(out.data() + off, s.local + s.addr, n);
-		else
-			(void)ua.readMemory(s.mem, s.addr, out.data() + off, n);
+		else if (ua.readMemory(s.mem, s.addr, out.data() + off, n) != 0)
+			return false;
 		off += n;
-		if (off == len)
-			break;
 	}
+	return true;
+}
+
+/* The same, for a capture: an unreadable piece reads as zeros (the
+ * message fails anyway) */
+std::vector<uint8_t> gather(UserAccess &ua, const std::vector<Seg> &segs, uint64_t len)
+{
+	std::vector<uint8_t> out;
+	(void)gather(ua, segs, len, out);
 	return out;
 }
 
-/* The LRH, GRH and BTH fields of a message's packets, for a capture */
+/* The Q_Key a UD send carries: the QP's own when the work request's has
+ * its high bit set (IBA 10.2.5) */
+uint32_t sendQkey(const Qp &qp, const SendWqe &w)
+{
+	return (w.wr.wr.ud.remote_qkey & 0x80000000u) ? qp.qkey : w.wr.wr.ud.remote_qkey;
+}
+
+/* The LRH, GRH and BTH fields of a message's packets, for a capture.
+ * Route is the GRH part of an address vector: the AH's (UD) or the QP's
+ * (connected), which name the same fields. */
+template <typename Route>
 fabric::PacketHeaders wireBase(const fabric::Port &src, uint16_t slid, uint16_t dlid, uint8_t sl, uint16_t pkey,
-			       uint32_t destQp, uint8_t transport, bool global, const uint8_t *dgid, uint8_t hopLimit,
-			       uint8_t trafficClass, uint32_t flowLabel)
+			       uint32_t destQp, uint8_t transport, bool global, const Route &grh)
 {
 	fabric::PacketHeaders h;
 	h.sl = sl & 0xf;
@@ -158,10 +176,10 @@ fabric::PacketHeaders wireBase(const fabric::Port &src, uint16_t slid, uint16_t 
 			h.sgid[i] = static_cast<uint8_t>(src.gidPrefix >> (56 - 8 * i));
 			h.sgid[8 + i] = static_cast<uint8_t>(src.guid >> (56 - 8 * i));
 		}
-		memcpy(h.dgid.data(), dgid, 16);
-		h.hopLimit = hopLimit;
-		h.trafficClass = trafficClass;
-		h.flowLabel = flowLabel;
+		memcpy(h.dgid.data(), grh.dgid, 16);
+		h.hopLimit = grh.hop_limit;
+		h.trafficClass = grh.traffic_class;
+		h.flowLabel = grh.flow_label;
 	}
 	return h;
 }
@@ -606,13 +624,10 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	fabric::PacketHeaders base; /* for a capture only */
 	WirePackets reqWire;
 	if (subnet.tappingData()) {
-		const bool global = ud ? w.ah.is_global : qp.av.is_global;
-		base = ud ? wireBase(*src, slid, dlid, sl, pkeyAt(*src, qp.pkeyIndex), dqpn, transport, global,
-				     w.ah.grh.dgid, w.ah.grh.hop_limit, w.ah.grh.traffic_class, w.ah.grh.flow_label)
-			  : wireBase(*src, slid, dlid, sl, pkeyAt(*src, qp.pkeyIndex), dqpn, transport, global,
-				     qp.av.dgid, qp.av.hop_limit, qp.av.traffic_class, qp.av.flow_label);
-		uint32_t qkey = (w.wr.wr.ud.remote_qkey & 0x80000000u) ? qp.qkey : w.wr.wr.ud.remote_qkey;
-		reqWire = requestPackets(base, w.wr, qkey, qp.qpn, w.psn, mtu, len,
+		const uint16_t pkey = pkeyAt(*src, qp.pkeyIndex);
+		base = ud ? wireBase(*src, slid, dlid, sl, pkey, dqpn, transport, w.ah.is_global, w.ah.grh)
+			  : wireBase(*src, slid, dlid, sl, pkey, dqpn, transport, qp.av.is_global, qp.av);
+		reqWire = requestPackets(base, w.wr, sendQkey(qp, w), qp.qpn, w.psn, mtu, len,
 					 isRead || isAtomic ? std::vector<uint8_t>() : gather(ua, local, len));
 	}
 	fabric::Port *dst = subnet.routeData(*src, dlid, reqPackets, reqBytes, reqWire);
@@ -628,8 +643,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		return lost();
 	}
 	if (ud) {
-		uint32_t qkey = (w.wr.wr.ud.remote_qkey & 0x80000000u) ? qp.qkey : w.wr.wr.ud.remote_qkey;
-		if (qkey != rqp->qkey) {
+		if (sendQkey(qp, w) != rqp->qkey) {
 			if (dst->qkeyViolations < 0xffff)
 				dst->qkeyViolations++;
 			return Outcome::Done;
@@ -860,25 +874,18 @@ WcStatus VerbsDevice::sendMulticast(Qp &qp, const SendWqe &w, fabric::Port &src,
 {
 	/* the payload once, so that every copy is the same and a sender whose
 	 * own buffer is bad fails before anything moves */
-	std::vector<uint8_t> payload(len);
-	size_t off = 0;
-	for (const Seg &s : local) {
-		if (s.local)
-			memcpy(payload.data() + off, s.local + s.addr, s.len);
-		else if (host_.access().readMemory(s.mem, s.addr, payload.data() + off, s.len) != 0)
-			return IB_WC_LOC_PROT_ERR;
-		off += s.len;
-	}
+	std::vector<uint8_t> payload;
+	if (!gather(host_.access(), local, len, payload))
+		return IB_WC_LOC_PROT_ERR;
 	std::vector<fabric::Port *> reached;
 	WirePackets wire; /* for a capture only */
 	if (host_.subnet().tappingData()) {
 		const uint16_t slid = static_cast<uint16_t>(src.lid | (w.ah.src_path_bits & ((1u << src.lmc) - 1)));
 		fabric::PacketHeaders base = wireBase(src, slid, w.ah.dlid, w.ah.sl, pkeyAt(src, qp.pkeyIndex),
 						      w.wr.wr.ud.remote_qpn, fabric::IB_OPCODE_UD, w.ah.is_global,
-						      w.ah.grh.dgid, w.ah.grh.hop_limit, w.ah.grh.traffic_class,
-						      w.ah.grh.flow_label);
-		uint32_t qkey = (w.wr.wr.ud.remote_qkey & 0x80000000u) ? qp.qkey : w.wr.wr.ud.remote_qkey;
-		wire = requestPackets(base, w.wr, qkey, qp.qpn, w.psn, unsigned(len ? len : 1), len, payload);
+						      w.ah.grh);
+		const unsigned mtu = mtuBytes(std::min(src.neighborMtu, src.mtuCap)); /* UD: one packet */
+		wire = requestPackets(base, w.wr, sendQkey(qp, w), qp.qpn, w.psn, mtu, len, payload);
 	}
 	host_.subnet().routeMulticast(src, w.ah.dlid, packets, wireBytes, reached, wire);
 	if (w.wr.wr.ud.remote_qpn != kMulticastQpn)
@@ -914,8 +921,7 @@ bool VerbsDevice::receiveDatagram(Qp &rqp, fabric::Port &dst, const Qp &sender, 
 			dst.pkeyViolations++;
 		return false;
 	}
-	uint32_t qkey = (w.wr.wr.ud.remote_qkey & 0x80000000u) ? sender.qkey : w.wr.wr.ud.remote_qkey;
-	if (qkey != rqp.qkey) {
+	if (sendQkey(sender, w) != rqp.qkey) {
 		if (dst.qkeyViolations < 0xffff)
 			dst.qkeyViolations++;
 		return false;

@@ -153,6 +153,8 @@ struct Port {
 
 	bool linkUp() const { return physState == PhysState::LinkUp; }
 	bool connected() const { return peer != nullptr; }
+	/* The far end of the port's cable, plugged in or pulled out */
+	const Port *cableEnd() const { return peer ? peer : pulledPeer; }
 	uint16_t pkeyCap() const;
 };
 

@@ -55,18 +55,12 @@ std::string nodeLabel(const Node &n, bool live)
 	return label;
 }
 
-/* The far end of a's cable, plugged in or pulled out (ibemu link down) */
-const Port *cableEnd(const Port &a)
-{
-	return a.peer ? a.peer : a.pulledPeer;
-}
-
 /* How a cable looks: its colour and style by the state of its ends */
 std::string cableStyle(const Port &a, bool live)
 {
 	if (!live)
 		return "color=\"gray30\"";
-	const Port &b = *cableEnd(a);
+	const Port &b = *a.cableEnd();
 	if (!a.peer || !a.linkUp() || !b.linkUp())
 		return "color=\"red\", style=dashed";
 	if (a.state == PortState::Active && b.state == PortState::Active)
@@ -201,7 +195,7 @@ std::string drawWhole(const Subnet &s, const std::vector<int> &level, bool tree,
 			continue;
 		for (unsigned i = 1; i <= n->numPorts; i++) {
 			const Port &p = n->port(i);
-			const Port *q = cableEnd(p);
+			const Port *q = p.cableEnd();
 			if (!q || (!q->node->isSwitch() && groupCas))
 				continue;
 			if (q->node->index < n->index || (q->node == n.get() && q->num < p.num))

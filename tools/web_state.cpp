@@ -67,12 +67,38 @@ Json portJson(const Port &p)
 		   { "xmit_pkts", p.counters.extXmitPkts },
 		   { "rcv_pkts", p.counters.extRcvPkts },
 		   { "errors", portErrors(p.counters) } };
-	if (const Port *q = p.peer ? p.peer : p.pulledPeer)
+	if (const Port *q = p.cableEnd())
 		j["peer"] = fmt::format("{}:{}", nodeName(*q->node), q->num);
 	return j;
 }
 
+/* Whether p is the end a cable is named and drawn from: the one on the
+ * node with the lower index (the lower port number on one node) */
+bool cableOwner(const Port &p)
+{
+	const Port *q = p.cableEnd();
+	return q && (q->node->index > p.node->index || (q->node == p.node && q->num > p.num));
+}
+
 } /* namespace */
+
+size_t pictureKey(const fabric::Subnet &subnet)
+{
+	size_t key = subnet.nodes().size();
+	auto mix = [&key](size_t v) { key = key * 1000003u ^ v; };
+	for (const auto &n : subnet.nodes()) {
+		for (unsigned i = n->firstPort(); i <= n->numPorts; i++) {
+			const Port &p = n->port(i);
+			if (n->isSwitch() == (i == 0)) /* a switch's LID is port 0's */
+				mix(p.lid);
+			/* the picture draws a cable's state and its width and speed */
+			if (i > 0 && cableOwner(p))
+				mix(size_t(cableState(p)[0]) << 16 | size_t(p.linkWidthActive) << 8 |
+				    size_t(p.speedActive));
+		}
+	}
+	return key;
+}
 
 Json fabricState(const fabric::Subnet &subnet)
 {
@@ -80,33 +106,21 @@ Json fabricState(const fabric::Subnet &subnet)
 	size_t total = 0;
 	for (const auto &n : subnet.nodes())
 		total += n->numPorts;
-	size_t picture = subnet.nodes().size();
-	auto mix = [&picture](size_t v) { picture = picture * 1000003u ^ v; };
 	Json sm;
 	for (const auto &n : subnet.nodes()) {
-		if (n->isSwitch())
-			mix(n->port(0).lid);
 		for (unsigned i = 1; i <= n->numPorts; i++) {
 			const Port &p = n->port(i);
 			states[stateName(p.state)] = states.value(stateName(p.state), 0) + 1;
-			if (!n->isSwitch()) {
-				mix(p.lid);
-				/* the SM: a CA port with IsSM whose LID the others point at */
-				if ((p.capMask & fabric::IB_PORT_SM) && p.lid && p.lid == p.smLid)
-					sm = { { "lid", p.lid }, { "node", nodeName(*n) }, { "port", p.num } };
-			}
+			/* the SM: a CA port with IsSM whose LID the others point at */
+			if (!n->isSwitch() && (p.capMask & fabric::IB_PORT_SM) && p.lid && p.lid == p.smLid)
+				sm = { { "lid", p.lid }, { "node", nodeName(*n) }, { "port", p.num } };
 			if (total <= kMaxListedPorts)
 				ports.push_back(portJson(p));
-			const Port *q = p.peer ? p.peer : p.pulledPeer;
-			if (!q || q->node->index < n->index || (q->node == n.get() && q->num < p.num))
-				continue;
-			const char *st = cableState(p);
-			cables[fmt::format("l{}p{}", n->index, p.num)] = st;
-			/* the picture draws a cable's state and its width and speed */
-			mix(size_t(st[0]) << 16 | size_t(p.linkWidthActive) << 8 | size_t(p.speedActive));
+			if (cableOwner(p))
+				cables[fmt::format("l{}p{}", n->index, p.num)] = cableState(p);
 		}
 	}
-	Json j = { { "picture", picture }, { "cables", cables }, { "states", states } };
+	Json j = { { "picture", pictureKey(subnet) }, { "cables", cables }, { "states", states } };
 	if (total <= kMaxListedPorts)
 		j["ports"] = ports;
 	else

@@ -26,6 +26,9 @@ constexpr size_t kMaxListedPorts = 2000;
  *  changes when the drawing would (LIDs, cables added, states of a
  *  summarized fabric), so a page knows to fetch it again. */
 nlohmann::ordered_json fabricState(const fabric::Subnet &subnet);
+/* What fabricState() gives as "picture": it changes when the drawing
+ * would (LIDs, cables' states, widths and speeds, nodes added). */
+size_t pictureKey(const fabric::Subnet &subnet);
 
 /* One node, by its index: NodeInfo, each port's PortInfo and counters,
  * a switch's LFT. */

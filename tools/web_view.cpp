@@ -314,7 +314,7 @@ WebView::Answer WebView::get(const std::string &target)
 		return { 200, "application/json", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) };
 	}
 	if (path == "/api/picture.svg") {
-		size_t key = fabricState(subnet_).value("picture", size_t(0));
+		const size_t key = pictureKey(subnet_);
 		if (picture_.empty() || key != pictureKey_) {
 			std::string svg, err;
 			if (!renderDot(fabricDot(subnet_), "svg", svg, err))
