@@ -11,6 +11,7 @@
 #include "emu/umad_abi.h"
 #include "emu/umad_file.h"
 #include "emu/umad_port.h"
+#include "emu/work_queue.h"
 
 #include <boost/asio/post.hpp>
 #include <fuse_lowlevel.h>
@@ -53,7 +54,7 @@ UmadFiles::~UmadFiles()
 
 void UmadFiles::watch(emu::UmadPort &port)
 {
-	port.onIssmReleased = [this] { boost::asio::post(io_, [this] { retryIssm(); }); };
+	port.onIssmReleased = [this] { emu::queueWork(io_, [this] { retryIssm(); }); };
 	watched_.push_back(&port);
 }
 
@@ -86,7 +87,7 @@ void UmadFiles::open(fuse_req_t req, emu::UmadPort &port, bool issm, fuse_file_i
 			budget = std::make_unique<emu::MemoryBudget>();
 		o->umad = std::make_unique<emu::UmadFile>(port, budget.get());
 		uint64_t fh = opens_.nextFh();
-		o->umad->setWakeup([this, fh] { boost::asio::post(io_, [this, fh] { serveReads(fh); }); });
+		o->umad->setWakeup([this, fh] { emu::queueWork(io_, [this, fh] { serveReads(fh); }); });
 	} else {
 		/* ib_umad_sm_open(): one holder per port */
 		int rc = port.issmOpen();

@@ -160,7 +160,7 @@ int IbCm::send(CmId &id, const ibemu::Mad &mad, bool withTimeout)
 	if (!id.port)
 		return -ENODEV;
 	MadAgent *agent = agents_.at(id.port);
-	auto s = std::make_shared<MadSend>(io_);
+	auto s = std::make_shared<MadSend>();
 	s->msg.assign(mad.begin(), mad.end());
 	s->ah = id.av;
 	s->dataLen = kMadSize - 24;
@@ -194,7 +194,7 @@ int IbCm::aim(CmId &id, MadPort &port, const MadAddress &av)
 
 void IbCm::reply(MadAgent &agent, const MadAddress &src, const ibemu::Mad &mad)
 {
-	auto s = std::make_shared<MadSend>(io_);
+	auto s = std::make_shared<MadSend>();
 	s->msg.assign(mad.begin(), mad.end());
 	s->ah = src;
 	s->ah.remoteQpn = 1;

@@ -101,10 +101,13 @@ struct MadSend {
 	bool rmppActive = false; /* the MAD layer segments it */
 	bool awaitingResponse = false;
 	bool done = false;
-	Timer timer;
+	/* when its timeout() is due, while it is on its port's wait list
+	 * (MadPort::armTimer) */
+	Clock::time_point deadline{};
+	bool waiting = false;
 	std::unique_ptr<RmppSendState> rmpp;
 
-	explicit MadSend(boost::asio::io_context &io) : timer(io) {}
+	MadSend() = default;
 	~MadSend();
 };
 

@@ -6,6 +6,7 @@
 #include "emu/mad_port.h"
 
 #include "emu/mad_rmpp.h"
+#include "emu/work_queue.h"
 #include "fabric/process_mad.h"
 #include "fabric/smi.h"
 #include "fabric/subnet.h"
@@ -98,7 +99,8 @@ MadAgent::MadAgent(MadPort &port, uint8_t qpn, uint32_t hiTid, AgentClient *clie
 MadAgent::~MadAgent() = default;
 
 MadPort::MadPort(boost::asio::io_context &io, fabric::Subnet &subnet, fabric::Port &port, MadClients &clients)
-	: io_(io), subnet_(subnet), port_(port), clients_(clients), alive_(std::make_shared<bool>(true))
+	: io_(io), subnet_(subnet), port_(port), clients_(clients), alive_(std::make_shared<bool>(true)),
+	  timeoutTimer_(io)
 {
 	/* the kernel's own SMI and GSI agents (agent.c) take two hi_tids per port */
 	kernelAgentTids_[0] = clients_.alloc(nullptr);
@@ -303,23 +305,71 @@ void MadPort::transmit(MadAgent &agent, const MadAddress &ah, const uint8_t *mad
 
 void MadPort::armTimer(const std::shared_ptr<MadSend> &send, uint32_t ms)
 {
-	std::weak_ptr<MadSend> weak = send;
-	send->timer.expires_after(std::chrono::milliseconds(ms));
-	send->timer.async_wait([this, weak](const boost::system::error_code &ec) {
-		if (ec)
+	disarmTimer(*send);
+	send->deadline = Clock::now() + std::chrono::milliseconds(ms);
+	send->waiting = true;
+	waiting_.emplace(send->deadline, send);
+	scheduleTimeouts();
+}
+
+void MadPort::disarmTimer(MadSend &send)
+{
+	if (!send.waiting)
+		return;
+	send.waiting = false;
+	auto [from, to] = waiting_.equal_range(send.deadline);
+	for (auto it = from; it != to;) {
+		auto s = it->second.lock();
+		if (s && s.get() != &send) {
+			++it;
+			continue;
+		}
+		it = waiting_.erase(it); /* ours, or one whose agent went away */
+		if (s)
 			return;
-		auto s = weak.lock();
-		if (!s || s->done || s->timer.expiry() > Clock::now())
-			return; /* completed meanwhile, or the deadline was moved */
-		timeout(*s->agent, s);
+	}
+}
+
+/* The timer goes off for the earliest deadline; an earlier arming that is
+ * still pending is left alone (it finds nothing due, and re-arms). */
+void MadPort::scheduleTimeouts()
+{
+	if (waiting_.empty())
+		return;
+	Clock::time_point first = waiting_.begin()->first;
+	if (timeoutArmed_ && timeoutTimer_.expiry() <= first)
+		return;
+	timeoutArmed_ = true;
+	timeoutTimer_.expires_at(first);
+	timeoutTimer_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code &ec) {
+		auto a = alive.lock();
+		if (ec || !a || !*a)
+			return; /* re-armed (the new wait is pending), or the port is gone */
+		timeoutArmed_ = false;
+		timeoutsDue();
 	});
+}
+
+void MadPort::timeoutsDue()
+{
+	Clock::time_point now = Clock::now();
+	while (!waiting_.empty() && waiting_.begin()->first <= now) {
+		std::shared_ptr<MadSend> s = waiting_.begin()->second.lock();
+		waiting_.erase(waiting_.begin());
+		if (!s) /* its agent went away */
+			continue;
+		s->waiting = false;
+		if (!s->done)
+			timeout(*s->agent, s);
+	}
+	scheduleTimeouts();
 }
 
 void MadPort::completeLater(const std::shared_ptr<MadSend> &send, SendStatus status)
 {
 	std::weak_ptr<MadSend> weak = send;
 	send->done = true;
-	boost::asio::post(io_, [this, weak, status] {
+	queueWork(io_, [this, weak, status] {
 		if (auto s = weak.lock())
 			completeSend(*s->agent, s.get(), status);
 	});
@@ -334,7 +384,7 @@ void MadPort::completeSend(MadAgent &agent, MadSend *send, SendStatus status)
 		std::shared_ptr<MadSend> keep = it->second;
 		agent.sends_.erase(it);
 		keep->done = true;
-		keep->timer.cancel();
+		disarmTimer(*keep);
 		if (agent.client_)
 			agent.client_->madSendDone(agent, keep->cookie, status);
 		return;
@@ -395,7 +445,7 @@ int MadPort::outgoingDrSmp(MadAgent &agent, const std::shared_ptr<MadSend> &send
 	agent.sends_.emplace(send->tid, send);
 	std::weak_ptr<MadSend> weak = send;
 	send->done = true;
-	boost::asio::post(io_, [this, weak, toSender, recv = std::move(recv)]() mutable {
+	queueWork(io_, [this, weak, toSender, recv = std::move(recv)]() mutable {
 		auto sent = weak.lock();
 		if (!sent)
 			return;
@@ -446,7 +496,7 @@ void MadPort::cancelSend(MadAgent &agent, uint64_t cookie)
 {
 	for (auto &[tid, s] : agent.sends_)
 		if (s->cookie == cookie && !s->done) {
-			s->timer.cancel();
+			disarmTimer(*s);
 			return completeLater(s, SendStatus::Flushed);
 		}
 }
@@ -466,7 +516,7 @@ void MadPort::receive(fabric::Port &, const Packet &pkt)
 {
 	/* like the kernel's receive completion: handled later, from the loop */
 	std::weak_ptr<bool> alive = alive_;
-	boost::asio::post(io_, [this, alive, pkt] {
+	queueWork(io_, [this, alive, pkt] {
 		auto a = alive.lock();
 		if (a && *a)
 			process(pkt);
@@ -591,7 +641,7 @@ void MadPort::dispatch(const Packet *pkt, MadRecv &&recv)
 		return;
 	}
 	send->done = true;
-	send->timer.cancel();
+	disarmTimer(*send);
 	deliver(*agent, std::move(recv));
 	completeSend(*agent, send, SendStatus::Success);
 }

@@ -86,6 +86,8 @@ public:
 	void completeLater(const std::shared_ptr<MadSend> &send, SendStatus status);
 	/* (Re)starts the send's timer; its expiry calls timeout(). */
 	void armTimer(const std::shared_ptr<MadSend> &send, uint32_t ms);
+	/* Takes a send off the wait list: it completed, or was cancelled. */
+	void disarmTimer(MadSend &send);
 	/* ib_find_send_mad(): the outstanding send a response or RMPP control MAD
 	 * belongs to. anyState also finds sends not waiting for a response. */
 	MadSend *findSend(MadAgent &agent, const uint8_t *mad, const MadAddress &src, bool anyState);
@@ -112,6 +114,8 @@ private:
 	MadAgent *findRequestAgent(const uint8_t *mad) const;
 	int outgoingDrSmp(MadAgent &agent, const std::shared_ptr<MadSend> &send, bool &handled);
 	void timeout(MadAgent &agent, const std::shared_ptr<MadSend> &send);
+	void scheduleTimeouts();
+	void timeoutsDue();
 	fabric::Packet packetFor(const MadAgent &agent, const MadAddress &ah, const uint8_t *mad) const;
 	MadAddress sourceOf(const fabric::Packet &pkt) const;
 
@@ -123,6 +127,15 @@ private:
 	std::map<TableKey, MethodTable> table_;
 	std::shared_ptr<bool> alive_;
 	uint32_t kernelAgentTids_[2] = { 0, 0 };
+	/* The sends waiting for a response or an RMPP ACK, by deadline, and one
+	 * timer for the earliest (the kernel's wait_list and timed_work): a
+	 * send that completes leaves the list without touching the timer,
+	 * which fires at most once per deadline passed, so answering a MAD
+	 * costs no timer operation (and no wakeup of the thread in the
+	 * reactor, when a FUSE ring thread serves it). */
+	std::multimap<Clock::time_point, std::weak_ptr<MadSend>> waiting_;
+	Timer timeoutTimer_;
+	bool timeoutArmed_ = false;
 
 	friend struct RmppEngine;
 };

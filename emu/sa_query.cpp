@@ -199,7 +199,7 @@ int64_t SaClient::send(MadPort &port, uint8_t method, uint16_t attr, uint64_t co
 	int64_t id = nextId_++;
 	uint64_t tid = uint64_t(agent.hiTid()) << 32 | nextTid_++;
 
-	auto s = std::make_shared<MadSend>(io_);
+	auto s = std::make_shared<MadSend>();
 	s->msg.assign(kMadSize, 0);
 	uint8_t *m = s->msg.data();
 	m[0] = 1;

@@ -248,7 +248,7 @@ ssize_t UmadFile::write(const uint8_t *buf, size_t count)
 	if (sends_.size() >= kMaxOutstandingSends || sendBytes_ + msgSize > kMaxOutstandingBytes)
 		return -ENOMEM;
 
-	auto send = std::make_shared<MadSend>(mp.io());
+	auto send = std::make_shared<MadSend>();
 	send->msg.assign(msgSize, 0);
 	memcpy(send->msg.data(), mad, 24);
 	memcpy(send->msg.data() + copyFrom, mad + copyFrom, count - hs - copyFrom);

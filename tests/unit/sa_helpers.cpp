@@ -77,7 +77,7 @@ void TestSa::mcMember(MadAgent &a, const MadRecv &recv)
 void TestSa::answer(MadAgent &a, const MadRecv &recv, uint8_t method, uint16_t status,
 		    const std::function<void(uint8_t *)> &put)
 {
-	auto s = std::make_shared<MadSend>(fx.io);
+	auto s = std::make_shared<MadSend>();
 	s->msg = recv.mad;
 	s->msg[3] = method;
 	s->msg[4] = uint8_t(status >> 8);

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+#include "emu/work_queue.h"
+
+#include <boost/asio/post.hpp>
+
+namespace ibemu::emu {
+
+namespace {
+thread_local RequestWork *current = nullptr;
+}
+
+void queueWork(boost::asio::io_context &io, std::function<void()> fn)
+{
+	if (current)
+		current->work_.push_back(std::move(fn));
+	else
+		boost::asio::post(io, std::move(fn));
+}
+
+RequestWork::RequestWork() : outer_(current)
+{
+	current = this;
+}
+
+RequestWork::~RequestWork()
+{
+	run();
+	current = outer_;
+}
+
+void RequestWork::run()
+{
+	while (!work_.empty()) {
+		auto fn = std::move(work_.front());
+		work_.pop_front();
+		fn();
+	}
+}
+
+} /* namespace ibemu::emu */

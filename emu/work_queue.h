@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Work left for "after the current call": the kernel's MAD completions,
+// receive handlers and file wakeups, which run after the syscall that
+// caused them has returned, in the order they were queued.
+//
+// On the io thread queueWork() posts to the io_context. A FUSE ring thread
+// (cuse_dev/fuse_uring.h) serves a request under the state lock without
+// running the io_context; posting from there would hand the work to the io
+// thread, a wakeup on another CPU, and it might run after the client's
+// next request (a poll() that should already see the answer). So while a
+// RequestWork is alive on a thread, queueWork() keeps the work on that
+// thread, and RequestWork::run() runs it, in order, before the thread gives
+// the state lock back: the same order as posting, a turn later.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+
+#include <deque>
+#include <functional>
+
+namespace ibemu::emu {
+
+void queueWork(boost::asio::io_context &io, std::function<void()> fn);
+
+class RequestWork {
+public:
+	RequestWork();
+	~RequestWork(); /* runs what is left */
+	RequestWork(const RequestWork &) = delete;
+	RequestWork &operator=(const RequestWork &) = delete;
+
+	/* runs the queued work, and the work it queues, until none is left */
+	void run();
+
+private:
+	friend void queueWork(boost::asio::io_context &, std::function<void()>);
+	std::deque<std::function<void()>> work_;
+	RequestWork *outer_;
+};
+
+} /* namespace ibemu::emu */
