@@ -6,6 +6,7 @@
 #define FUSE_USE_VERSION 35
 #include "cuse_dev/fuse_fs.h"
 
+#include "cuse_dev/fuse_uring.h"
 #include "cuse_dev/session_pump.h"
 #include "cuse_dev/sysfs.h"
 #include "cuse_dev/umad_files.h"
@@ -48,9 +49,12 @@ struct FuseFs::Impl {
 	uint64_t nextFh = 1;
 	fuse_session *se = nullptr;
 	std::unique_ptr<SessionPump> pump;
+	std::unique_ptr<FuseUring> ring; /* declared after se's users: stopped before the session goes */
 	bool mounted = false;
 	bool stopped = false;
 	unsigned spinUs = 0;
+	bool useRing = false;
+	unsigned ringDepth = 0;
 
 	Impl(boost::asio::io_context &i, emu::Host &h) : io(i), host(h), umadFiles(i) {}
 
@@ -213,6 +217,18 @@ void fsRelease(fuse_req_t req, fuse_ino_t, fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
+/* The session's I/O once a ring is prepared: its INIT and its replies
+ * pass through the ring (fuse_uring.h). */
+ssize_t ioRead(int fd, void *buf, size_t len, void *userdata)
+{
+	return static_cast<FuseFs::Impl *>(userdata)->ring->read(fd, buf, len);
+}
+
+ssize_t ioWritev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	return static_cast<FuseFs::Impl *>(userdata)->ring->writev(fd, iov, count);
+}
+
 const fuse_lowlevel_ops kOps = [] {
 	fuse_lowlevel_ops ops{};
 	ops.lookup = fsLookup;
@@ -236,6 +252,8 @@ FuseFs::FuseFs(boost::asio::io_context &io, emu::Host &host, const Options &opts
 	s.root.dir = true;
 	s.root.mode = 0755;
 	s.spinUs = opts.spinUs;
+	s.useRing = opts.fuseUring;
+	s.ringDepth = opts.uringDepth;
 	DevNumbers numbers;
 	numbers.umad = opts.umadNumbers ? opts.umadNumbers : [](unsigned dev, bool issm) {
 		return std::make_pair(unsigned(IB_UMAD_MAJOR), issm ? IB_ISSM_MINOR_BASE + dev : dev);
@@ -272,6 +290,39 @@ void FuseFs::openers(std::map<pid_t, unsigned> &out) const
 	impl_->umadFiles.openers(out);
 }
 
+/* Before the kernel's INIT is answered: the queues must be ready to
+ * register when the reply goes out. */
+void FuseFs::prepareRing()
+{
+	Impl &s = *impl_;
+	fuse_session *se = s.se;
+	std::string why;
+	s.ring = FuseUring::prepare(
+		fuse_session_fd(se), s.ringDepth,
+		[se](const char *req, size_t len) {
+			fuse_buf b{};
+			b.mem = const_cast<char *>(req);
+			b.size = len;
+			fuse_session_process_buf(se, &b);
+		},
+		why);
+	if (!s.ring) {
+		spdlog::info("fuse-uring: not in use ({}); requests go through /dev/fuse", why);
+		return;
+	}
+	static const fuse_custom_io io = { ioWritev, ioRead, nullptr, nullptr };
+	if (int rc = fuse_session_custom_io(se, &io, fuse_session_fd(se)); rc < 0) {
+		spdlog::info("fuse-uring: not in use (libfuse refused custom I/O: {}); requests go through /dev/fuse",
+			     strerror(-rc));
+		s.ring.reset();
+	}
+}
+
+std::string FuseFs::path() const
+{
+	return impl_->ring && impl_->ring->active() ? "fuse-uring" : "fuse";
+}
+
 int FuseFs::mount(const std::string &mountpoint, std::string &err)
 {
 	Impl &s = *impl_;
@@ -290,6 +341,8 @@ int FuseFs::mount(const std::string &mountpoint, std::string &err)
 		return -EIO;
 	}
 	s.mounted = true;
+	if (s.useRing)
+		prepareRing();
 	s.pump = std::make_unique<SessionPump>(s.io, s.se, s.spinUs);
 	s.pump->start();
 	return 0;
@@ -302,11 +355,15 @@ void FuseFs::shutdown()
 		return;
 	s.stopped = true;
 	s.umadFiles.shutdown();
+	if (s.ring) /* the answers just given, before the unmount ends their requests */
+		s.ring->close();
 	if (s.pump)
 		s.pump->stop();
 	if (s.se) {
 		if (s.mounted)
 			fuse_session_unmount(s.se);
+		if (s.ring) /* the connection is gone: its queues return their entries */
+			s.ring->stop();
 		fuse_session_destroy(s.se);
 		s.se = nullptr;
 	}

@@ -43,6 +43,11 @@ public:
 		std::function<std::pair<unsigned, unsigned>()> rdmaCmNumbers;
 		/* the session pump's spin window, microseconds */
 		unsigned spinUs = 50;
+		/* serve requests over io_uring, a queue per CPU (fuse_uring.h), if
+		 * the kernel offers it at mount time; else /dev/fuse only */
+		bool fuseUring = false;
+		/* ring entries per queue */
+		unsigned uringDepth = 16;
 		/* renders /status.json at the root of the filesystem (live state
 		 * for `ibemu status`); none if empty */
 		std::function<std::string()> status;
@@ -58,12 +63,15 @@ public:
 	int mount(const std::string &mountpoint, std::string &err);
 	/* Fails every parked request, unmounts, stops serving. */
 	void shutdown();
+	/* "fuse-uring" when requests go over io_uring, else "fuse" */
+	std::string path() const;
 	/* The processes that opened its device files, and how many each. */
 	void openers(std::map<pid_t, unsigned> &out) const;
 
 	struct Impl;
 
 private:
+	void prepareRing();
 	std::unique_ptr<Impl> impl_;
 };
 

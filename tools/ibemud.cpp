@@ -72,6 +72,9 @@ struct Options {
 	bool global = false;
 	std::string verbsProvider = "ibemu"; /* what `ibemu exec` loads: ibemu or stock */
 	unsigned spinUs = 50;
+	/* FUSE over io_uring: "auto" (if the host already enables it), "on"
+	 * (enable it), "off" */
+	std::string fuseUring = "auto";
 	bool sm = false; /* run OpenSM in the instance */
 	std::vector<std::string> smArgs; /* its arguments, after -- */
 	std::string scenario; /* a scenario file to play once ready */
@@ -79,6 +82,27 @@ struct Options {
 	bool webOn = false; /* --web: the live view */
 	std::string web; /* ... at this ADDR:PORT ("": 127.0.0.1, any free port) */
 };
+
+/* The host-wide switch without which the kernel never offers a FUSE
+ * server the ring (Linux 6.14+, CONFIG_FUSE_IO_URING). */
+constexpr const char *kEnableUring = "/sys/module/fuse/parameters/enable_uring";
+
+/* "Y", "N", or "" when the kernel has no such parameter */
+std::string enableUring()
+{
+	std::ifstream f(kEnableUring);
+	std::string v;
+	f >> v;
+	return v;
+}
+
+bool setEnableUring(const char *v)
+{
+	std::ofstream f(kEnableUring);
+	f << v << '\n';
+	f.flush();
+	return static_cast<bool>(f);
+}
 
 /* Scenarios playing at once, at most */
 constexpr size_t kMaxScenarios = 16;
@@ -131,6 +155,7 @@ private:
 	bool chooseLocal();
 	bool isolate();
 	bool startTransport();
+	bool chooseFuseUring();
 	Links linkTable() const;
 	int mountAll(const Links &t, std::string &err) const;
 	void startMounter();
@@ -160,6 +185,7 @@ private:
 	tools::Scenario startScenario_; /* --scenario, played once ready */
 	std::vector<tools::DoLine> doLines_; /* the topology file's ibsim `do` lines */
 	std::thread mounter_;
+	bool restoreUring_ = false; /* we turned enable_uring on */
 	bool stopping_ = false;
 	int exitCode_ = 0;
 };
@@ -383,6 +409,9 @@ nlohmann::ordered_json Daemon::describe() const
 	j["instance"] = inst_.name;
 	j["pid"] = getpid();
 	j["transport"] = cuse_ ? "cuse" : "fuse";
+	/* how FUSE requests reach the daemon: "io_uring" (a queue per CPU) or
+	 * "/dev/fuse" */
+	j["fuse_requests"] = fs_ && fs_->path() == "fuse-uring" ? "io_uring" : "/dev/fuse";
 	j["global"] = opts_.global; /* CUSE nodes under the standard names */
 	j["verbs_provider"] = opts_.verbsProvider;
 	j["topology"] = !opts_.gen.empty() ? "gen " + opts_.gen
@@ -583,6 +612,39 @@ bool Daemon::isolate()
 	return true;
 }
 
+/* Whether the FUSE files go over io_uring (cuse_dev/fuse_uring.h). The
+ * kernel offers the ring only while the host-wide enable_uring is Y; it is
+ * turned on only when asked (--fuse-uring), said so in the log, and put
+ * back at exit. The CUSE transport stays on /dev/cuse: the kernel's CUSE
+ * never offers the ring. */
+bool Daemon::chooseFuseUring()
+{
+	if (opts_.fuseUring == "off")
+		return false;
+	std::string v = enableUring();
+	if (v.empty()) {
+		spdlog::info("fuse-uring: not in use (this kernel has no {}); requests go through /dev/fuse",
+			     kEnableUring);
+		return false;
+	}
+	if (v == "Y")
+		return true;
+	if (opts_.fuseUring == "auto") {
+		spdlog::info("fuse-uring: not in use ({} is N; --fuse-uring turns it on); requests go through "
+			     "/dev/fuse",
+			     kEnableUring);
+		return false;
+	}
+	if (!setEnableUring("Y")) {
+		spdlog::warn("fuse-uring: cannot turn on {}: {}; requests go through /dev/fuse", kEnableUring,
+			     strerror(errno));
+		return false;
+	}
+	restoreUring_ = true;
+	spdlog::info("fuse-uring: turned on {} (host-wide) for this instance; set back to N at exit", kEnableUring);
+	return true;
+}
+
 /* CUSE character devices where asked or usable, else FUSE files; the
  * FUSE filesystem serves sysfs either way. */
 bool Daemon::startTransport()
@@ -603,6 +665,7 @@ bool Daemon::startTransport()
 	cuse_dev::FuseFs::Options fsOpts;
 	fsOpts.deviceFiles = !useCuse_;
 	fsOpts.spinUs = opts_.spinUs;
+	fsOpts.fuseUring = !useCuse_ && chooseFuseUring();
 	fsOpts.status = [this] { return liveStatus(); };
 	if (useCuse_) {
 		cuse_dev::CuseDevices *c = cuse_.get();
@@ -731,6 +794,12 @@ int Daemon::run()
 	cuse_.reset();
 	fs_.reset();
 	host_.reset();
+	if (restoreUring_) { /* mounts made since keep the ring; new ones will not get it */
+		if (setEnableUring("N"))
+			spdlog::info("fuse-uring: set {} back to N", kEnableUring);
+		else
+			spdlog::warn("fuse-uring: cannot set {} back to N: {}", kEnableUring, strerror(errno));
+	}
 	unlink(inst_.readyFile().c_str());
 	spdlog::info("stopped");
 	return exitCode_;
@@ -757,6 +826,11 @@ int main(int argc, char **argv)
 		->check(CLI::IsMember({ "ibemu", "stock" }));
 	app.add_option("--spin-us", opts.spinUs,
 		       "Stay awake this long after a request before sleeping (0: never spin)");
+	app.add_flag("--fuse-uring{on}", opts.fuseUring,
+		     "FUSE transport over io_uring, a queue per CPU: --fuse-uring (or =on) turns on the host-wide "
+		     "fuse parameter enable_uring until exit; =auto (the default) uses the ring if the host "
+		     "enables it already; =off never")
+		->check(CLI::IsMember({ "auto", "on", "off" }));
 	app.add_flag("--sm", opts.sm, "Run OpenSM in the instance (cache, temp files and log in the run directory)");
 	app.add_option("--scenario", opts.scenario, "A scenario file (TOML) of fault events to play once ready");
 	app.add_option("--seed", opts.seed, "With --scenario: the seed of its random choices, instead of the file's");

@@ -242,11 +242,13 @@ std::string notUpYet(const Instance &inst, int pid, bool &fatal)
 struct UpOpts {
 	std::string instance, topology, gen, local, transport = "auto", logLevel = "info", verbsProvider = "ibemu";
 	std::string scenario;
+	std::string fuseUring = "auto";
 	std::optional<uint64_t> seed;
 	bool global = false, json = false, sm = false, keepLogs = false;
 	bool webOn = false;
 	std::string web;
 	unsigned waitTimeout = 60;
+	std::optional<unsigned> spinUs;
 	std::vector<std::string> smArgs;
 };
 
@@ -532,11 +534,20 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 		->check(CLI::IsMember({ "ibemu", "stock" }))
 		->capture_default_str();
 	upCmd->add_flag("--global", u->global, "CUSE only: show the devices host-wide");
+	upCmd->add_flag("--fuse-uring{on}", u->fuseUring,
+			"FUSE transport over io_uring, a queue per CPU: --fuse-uring (=on) turns on the host-wide "
+			"fuse parameter enable_uring while the instance runs; =auto (the default) uses the ring if "
+			"the host enables it already; =off never")
+		->check(CLI::IsMember({ "auto", "on", "off" }))
+		->envname("IBEMU_FUSE_URING");
 	upCmd->add_flag("--sm", u->sm,
 			"Run OpenSM in the instance and wait until every local port is ACTIVE and an SM is MASTER");
 	upCmd->add_option("--wait-timeout", u->waitTimeout,
 			  "Seconds to wait for the devices (and with --sm the subnet)")
 		->capture_default_str();
+	upCmd->add_option("--spin-us", u->spinUs,
+			  "Keep serving for this many microseconds after a request before sleeping (default 50; 0 "
+			  "never)");
 	upCmd->add_flag("--keep-logs", u->keepLogs, "Keep the run directory and its logs if up fails");
 	upCmd->add_flag("--json", u->json, "Print what is exposed as JSON");
 	upCmd->add_option("--scenario", u->scenario, "A scenario file (TOML) of fault events to play once up");
@@ -561,8 +572,9 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 			fprintf(stderr, "ibemu up: arguments after -- are OpenSM's, and need --sm\n");
 			return void(exitCode = 2);
 		}
-		std::vector<std::string> args{ "--instance",  u->instance, "--transport",      u->transport,
-					       "--log-level", u->logLevel, "--verbs-provider", u->verbsProvider };
+		std::vector<std::string> args{ "--instance",       u->instance,      "--transport",
+					       u->transport,       "--log-level",    u->logLevel,
+					       "--verbs-provider", u->verbsProvider, "--fuse-uring=" + u->fuseUring };
 		/* the daemon runs elsewhere: files by their absolute paths */
 		auto file = [&args](const char *opt, const std::string &path) {
 			char real[PATH_MAX];
@@ -585,6 +597,8 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 			return void(exitCode = 1);
 		if (u->seed)
 			args.insert(args.end(), { "--seed", std::to_string(*u->seed) });
+		if (u->spinUs)
+			args.insert(args.end(), { "--spin-us", std::to_string(*u->spinUs) });
 		if (u->webOn) {
 			args.push_back("--web");
 			if (!u->web.empty())

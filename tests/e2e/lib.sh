@@ -36,6 +36,14 @@ expect_match() { # what regex text
 }
 
 # inst INSTANCE CMD...: run a tool inside an instance
+# the path of an instance's FUSE requests is the one asked for: io_uring
+# under IBEMU_FUSE_URING=on (the *-uring meson tests), else /dev/fuse
+expect_fuse_requests() { # instance
+	local want=/dev/fuse out
+	[ "${IBEMU_FUSE_URING:-}" = on ] && want=io_uring
+	out=$("$ibemu" status --instance "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["fuse_requests"])')
+	expect_eq "FUSE requests of $1 go through $want" "$want" "$out"
+}
 inst() { local i=$1; shift; timeout "$tool_timeout" "$ibemu" exec --instance "$i" -- "$@" 2>&1; }
 
 # wait_for INSTANCE SECONDS CMD...: until CMD succeeds inside the instance
