@@ -51,6 +51,13 @@ bool childOutput(const std::function<int(int fd)> &body, std::chrono::millisecon
 	}
 	if (child == 0) {
 		close(fds[0]);
+		/* the child may outlive us (below): it must not hold our output
+		 * open, or whoever reads it would wait for it too */
+		int null = open("/dev/null", O_RDWR);
+		if (null >= 0) {
+			dup2(null, 1);
+			dup2(null, 2);
+		}
 		_exit(body(fds[1]));
 	}
 	close(fds[1]);
@@ -71,13 +78,23 @@ bool childOutput(const std::function<int(int fd)> &body, std::chrono::millisecon
 		out.append(buf, size_t(n));
 	}
 	close(fds[0]);
+	int status;
 	if (!ended) {
 		kill(child, SIGKILL);
 		timedOut = true;
+		/* A request the daemon has taken cannot be interrupted: with FUSE
+		 * over io_uring it goes to the daemon's queues at once, and the
+		 * kernel then waits for the answer, even after SIGKILL. Give the
+		 * child a moment, then leave it (init reaps it once it dies). */
+		for (int i = 0; i < 20; i++) {
+			if (waitpid(child, &status, WNOHANG) == child)
+				break;
+			usleep(50 * 1000);
+		}
+		return false;
 	}
-	int status;
 	waitpid(child, &status, 0);
-	return ended && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 bool writeAll(int fd, const std::string &text)

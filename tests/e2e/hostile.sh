@@ -5,6 +5,8 @@
 # their calls; users who are not root; bad input to the CLI; run directories
 # and pid files that someone else prepared. After each attack the daemon
 # must be alive, answer an SMP, and hold less memory than its limits allow.
+# With IBEMU_FUSE_URING=on (meson test e2e-hostile-uring) the FUSE
+# requests go over io_uring, served by a thread per CPU.
 # usage: hostile.sh IBEMU_BINARY UMAD_HOSTILE
 set -u
 ibemu=$(readlink -f "$1") # the relative run directory test runs it from elsewhere
@@ -18,6 +20,7 @@ u1=/dev/infiniband/umad1
 
 A=hostile-$$
 "$ibemu" up --instance $A >/dev/null
+expect_fuse_requests $A
 expect_eq "up" 0 $?
 daemon=$(cat "$IBEMU_RUN_DIR/$A/pid")
 start_opensm $A 0x0002c90300000101
@@ -333,14 +336,15 @@ if [ -w $freezer/cgroup.procs ] || [ -w $freezer/tasks ]; then
 	home=$(awk -F: '$2 == "freezer" { print $3 }' "/proc/$daemon/cgroup")
 	cg=$freezer/ibemu-hostile-$$
 	mkdir "$cg"
-	echo "$daemon" >"$cg/tasks"
+	# every thread: with --fuse-uring the daemon has a request thread per CPU
+	for t in /proc/"$daemon"/task/*; do echo "${t##*/}" >"$cg/tasks"; done
 	echo FROZEN >"$cg/freezer.state"
 	end=$((SECONDS + tool_timeout))
 	until [ "$(cat "$cg/freezer.state")" = FROZEN ] || [ $SECONDS -ge $end ]; do sleep 0.05; done
 	out=$(timeout "$tool_timeout" "$ibemu" status --instance $A 2>&1)
 	rc=$?
 	echo THAWED >"$cg/freezer.state"
-	echo "$daemon" >"$freezer$home/tasks"
+	for t in /proc/"$daemon"/task/*; do echo "${t##*/}" >"$freezer$home/tasks"; done
 	rmdir "$cg"
 	expect_eq "status of a frozen daemon returns" 0 $rc
 	expect_match "and says it did not answer" 'did not answer within 5 s' "$out"
