@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# ibemu against ibsim on the same generated fat trees (2k and 20k CAs):
+# ibemu, on both FUSE request paths (/dev/fuse, and io_uring with a queue
+# per CPU), against ibsim on the same generated fat trees (2k and 20k CAs):
 #   - OpenSM -o bring-up wall time (fresh fabric each run, median),
 #   - ibnetdiscover wall time (median),
 #   - median round trip of a serial loop of 1-hop DR NodeInfo SMPs (bench/smp_rtt),
 #   - the daemon's (ibemud / ibsim) peak RSS.
-# Each figure is printed with the ibemu/ibsim ratio from this run.
+# Each figure is printed with the ibemu/ibsim ratios from this run.
+# The io_uring runs turn the host's fuse parameter enable_uring on while
+# they last (ibemud --fuse-uring puts it back).
 # Needs root. usage: bench/vs_ibsim.sh [BUILD_DIR] [RUNS] [SIZES, e.g. "2048 20000"]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,7 +50,7 @@ ibsim_start() { # file nodes switches ports
 }
 simrun() { SIM_HOST=$sim_host LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so "$@"; }
 
-printf '%-22s %-18s %10s %10s %8s\n' fabric measure ibemu ibsim ratio
+printf '%-22s %-18s %10s %10s %10s %8s %8s\n' fabric measure fuse uring ibsim fuse/sim uring/sim
 for hosts in $sizes; do
 	radix=64
 	[ "$hosts" -gt 2048 ] && radix=200
@@ -57,23 +60,26 @@ for hosts in $sizes; do
 	nodes=$((hosts + sw + 16)) ports=$((sw * (radix + 1) + 2 * hosts + 1024))
 	label="${hosts} CAs, r$radix"
 
-	# --- ibemu
-	up=() disc=()
-	for _ in $(seq "$runs"); do
-		"$ibemu" up --instance $inst --topology "$file" >/dev/null
-		t=$(now)
-		"$ibemu" exec --instance $inst -- opensm -o -g $sm_guid -f "$work/osm.log" >/dev/null 2>&1
-		up+=("$(elapsed "$t")")
-		t=$(now)
-		"$ibemu" exec --instance $inst -- ibnetdiscover >/dev/null 2>&1
-		disc+=("$(elapsed "$t")")
-		e_rtt=$("$ibemu" exec --instance $inst -- "$rtt" ibemu0 1 2000 0,1 | cut -d' ' -f1)
-		pid=$("$ibemu" status --instance $inst --json | sed 's/.*"pid":\([0-9]*\).*/\1/')
-		e_rss=$(hwm "$pid")
-		"$ibemu" down --instance $inst >/dev/null
+	# --- ibemu, each request path
+	declare -A e_up e_disc e_rtt e_rss
+	for path in off on; do
+		up=() disc=()
+		for _ in $(seq "$runs"); do
+			"$ibemu" up --instance $inst --topology "$file" --fuse-uring=$path >/dev/null
+			t=$(now)
+			"$ibemu" exec --instance $inst -- opensm -o -g $sm_guid -f "$work/osm.log" >/dev/null 2>&1
+			up+=("$(elapsed "$t")")
+			t=$(now)
+			"$ibemu" exec --instance $inst -- ibnetdiscover >/dev/null 2>&1
+			disc+=("$(elapsed "$t")")
+			e_rtt[$path]=$("$ibemu" exec --instance $inst -- "$rtt" ibemu0 1 2000 0,1 | cut -d' ' -f1)
+			pid=$("$ibemu" status --instance $inst --json | sed 's/.*"pid":\([0-9]*\).*/\1/')
+			e_rss[$path]=$(hwm "$pid")
+			"$ibemu" down --instance $inst >/dev/null
+		done
+		e_up[$path]=$(printf '%s\n' "${up[@]}" | median)
+		e_disc[$path]=$(printf '%s\n' "${disc[@]}" | median)
 	done
-	e_up=$(printf '%s\n' "${up[@]}" | median)
-	e_disc=$(printf '%s\n' "${disc[@]}" | median)
 
 	# --- ibsim
 	up=() disc=()
@@ -93,9 +99,13 @@ for hosts in $sizes; do
 	s_up=$(printf '%s\n' "${up[@]}" | median)
 	s_disc=$(printf '%s\n' "${disc[@]}" | median)
 
-	printf '%-22s %-18s %10s %10s %8s\n' "$label" "opensm -o (s)" "$e_up" "$s_up" "$(ratio "$e_up" "$s_up")"
-	printf '%-22s %-18s %10s %10s %8s\n' "$label" "ibnetdiscover (s)" "$e_disc" "$s_disc" "$(ratio "$e_disc" "$s_disc")"
-	printf '%-22s %-18s %10s %10s %8s\n' "$label" "SMP RTT (us)" "$e_rtt" "$s_rtt" "$(ratio "$e_rtt" "$s_rtt")"
-	printf '%-22s %-18s %10s %10s %8s\n' "$label" "peak RSS (MiB)" $((e_rss / 1024)) $((s_rss / 1024)) "$(ratio "$e_rss" "$s_rss")"
+	row() { # measure fuse uring ibsim
+		printf '%-22s %-18s %10s %10s %10s %8s %8s\n' "$label" "$1" "$2" "$3" "$4" "$(ratio "$2" "$4")" \
+			"$(ratio "$3" "$4")"
+	}
+	row "opensm -o (s)" "${e_up[off]}" "${e_up[on]}" "$s_up"
+	row "ibnetdiscover (s)" "${e_disc[off]}" "${e_disc[on]}" "$s_disc"
+	row "SMP RTT (us)" "${e_rtt[off]}" "${e_rtt[on]}" "$s_rtt"
+	row "peak RSS (MiB)" $((e_rss[off] / 1024)) $((e_rss[on] / 1024)) $((s_rss / 1024))
 done
 echo "(median of $runs runs; RTT: median of 2000 serial 1-hop DR NodeInfo SMPs; ratios are ibemu/ibsim)"

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -57,12 +58,14 @@ unsigned possibleCpus()
 	if (!std::getline(f, s))
 		return 0;
 	unsigned highest = 0;
-	size_t i = 0;
-	while (i < s.size()) {
-		size_t end = s.find_first_of(",-", i);
-		unsigned v = static_cast<unsigned>(std::stoul(s.substr(i, end - i)));
-		highest = std::max(highest, v);
-		i = end == std::string::npos ? s.size() : end + 1;
+	const char *p = s.c_str();
+	while (*p) {
+		char *end;
+		unsigned long v = strtoul(p, &end, 10);
+		if (end == p || v >= 4096)
+			return 0; /* not what the kernel writes */
+		highest = std::max(highest, static_cast<unsigned>(v));
+		p = *end ? end + 1 : end;
 	}
 	return highest + 1;
 }
