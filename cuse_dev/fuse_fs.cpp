@@ -49,7 +49,7 @@ struct FuseFs::Impl {
 	uint64_t nextFh = 1;
 	fuse_session *se = nullptr;
 	std::unique_ptr<SessionPump> pump;
-	std::unique_ptr<FuseUring> ring; /* declared after se's users: stopped before the session goes */
+	std::unique_ptr<FuseUring> ring; /* --fuse-uring: stopped in shutdown(), after the unmount */
 	bool mounted = false;
 	bool stopped = false;
 	unsigned spinUs = 0;

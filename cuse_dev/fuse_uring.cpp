@@ -25,6 +25,7 @@
 #include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <system_error>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -211,11 +212,19 @@ std::unique_ptr<FuseUring> FuseUring::prepare(int fuseFd, unsigned depth, Serve 
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	for (unsigned qid = 0; qid < u->nQueues_; qid++) {
-		Queue *q = u->queues_[qid].get();
-		q->thread = std::thread([raw = u.get(), q] { raw->run(*q); });
+	try {
+		for (unsigned qid = 0; qid < u->nQueues_; qid++) {
+			Queue *q = u->queues_[qid].get();
+			q->thread = std::thread([raw = u.get(), q] { raw->run(*q); });
+		}
+	} catch (const std::system_error &e) {
+		why = std::string("cannot start the queue threads: ") + e.what();
 	}
 	pthread_sigmask(SIG_SETMASK, &old, nullptr);
+	if (!why.empty()) {
+		u->stop();
+		return nullptr;
+	}
 	return u;
 }
 
