@@ -29,6 +29,7 @@
 #include "tools/packet_capture.h"
 #include "tools/scenario.h"
 #include "tools/sm_process.h"
+#include "tools/uring_switch.h"
 #include "tools/web_view.h"
 
 #include <CLI/CLI.hpp>
@@ -82,27 +83,6 @@ struct Options {
 	bool webOn = false; /* --web: the live view */
 	std::string web; /* ... at this ADDR:PORT ("": 127.0.0.1, any free port) */
 };
-
-/* The host-wide switch without which the kernel never offers a FUSE
- * server the ring (Linux 6.14+, CONFIG_FUSE_IO_URING). */
-constexpr const char *kEnableUring = "/sys/module/fuse/parameters/enable_uring";
-
-/* "Y", "N", or "" when the kernel has no such parameter */
-std::string enableUring()
-{
-	std::ifstream f(kEnableUring);
-	std::string v;
-	f >> v;
-	return v;
-}
-
-bool setEnableUring(const char *v)
-{
-	std::ofstream f(kEnableUring);
-	f << v << '\n';
-	f.flush();
-	return static_cast<bool>(f);
-}
 
 /* Scenarios playing at once, at most */
 constexpr size_t kMaxScenarios = 16;
@@ -185,7 +165,7 @@ private:
 	tools::Scenario startScenario_; /* --scenario, played once ready */
 	std::vector<tools::DoLine> doLines_; /* the topology file's ibsim `do` lines */
 	std::thread mounter_;
-	bool restoreUring_ = false; /* we turned enable_uring on */
+	tools::UringSwitch uringSwitch_; /* --fuse-uring=on: held while we run */
 	bool stopping_ = false;
 	int exitCode_ = 0;
 };
@@ -619,29 +599,33 @@ bool Daemon::isolate()
  * never offers the ring. */
 bool Daemon::chooseFuseUring()
 {
+	const char *param = "/sys/module/fuse/parameters/enable_uring";
 	if (opts_.fuseUring == "off")
 		return false;
-	std::string v = enableUring();
+	std::string v = tools::UringSwitch::state();
 	if (v.empty()) {
-		spdlog::info("fuse-uring: not in use (this kernel has no {}); requests go through /dev/fuse",
-			     kEnableUring);
+		spdlog::info("fuse-uring: not in use (this kernel has no {}); requests go through /dev/fuse", param);
 		return false;
 	}
-	if (v == "Y")
-		return true;
 	if (opts_.fuseUring == "auto") {
-		spdlog::info("fuse-uring: not in use ({} is N; --fuse-uring turns it on); requests go through "
-			     "/dev/fuse",
-			     kEnableUring);
+		if (v != "Y")
+			spdlog::info("fuse-uring: not in use ({} is N; --fuse-uring turns it on); requests go "
+				     "through /dev/fuse",
+				     param);
+		return v == "Y";
+	}
+	bool turnedOn;
+	std::string why;
+	if (!uringSwitch_.hold(turnedOn, why)) {
+		spdlog::warn("fuse-uring: not in use ({}); requests go through /dev/fuse", why);
 		return false;
 	}
-	if (!setEnableUring("Y")) {
-		spdlog::warn("fuse-uring: cannot turn on {}: {}; requests go through /dev/fuse", kEnableUring,
-			     strerror(errno));
-		return false;
-	}
-	restoreUring_ = true;
-	spdlog::info("fuse-uring: turned on {} (host-wide) for this instance; set back to N at exit", kEnableUring);
+	if (!why.empty())
+		spdlog::warn("fuse-uring: {}: {} will stay Y after the last instance", why, param);
+	if (turnedOn)
+		spdlog::info("fuse-uring: turned on {} (host-wide); the last ibemu instance that asked for it sets "
+			     "it back to N",
+			     param);
 	return true;
 }
 
@@ -794,12 +778,8 @@ int Daemon::run()
 	cuse_.reset();
 	fs_.reset();
 	host_.reset();
-	if (restoreUring_) { /* mounts made since keep the ring; new ones will not get it */
-		if (setEnableUring("N"))
-			spdlog::info("fuse-uring: set {} back to N", kEnableUring);
-		else
-			spdlog::warn("fuse-uring: cannot set {} back to N: {}", kEnableUring, strerror(errno));
-	}
+	if (uringSwitch_.release()) /* mounts made meanwhile keep the ring */
+		spdlog::info("fuse-uring: set /sys/module/fuse/parameters/enable_uring back to N");
 	unlink(inst_.readyFile().c_str());
 	spdlog::info("stopped");
 	return exitCode_;
@@ -828,7 +808,8 @@ int main(int argc, char **argv)
 		       "Stay awake this long after a request before sleeping (0: never spin)");
 	app.add_flag("--fuse-uring{on}", opts.fuseUring,
 		     "FUSE transport over io_uring, a queue per CPU: --fuse-uring (or =on) turns on the host-wide "
-		     "fuse parameter enable_uring until exit; =auto (the default) uses the ring if the host "
+		     "fuse parameter enable_uring (the last instance that asked puts it back); =auto (the default) "
+		     "uses the ring if the host "
 		     "enables it already; =off never")
 		->check(CLI::IsMember({ "auto", "on", "off" }));
 	app.add_flag("--sm", opts.sm, "Run OpenSM in the instance (cache, temp files and log in the run directory)");

@@ -536,7 +536,8 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 	upCmd->add_flag("--global", u->global, "CUSE only: show the devices host-wide");
 	upCmd->add_flag("--fuse-uring{on}", u->fuseUring,
 			"FUSE transport over io_uring, a queue per CPU: --fuse-uring (=on) turns on the host-wide "
-			"fuse parameter enable_uring while the instance runs; =auto (the default) uses the ring if "
+			"fuse parameter enable_uring (the last instance that asked puts it back); =auto (the default) "
+			"uses the ring if "
 			"the host enables it already; =off never")
 		->check(CLI::IsMember({ "auto", "on", "off" }))
 		->envname("IBEMU_FUSE_URING");
