@@ -24,7 +24,8 @@
 //
 // Lifetime: prepare() before the mount's INIT is answered; the INIT reply
 // passes through writev(), which asks the kernel for the ring only if
-// every queue is ready, then registers the entries; stop() (after the
+// every queue is ready, then registers the entries; close() at shutdown
+// commits the answers given and refuses new requests; stop() (after the
 // unmount, or from the destructor) ends the threads and the rings.
 #pragma once
 
