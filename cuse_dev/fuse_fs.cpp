@@ -318,9 +318,9 @@ void FuseFs::prepareRing()
 	}
 }
 
-std::string FuseFs::path() const
+bool FuseFs::overIoUring() const
 {
-	return impl_->ring && impl_->ring->active() ? "fuse-uring" : "fuse";
+	return impl_->ring && impl_->ring->active();
 }
 
 int FuseFs::mount(const std::string &mountpoint, std::string &err)

@@ -63,8 +63,8 @@ public:
 	int mount(const std::string &mountpoint, std::string &err);
 	/* Fails every parked request, unmounts, stops serving. */
 	void shutdown();
-	/* "fuse-uring" when requests go over io_uring, else "fuse" */
-	std::string path() const;
+	/* requests go over io_uring (fuse_uring.h), not /dev/fuse */
+	bool overIoUring() const;
 	/* The processes that opened its device files, and how many each. */
 	void openers(std::map<pid_t, unsigned> &out) const;
 

@@ -391,7 +391,7 @@ nlohmann::ordered_json Daemon::describe() const
 	j["transport"] = cuse_ ? "cuse" : "fuse";
 	/* how FUSE requests reach the daemon: "io_uring" (a queue per CPU) or
 	 * "/dev/fuse" */
-	j["fuse_requests"] = fs_ && fs_->path() == "fuse-uring" ? "io_uring" : "/dev/fuse";
+	j["fuse_requests"] = fs_ && fs_->overIoUring() ? "io_uring" : "/dev/fuse";
 	j["global"] = opts_.global; /* CUSE nodes under the standard names */
 	j["verbs_provider"] = opts_.verbsProvider;
 	j["topology"] = !opts_.gen.empty() ? "gen " + opts_.gen
