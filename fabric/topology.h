@@ -57,6 +57,16 @@ struct TopoNode {
 	uint8_t speedEnabled = 0;
 	uint8_t extSpeedEnabled = 0;
 	std::vector<TopoPort> ports;
+	int host = -1; /* index into Topology::hosts; -1 in a file without hosts */
+	uint32_t line = 0;
+	uint32_t file = 0;
+};
+
+/* A host of a subnet split across daemons (docs/multihost.md): a
+ * `host="NAME" addr="ADDR:PORT"` line; the nodes after it are its. */
+struct TopoHost {
+	std::string name;
+	std::string addr; /* where its daemon listens: an IPv4/IPv6 address or a DNS name, and a port */
 	uint32_t line = 0;
 	uint32_t file = 0;
 };
@@ -72,6 +82,7 @@ struct TopoCommand {
 struct Topology {
 	std::vector<TopoNode> nodes;
 	std::vector<TopoCommand> commands;
+	std::vector<TopoHost> hosts; /* empty: one daemon simulates it all */
 	std::vector<std::string> files; /* file names, for messages */
 	std::vector<std::string> warnings;
 };

@@ -40,6 +40,7 @@ struct Parser {
 	uint64_t sysImageGuid = 0; /* next node only */
 	uint64_t nextGuid[3] = { 0, 0, 0 }; /* CA, switch, router: explicit next GUID */
 	std::string module;
+	int host = -1; /* the host= in force: index into topo.hosts */
 	uint8_t defWidth = kWidth4x;
 	uint8_t defSpeed = 0x1;
 	uint8_t defExtSpeed = 0;
@@ -88,6 +89,7 @@ struct Parser {
 	int parseLidLmc(std::string_view s, const char *what, uint16_t &lid, uint8_t &lmc);
 	int parseOptions(std::string_view tail, TopoPort &port);
 	int include(std::string_view arg);
+	int parseHost(std::string_view val);
 };
 
 int Parser::parseText(std::string_view text)
@@ -137,7 +139,7 @@ int Parser::parseLine(std::string_view raw)
 	    startsWithNoCase(line, "sysimgguid") || startsWithNoCase(line, "width") ||
 	    startsWithNoCase(line, "speed") || startsWithNoCase(line, "extspeed") || startsWithNoCase(line, "module") ||
 	    startsWithNoCase(line, "pdebug") || startsWithNoCase(line, "include") || startsWithNoCase(line, "do ") ||
-	    startsWithNoCase(line, "do\t")) {
+	    startsWithNoCase(line, "host=") || startsWithNoCase(line, "host ") || startsWithNoCase(line, "do\t")) {
 		bool handled = false;
 		if (int rc = parseKeyword(line, handled))
 			return rc;
@@ -189,6 +191,8 @@ int Parser::parseKeyword(std::string_view line, bool &handled)
 	for (char c : key)
 		lkey += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
 
+	if (lkey == "host")
+		return parseHost(val);
 	if (lkey == "module") {
 		if (val.size() < 2 || val.front() != '"' || val.back() != '"')
 			return fail("module= needs a quoted name");
@@ -205,6 +209,59 @@ int Parser::parseKeyword(std::string_view line, bool &handled)
 	if (!num.empty() && num.front() != '(' && num.front() != '#')
 		return fail("unexpected text after " + std::string(key) + " value");
 	return setNumber(key, lkey, line[eq] == '+', v, handled);
+}
+
+/* `host="NAME" addr="ADDR:PORT"` (val: what follows "host="): the nodes
+ * after it belong to NAME. The first line naming a host gives its
+ * address; later ones may leave it out, or must repeat it. */
+int Parser::parseHost(std::string_view val)
+{
+	auto quoted = [](std::string_view &s, std::string &out) {
+		if (s.size() < 2 || s.front() != '"')
+			return false;
+		size_t end = s.find('"', 1);
+		if (end == std::string_view::npos)
+			return false;
+		out = std::string(s.substr(1, end - 1));
+		s = trim(s.substr(end + 1));
+		return true;
+	};
+	std::string name, addr;
+	if (!quoted(val, name) || name.empty())
+		return fail("host= needs a quoted, non-empty host name");
+	if (startsWithNoCase(val, "addr=")) {
+		val = trim(val.substr(5));
+		if (!quoted(val, addr) || addr.empty())
+			return fail("addr= needs a quoted ADDR:PORT");
+		size_t colon = addr.rfind(':');
+		uint64_t port = 0;
+		std::string_view num = std::string_view(addr).substr(colon == std::string::npos ? addr.size()
+												: colon + 1);
+		if (colon == std::string::npos || colon == 0 || !parseUnsigned(num, port) || !num.empty() ||
+		    port == 0 || port > 65535)
+			return fail("addr=\"" + addr + "\" is not ADDR:PORT (a port 1-65535)");
+	}
+	if (!val.empty() && val.front() != '#')
+		return fail("unexpected text after host=: \"" + std::string(val) + "\"");
+	for (size_t i = 0; i < topo.hosts.size(); i++) {
+		TopoHost &h = topo.hosts[i];
+		if (h.name != name)
+			continue;
+		if (!addr.empty() && addr != h.addr)
+			return fail("host \"" + name + "\" was given addr=\"" + h.addr + "\" at " + topo.files[h.file] +
+				    ":" + std::to_string(h.line));
+		host = static_cast<int>(i);
+		return 0;
+	}
+	if (addr.empty())
+		return fail("the first host=\"" + name + "\" line needs addr=\"ADDR:PORT\" (where its daemon listens)");
+	for (const TopoHost &h : topo.hosts)
+		if (h.addr == addr)
+			return fail("hosts \"" + h.name + "\" and \"" + name + "\" have the same addr=\"" + addr +
+				    "\"");
+	topo.hosts.push_back({ name, addr, lineNo, fileIdx });
+	host = static_cast<int>(topo.hosts.size() - 1);
+	return 0;
 }
 
 /* A "key=value" setting with a number: key as written, lkey lowercased,
@@ -394,6 +451,7 @@ int Parser::parseHeader(std::string_view line, NodeType type, size_t keywordLen)
 	node.speedEnabled = defSpeed;
 	node.extSpeedEnabled = defExtSpeed;
 	node.guid = takeNodeGuid(type, id);
+	node.host = host;
 
 	std::string_view tail = trim(s);
 	if (!tail.empty()) {
@@ -644,6 +702,17 @@ int parseTopology(std::string_view text, const std::string &fileName, Topology &
 	if (out.nodes.empty()) {
 		err = { fileName, 0, "no nodes found (expected Switch, Ca or Rt records)" };
 		return -EINVAL;
+	}
+	if (!out.hosts.empty()) {
+		/* split across daemons: every node has one */
+		for (const TopoNode &n : out.nodes)
+			if (n.host < 0) {
+				err = { out.files[n.file], n.line,
+					"\"" + n.id +
+						"\" comes before any host= line (in a file with hosts, every node "
+						"belongs to one)" };
+				return -EINVAL;
+			}
 	}
 	return 0;
 }

@@ -14,7 +14,7 @@ namespace ibemu::tools {
 
 using namespace ibemu::fabric;
 
-bool loadFabric(const std::string &path, Subnet &subnet, std::vector<DoLine> *commands)
+bool loadFabric(const std::string &path, Subnet &subnet, std::vector<DoLine> *commands, SubnetSplit *split)
 {
 	Topology topo;
 	TopologyError err;
@@ -35,6 +35,13 @@ bool loadFabric(const std::string &path, Subnet &subnet, std::vector<DoLine> *co
 	if (rc) {
 		fprintf(stderr, "ibemu: %s\n", err.str().c_str());
 		return false;
+	}
+	if (split && !topo.hosts.empty()) {
+		split->hosts = topo.hosts;
+		split->ownerOf.assign(subnet.nodes().size(), -1);
+		for (const TopoNode &n : topo.nodes)
+			if (Node *built = subnet.findNode(n.id))
+				split->ownerOf[built->index] = n.host;
 	}
 	return true;
 }

@@ -229,7 +229,8 @@ void addTopoCommands(CLI::App &app, int &exitCode)
 	check->add_option("file", *checkFile, "Topology file")->required();
 	check->callback([checkFile, &exitCode] {
 		Subnet subnet;
-		if (!loadFabric(*checkFile, subnet)) {
+		SubnetSplit split;
+		if (!loadFabric(*checkFile, subnet, nullptr, &split)) {
 			exitCode = 1;
 			return;
 		}
@@ -238,6 +239,17 @@ void addTopoCommands(CLI::App &app, int &exitCode)
 		j["cas"] = subnet.numCas();
 		j["routers"] = subnet.numRouters();
 		j["links"] = subnet.numLinks();
+		if (!split.hosts.empty()) {
+			/* split across hosts: how many, and the cables between them */
+			size_t crossing = 0;
+			for (const auto &n : subnet.nodes())
+				for (const Port &p : n->ports)
+					if (p.peer && p.peer->node->index > n->index &&
+					    split.ownerOf[p.peer->node->index] != split.ownerOf[n->index])
+						crossing++;
+			j["hosts"] = split.hosts.size();
+			j["crossing_links"] = crossing;
+		}
 		printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 	});
 
