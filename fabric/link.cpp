@@ -7,6 +7,11 @@
 // Disabling either end, pulling the cable or an SM's PortState=Down takes
 // both ends Down; switches note every Down/Init edge in
 // SwitchInfo:PortStateChange and report it with Trap 128.
+//
+// A cable to a foreign node (fabric/remote_cable.h) trains only while that
+// node's daemon reports its end plugged in and enabled; every change to a
+// local end's inputs is told to it (tellFarEnd).
+#include "fabric/remote_cable.h"
 #include "fabric/sma.h"
 #include "fabric/subnet.h"
 
@@ -76,6 +81,15 @@ void Subnet::negotiate(Port &p)
 	Speed speed = std::min({ fastestEnabled(p), fastestEnabled(q), speedAllowed(p), speedAllowed(q) });
 	p.linkWidthActive = q.linkWidthActive = width;
 	p.speedActive = q.speedActive = speed;
+	tellFarEnd(p);
+}
+
+void Subnet::enabledChanged(Port &p)
+{
+	if (p.linkUp())
+		negotiate(p);
+	else
+		tellFarEnd(p);
 }
 
 int Subnet::connect(Port &a, Port &b)
@@ -104,10 +118,19 @@ void Subnet::disconnect(Port &p)
 	numLinks_--;
 }
 
+/* A port whose end of the cable may train: enabled, and for a foreign
+ * port, reported plugged in and enabled by its daemon */
+bool Subnet::canTrain(const Port &p)
+{
+	if (p.node->foreign)
+		return p.farEnd && p.farEnd->cabled && !p.farEnd->disabled;
+	return p.physState != PhysState::Disabled;
+}
+
 void Subnet::train(Port &a)
 {
 	Port *b = a.peer;
-	if (!b || a.physState == PhysState::Disabled || b->physState == PhysState::Disabled)
+	if (!b || !canTrain(a) || !canTrain(*b))
 		return;
 	negotiate(a);
 	for (Port *p : { &a, b }) {
@@ -146,12 +169,14 @@ void Subnet::setDisabled(Port &p, bool disabled)
 	if (disabled) {
 		if (p.physState != PhysState::Disabled)
 			linkDown(p, PhysState::Disabled);
+		tellFarEnd(p);
 		return;
 	}
 	if (p.physState != PhysState::Disabled)
 		return;
 	p.physState = PhysState::Polling;
 	train(p);
+	tellFarEnd(p);
 }
 
 void Subnet::bounceLink(Port &p)
@@ -162,6 +187,13 @@ void Subnet::bounceLink(Port &p)
 	}
 	if (!p.linkUp())
 		return;
+	p.retrains++;
+	retrain(p);
+	tellFarEnd(p);
+}
+
+void Subnet::retrain(Port &p)
+{
 	linkDown(p, PhysState::Polling);
 	train(p);
 }
@@ -175,6 +207,8 @@ void Subnet::setLogicalState(Port &p, PortState s)
 void Subnet::portStateChanged(Port &p)
 {
 	Node &n = *p.node;
+	if (n.foreign)
+		return; /* its own daemon reports its changes */
 	portChanged(p);
 	if (!n.isSwitch() || p.num == 0)
 		return;

@@ -46,6 +46,7 @@ int Subnet::pullCable(Port &p)
 	disconnect(p);
 	p.pulledPeer = q;
 	q->pulledPeer = &p;
+	tellFarEnd(p);
 	return 0;
 }
 
@@ -58,7 +59,9 @@ int Subnet::plugCable(Port &p)
 		return -EBUSY;
 	p.pulledPeer = nullptr;
 	q->pulledPeer = nullptr;
-	return connect(p, *q);
+	int rc = connect(p, *q);
+	tellFarEnd(p);
+	return rc;
 }
 
 void Subnet::degradeLink(Port &p, uint8_t width, std::optional<Speed> speed)
@@ -69,8 +72,11 @@ void Subnet::degradeLink(Port &p, uint8_t width, std::optional<Speed> speed)
 		end->degradedWidth = width;
 		end->degradedSpeed = speed;
 	}
-	if (p.linkUp())
-		bounceLink(p); /* retraining takes the link down first */
+	if (p.linkUp()) {
+		p.retrains++;
+		retrain(p); /* retraining takes the link down first */
+	}
+	tellFarEnd(p);
 }
 
 void Subnet::setLinkErrors(Port &p, double dropRate, double corruptRate, uint64_t seed)

@@ -24,6 +24,26 @@ namespace ibemu::fabric {
 struct Node;
 class HostStack;
 
+/*
+ * One end of a cable across daemons, as its daemon reports it to the
+ * daemon at the other end (fabric/remote_cable.h): the inputs of link
+ * training, which only that daemon can change.
+ */
+struct CableEnd {
+	bool cabled = false; /* the cable is plugged in at this end */
+	bool disabled = false; /* PortPhysicalState Disabled */
+	uint8_t widthEnabled = 0;
+	uint8_t widthSupported = 0;
+	uint8_t speedEnabled = 0;
+	uint8_t speedExtEnabled = 0;
+	Speed speedSupported = Speed::SDR;
+	uint8_t degradedWidth = 0;
+	std::optional<Speed> degradedSpeed;
+	uint32_t retrains = 0; /* Port::retrains: a change retrains the link */
+
+	bool operator==(const CableEnd &) const = default;
+};
+
 /* SLtoVLMappingTable: VL for each of the 16 SLs. */
 using Sl2Vl = std::array<uint8_t, 16>;
 
@@ -151,6 +171,12 @@ struct Port {
 	std::optional<Speed> degradedSpeed; /* ... and no faster than this */
 	std::unique_ptr<LinkErrors> errors; /* a lossy cable end; null: none */
 
+	/* Cables across daemons (fabric/remote_cable.h) */
+	uint32_t retrains = 0; /* times an SM's PortState=Down retrained this port's link */
+	/* On a foreign node's port: what its daemon last said of it; null
+	 * while that daemon is unreachable (the cable cannot train) */
+	std::unique_ptr<CableEnd> farEnd;
+
 	bool linkUp() const { return physState == PhysState::LinkUp; }
 	bool connected() const { return peer != nullptr; }
 	/* The far end of the port's cable, plugged in or pulled out */
@@ -203,6 +229,10 @@ struct Node {
 	uint32_t index = 0; /* position in Subnet::nodes() */
 	uint32_t trapTid = 0; /* TID of the last trap this node sent */
 	bool silent = false; /* its SMA and PMA answer nothing and send no traps */
+	/* Simulated by another daemon (docs/multihost.md): a stand-in here,
+	 * whose ports mirror what that daemon reports; packets reaching it
+	 * leave for that daemon */
+	bool foreign = false;
 
 	/* Switches have ports 0..numPorts, CAs and routers 1..numPorts. */
 	std::vector<Port> ports;

@@ -258,6 +258,43 @@ bool parsePacket(std::span<const uint8_t> b, PacketView &v)
 	return true;
 }
 
+bool decodeMadPacket(std::span<const uint8_t> b, Packet &out)
+{
+	PacketView v;
+	if (!parsePacket(b, v) || !v.isMad || (v.vl == 15) != (v.destQp == IB_QP0))
+		return false;
+	const size_t upToIcrc = b.size() - kVcrcBytes;
+	auto le = [&](size_t at, unsigned n) {
+		uint32_t x = 0;
+		for (unsigned i = 0; i < n; i++)
+			x |= uint32_t(b[at + i]) << (8 * i);
+		return x;
+	};
+	if (le(upToIcrc - kIcrcBytes, kIcrcBytes) != invariantCrc(b.first(upToIcrc - kIcrcBytes)) ||
+	    le(upToIcrc, kVcrcBytes) != variantCrc(b.first(upToIcrc)))
+		return false;
+	out = Packet{};
+	out.slid = v.slid;
+	out.dlid = v.dlid;
+	out.sl = v.sl;
+	out.grh = v.grh;
+	if (v.grh) {
+		const ib_grh &grh = *overlay<ib_grh>(b.data() + kLrhBytes);
+		const uint32_t w = grh.ver_tclass_flow;
+		out.trafficClass = static_cast<uint8_t>(w >> 20);
+		out.flowLabel = w & 0xfffff;
+		out.hopLimit = grh.hop_limit;
+		std::copy(std::begin(grh.sgid), std::end(grh.sgid), out.sgid.begin());
+		std::copy(std::begin(grh.dgid), std::end(grh.dgid), out.dgid.begin());
+	}
+	out.srcQp = v.srcQp;
+	out.dstQp = v.destQp;
+	out.pkey = v.pkey;
+	out.qkey = v.qkey;
+	std::copy_n(b.data() + v.payload, kMadSize, out.mad.begin());
+	return true;
+}
+
 void appendDeth(std::vector<uint8_t> &eth, uint32_t qkey, uint32_t srcQp)
 {
 	appendBe(eth, qkey, 4);

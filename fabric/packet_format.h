@@ -128,6 +128,11 @@ int ethBytesFor(uint8_t opcode);
  * the lengths do not add up. */
 bool parsePacket(std::span<const uint8_t> bytes, PacketView &v);
 
+/* The Packet a MAD packet's bytes carry (the inverse of encodeMadPacket):
+ * false unless they parse, are a MAD (UD SEND Only to QP0 or QP1, 256
+ * octets), both CRCs are right and QP0 travels on VL15. */
+bool decodeMadPacket(std::span<const uint8_t> bytes, Packet &out);
+
 /* Extended transport header builders, appended to `eth`. */
 void appendDeth(std::vector<uint8_t> &eth, uint32_t qkey, uint32_t srcQp);
 void appendReth(std::vector<uint8_t> &eth, uint64_t va, uint32_t rkey, uint32_t dmaLength);

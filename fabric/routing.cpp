@@ -98,31 +98,45 @@ void Subnet::drain()
 	while (!queue_.empty()) {
 		Transit t = std::move(queue_.front());
 		queue_.pop_front();
-		carry(t.egress, t.pkt);
+		carry(t.egress, t.pkt, t.sent);
 	}
 	draining_ = false;
 }
 
-void Subnet::carry(Port *out, Packet &pkt)
+/* `sent`: the packet already left `out` in the daemon that simulates it
+ * (a foreign port), and only arrives here */
+void Subnet::carry(Port *out, Packet &pkt, bool sent)
 {
 	/* An HCA loops packets for its own LIDs back without using the cable. */
-	if (!out->node->isSwitch() && ownsLid(*out, pkt.dlid))
+	if (!sent && !out->node->isSwitch() && ownsLid(*out, pkt.dlid))
 		return caArrive(*out, pkt);
-	for (unsigned hop = 0; hop < kMaxHops; hop++) {
+	for (unsigned hop = 0; hop < kMaxHops; hop++, sent = false) {
 		Port *in = out->peer;
-		if (!in || !out->linkUp() || !in->linkUp()) {
-			addSaturating(out->counters.xmitDiscards, 1);
-			return drop(out, "link down");
+		if (sent) {
+			/* the link went down while it crossed between daemons */
+			if (!in || !in->linkUp())
+				return drop(in, "link down on arrival");
+		} else {
+			if (!in || !out->linkUp() || !in->linkUp()) {
+				addSaturating(out->counters.xmitDiscards, 1);
+				return drop(out, "link down");
+			}
+			if (!pkt.isVl15() && out->state != PortState::Active) {
+				addSaturating(out->counters.xmitDiscards, 1);
+				return drop(out, "egress not active");
+			}
+			countXmit(*out, pkt);
+			if (tap_)
+				tapMad(*out, true, pkt);
+			if (dropFilter_ && dropFilter_(*out, pkt))
+				return drop(out, "fault injection");
+			if (in->node->foreign) {
+				/* in's daemon counts its arrival, and carries it on */
+				if (remote_)
+					remote_->transmit(*in, pkt);
+				return;
+			}
 		}
-		if (!pkt.isVl15() && out->state != PortState::Active) {
-			addSaturating(out->counters.xmitDiscards, 1);
-			return drop(out, "egress not active");
-		}
-		countXmit(*out, pkt);
-		if (tap_)
-			tapMad(*out, true, pkt);
-		if (dropFilter_ && dropFilter_(*out, pkt))
-			return drop(out, "fault injection");
 		if ((in->errors || out->errors) && lostOnCable(*out, *in, 1))
 			return;
 		countRcv(*in, pkt);
@@ -328,7 +342,8 @@ Port *Subnet::routeData(Port &src, uint16_t dlid, uint32_t packets, uint64_t wir
 	Port *out = &src;
 	for (unsigned hop = 0; hop < kMaxHops; hop++) {
 		Port *in = out->peer;
-		if (!in || !out->linkUp() || !in->linkUp() || out->state != PortState::Active) {
+		/* verbs data does not cross daemons yet (docs/multihost.md) */
+		if (!in || !out->linkUp() || !in->linkUp() || out->state != PortState::Active || in->node->foreign) {
 			addSaturating(out->counters.xmitDiscards, packets);
 			dropped_ += packets;
 			return nullptr;
@@ -386,7 +401,7 @@ void Subnet::routeMulticast(Port &src, uint16_t mlid, uint32_t packets, uint64_t
 	for (size_t i = 0; i < egress.size(); i++) {
 		Port *out = egress[i];
 		Port *in = out->peer;
-		if (!in || !out->linkUp() || !in->linkUp() || out->state != PortState::Active) {
+		if (!in || !out->linkUp() || !in->linkUp() || out->state != PortState::Active || in->node->foreign) {
 			addSaturating(out->counters.xmitDiscards, packets);
 			dropped_ += packets;
 			continue;

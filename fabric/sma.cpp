@@ -285,8 +285,8 @@ uint16_t setPortInfo(SmpCall &c, Port &p)
 	p.localPhyErrors = hiNibble(pi.localphyerrors_overrunerrors);
 	p.overrunErrors = loNibble(pi.localphyerrors_overrunerrors);
 
-	if (renegotiate && p.linkUp())
-		c.subnet.negotiate(p);
+	if (renegotiate)
+		c.subnet.enabledChanged(p);
 
 	status |= setPortStates(c, p, static_cast<PortState>(loNibble(pi.linkspeed_portstate)),
 				hiNibble(pi.portphysstate_linkdown));

@@ -11,12 +11,16 @@
 //   sma.cpp      the subnet management agent of every node
 //   pma.cpp      the performance management agent of every port
 //
+//   remote_cable.cpp  foreign nodes: cables to nodes another daemon
+//                simulates (fabric/remote_cable.h)
+//
 // Not thread-safe: the daemon's io_context thread owns a Subnet.
 #pragma once
 
 #include "fabric/node.h"
 #include "fabric/packet.h"
 #include "fabric/packet_tap.h"
+#include "fabric/remote_cable.h"
 
 #include <cstdint>
 #include <deque>
@@ -80,6 +84,26 @@ public:
 	/* Re-derives the active width and speed of a trained link from what both
 	 * ends support and have enabled. */
 	void negotiate(Port &p);
+	/* An SM changed p's LinkWidthEnabled or LinkSpeed(Ext)Enabled. */
+	void enabledChanged(Port &p);
+
+	/* --- nodes another daemon simulates (remote_cable.cpp) --- */
+
+	/* Where packets for foreign nodes go, and changes to the local ends of
+	 * their cables; null: nowhere (the remote outlives its being set). */
+	void setRemoteCables(RemoteCables *remote) { remote_ = remote; }
+	/* n is simulated by another daemon: its cables to local ports go
+	 * down until that daemon reports their far ends (farEndReported). */
+	void setForeign(Node &n);
+	/* The daemon of far (a foreign port) reports its end of far's cable;
+	 * the local end trains, renegotiates, retrains or goes down. */
+	void farEndReported(Port &far, const CableEnd &end);
+	/* far's daemon is unreachable: the cable goes down at the local end,
+	 * as when the far end is pulled out. */
+	void farEndLost(Port &far);
+	/* pkt left the foreign port far onto its cable, in far's daemon: it
+	 * arrives at far's local peer and goes on from there, as send() does. */
+	void arriveFromFar(Port &far, Packet pkt);
 
 	/* --- faults from outside the subnet (link_faults.cpp) --- */
 
@@ -157,7 +181,7 @@ public:
 	void setPortListener(PortListener fn) { portListener_ = std::move(fn); }
 	void portChanged(Port &p, bool clientReregister = false)
 	{
-		if (portListener_ && !p.node->isSwitch())
+		if (portListener_ && !p.node->isSwitch() && !p.node->foreign)
 			portListener_(p, clientReregister);
 	}
 
@@ -170,10 +194,11 @@ private:
 	struct Transit {
 		Port *egress;
 		Packet pkt;
+		bool sent = false; /* left egress in another daemon (arriveFromFar) */
 	};
 
 	void drain();
-	void carry(Port *egress, Packet &pkt);
+	void carry(Port *egress, Packet &pkt, bool sent);
 	void caArrive(Port &in, Packet &pkt);
 	Port *relay(Node &sw, Port &in, Packet &pkt);
 	Port *routeDr(Node &node, Port &in, Packet &pkt, bool lidArrival);
@@ -191,7 +216,10 @@ private:
 	uint64_t lostOnCable(Port &out, Port &in, uint64_t packets);
 
 	void linkDown(Port &p, PhysState localPhys);
+	static bool canTrain(const Port &p);
 	void train(Port &p);
+	void retrain(Port &p);
+	void tellFarEnd(Port &p);
 	void portStateChanged(Port &p);
 
 	std::vector<std::unique_ptr<Node>> nodes_;
@@ -204,6 +232,7 @@ private:
 	size_t numLinks_ = 0;
 
 	PacketTap *tap_ = nullptr;
+	RemoteCables *remote_ = nullptr;
 	DropFilter dropFilter_;
 	PortListener portListener_;
 	std::deque<Transit> queue_;

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Cables across daemons: foreign nodes, what their daemons report of
+// them, and packets arriving from them (fabric/remote_cable.h).
+#include "fabric/remote_cable.h"
+#include "fabric/subnet.h"
+
+namespace ibemu::fabric {
+
+CableEnd cableEndOf(const Port &p)
+{
+	CableEnd e;
+	e.cabled = p.peer != nullptr;
+	e.disabled = p.physState == PhysState::Disabled;
+	e.widthEnabled = p.linkWidthEnabled;
+	e.widthSupported = p.linkWidthSupported;
+	e.speedEnabled = p.linkSpeedEnabled;
+	e.speedExtEnabled = p.linkSpeedExtEnabled;
+	e.speedSupported = p.speedSupported;
+	e.degradedWidth = p.degradedWidth;
+	e.degradedSpeed = p.degradedSpeed;
+	e.retrains = p.retrains;
+	return e;
+}
+
+void Subnet::setForeign(Node &n)
+{
+	n.foreign = true;
+	n.silent = true; /* never asked: packets for it leave before delivery */
+	for (Port &q : n.ports) {
+		q.farEnd.reset();
+		Port *p = q.peer;
+		if (!p)
+			continue;
+		/* Built trained. A cable to a local port stays down until q's
+		 * daemon reports (no edge to count or trap: nothing has seen
+		 * the link up); one between two stand-ins looks as built,
+		 * whichever of them was marked first. */
+		const bool up = p->node->foreign;
+		for (Port *x : { p, &q }) {
+			x->physState = up ? PhysState::LinkUp : PhysState::Polling;
+			x->state = up ? PortState::Init : PortState::Down;
+		}
+	}
+}
+
+void Subnet::tellFarEnd(Port &p)
+{
+	const Port *far = p.cableEnd();
+	if (remote_ && far && far->node->foreign && !p.node->foreign)
+		remote_->endChanged(p, *far);
+}
+
+void Subnet::farEndReported(Port &far, const CableEnd &end)
+{
+	const bool retrained = far.farEnd && far.farEnd->retrains != end.retrains;
+	far.farEnd = std::make_unique<CableEnd>(end);
+	far.linkWidthEnabled = end.widthEnabled;
+	far.linkWidthSupported = end.widthSupported;
+	far.linkSpeedEnabled = end.speedEnabled;
+	far.linkSpeedExtEnabled = end.speedExtEnabled;
+	far.speedSupported = end.speedSupported;
+	far.degradedWidth = end.degradedWidth;
+	far.degradedSpeed = end.degradedSpeed;
+	far.retrains = end.retrains;
+	if (end.disabled)
+		far.physState = PhysState::Disabled;
+	else if (far.physState == PhysState::Disabled)
+		far.physState = PhysState::Polling;
+
+	Port *local = far.peer;
+	if (!local)
+		return; /* pulled out at this end */
+	if (!canTrain(far)) {
+		if (local->linkUp())
+			linkDown(*local, PhysState::Polling);
+		return;
+	}
+	if (!local->linkUp())
+		train(*local);
+	else if (retrained)
+		retrain(*local);
+	else
+		negotiate(*local);
+}
+
+void Subnet::farEndLost(Port &far)
+{
+	far.farEnd.reset();
+	Port *local = far.peer;
+	if (local && local->linkUp())
+		linkDown(*local, PhysState::Polling);
+}
+
+void Subnet::arriveFromFar(Port &far, Packet pkt)
+{
+	queue_.push_back({ &far, std::move(pkt), true });
+	drain();
+}
+
+} /* namespace ibemu::fabric */

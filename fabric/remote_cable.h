@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Cables across daemons: a subnet split over several ibemuds
+// (docs/multihost.md).
+//
+// Every daemon builds the whole subnet from the same topology file and
+// simulates only the nodes its host owns. The others are foreign
+// (Node::foreign): stand-ins whose ports mirror what their own daemon
+// reports (Port::farEnd). A packet that reaches a foreign port leaves
+// through RemoteCables::transmit() and continues in the daemon that owns
+// it, which hands it to Subnet::arriveFromFar() as having just crossed
+// the cable. A cable between a local and a foreign port trains only
+// while that daemon is reachable and both ends are plugged in and
+// enabled; both daemons decide training from the same two CableEnds, so
+// they agree without a protocol of their own.
+//
+// Nothing here does I/O: the channel between daemons is the daemon's
+// (tools/peer_links.h).
+#pragma once
+
+#include "fabric/node.h"
+#include "fabric/packet.h"
+
+namespace ibemu::fabric {
+
+class RemoteCables {
+public:
+	/* pkt crossed a cable from a local port to `far`, a foreign port */
+	virtual void transmit(const Port &far, const Packet &pkt) = 0;
+	/* The CableEnd of `local`, a local port cabled (or once cabled) to
+	 * the foreign port `far`, may have changed: tell far's daemon. Called
+	 * freely; telling only what changed is the callee's business. */
+	virtual void endChanged(const Port &local, const Port &far) = 0;
+
+protected:
+	~RemoteCables() = default;
+};
+
+/* What p's daemon tells the daemon at the other end of p's cable. */
+CableEnd cableEndOf(const Port &p);
+
+} /* namespace ibemu::fabric */

@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// A subnet split across two daemons (fabric/remote_cable.h): two Subnets
+// built from one topology file, each simulating its host's nodes, joined
+// by a wire that carries their packets as bytes (encodeMadPacket and
+// back) and their cable ends, as tools/peer_links.cpp does over TCP. An SM
+// in one brings the whole subnet up through the other.
+#include "tests/unit/fabric_helpers.h"
+
+#include "fabric/packet_format.h"
+#include "fabric/smp_attrs.h"
+#include "fabric/topology.h"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+
+using namespace ibemu;
+using namespace ibemu::test;
+
+namespace {
+
+/* host a: sw1, h1, h3; host b: sw2, h2. sw1 and sw2 are joined by two
+ * cables, and h3 hangs off sw2: three cables cross. */
+constexpr std::string_view kSplit = R"(host="a" addr="127.0.0.1:7701"
+Switch 8 "S1" # "sw1" base port 0 lid 0 lmc 0
+[1] "H1"[1]
+[7] "S2"[7]
+[8] "S2"[8]
+
+Ca 1 "H1" # "h1 HCA-1"
+[1] "S1"[1]
+
+Ca 1 "H3" # "h3 HCA-1"
+[1] "S2"[3]
+
+host="b" addr="127.0.0.1:7702"
+Switch 8 "S2" # "sw2" base port 0 lid 0 lmc 0
+[1] "H2"[1]
+[3] "H3"[1]
+[7] "S1"[7]
+[8] "S1"[8]
+
+Ca 1 "H2" # "h2 HCA-1"
+[1] "S2"[1]
+)";
+
+/* One direction of the channel between the two daemons */
+struct Wire final : RemoteCables {
+	Subnet *other = nullptr;
+	bool cut = false;
+	uint64_t packets = 0;
+	std::map<const Port *, CableEnd> told;
+
+	/* the other daemon's copy of a port of ours, or of its own */
+	Port &there(const Port &p) { return other->findNodeByGuid(p.node->nodeGuid)->port(p.num); }
+
+	void transmit(const Port &far, const Packet &pkt) override
+	{
+		if (cut)
+			return;
+		Packet back;
+		REQUIRE(decodeMadPacket(encodeMadPacket(pkt), back));
+		Port &to = there(far);
+		packets++;
+		other->arriveFromFar(to.peer ? *to.peer : *to.pulledPeer, back);
+	}
+	void endChanged(const Port &local, const Port &) override
+	{
+		if (cut)
+			return;
+		CableEnd e = cableEndOf(local);
+		auto [it, fresh] = told.try_emplace(&local, e);
+		if (!fresh && it->second == e)
+			return;
+		it->second = e;
+		other->farEndReported(there(local), e);
+	}
+};
+
+struct Split {
+	Subnet a, b;
+	Wire toB, toA;
+
+	Split()
+	{
+		build(a, "a");
+		build(b, "b");
+		toB.other = &b;
+		toA.other = &a;
+		a.setRemoteCables(&toB);
+		b.setRemoteCables(&toA);
+	}
+
+	static void build(Subnet &s, const std::string &me)
+	{
+		Topology topo;
+		TopologyError err;
+		int rc = parseTopology(kSplit, "split.topo", topo, err);
+		if (rc == 0)
+			rc = buildSubnet(topo, s, err);
+		INFO(err.str());
+		REQUIRE(rc == 0);
+		REQUIRE(topo.hosts.size() == 2);
+		for (const TopoNode &n : topo.nodes)
+			if (topo.hosts[size_t(n.host)].name != me)
+				s.setForeign(*s.findNode(n.id));
+	}
+
+	/* The connection comes up: each side tells all its cable ends */
+	void connect()
+	{
+		toB.cut = toA.cut = false;
+		for (auto [s, w] : { std::pair{ &a, &toB }, std::pair{ &b, &toA } }) {
+			w->told.clear();
+			for (const auto &n : s->nodes())
+				for (Port &p : n->ports)
+					if (!n->foreign && p.cableEnd() && p.cableEnd()->node->foreign)
+						w->endChanged(p, *p.cableEnd());
+		}
+	}
+
+	/* ... and goes: each side loses the other's ends */
+	void disconnect()
+	{
+		toB.cut = toA.cut = true;
+		for (Subnet *s : { &a, &b })
+			for (const auto &n : s->nodes())
+				if (n->foreign)
+					for (Port &p : n->ports)
+						if (p.peer && !p.peer->node->foreign)
+							s->farEndLost(p);
+	}
+
+	Port &port(Subnet &s, const char *node, unsigned num) { return s.findNode(node)->port(num); }
+};
+
+} /* namespace */
+
+TEST_CASE("cables to another daemon stay down until it reports its ends", "[remote-cable]")
+{
+	Split f;
+	Port &sw1p7 = f.port(f.a, "S1", 7);
+	Port &sw2p7 = f.port(f.b, "S2", 7);
+	CHECK(f.port(f.a, "S1", 1).state == PortState::Init); /* local cables train */
+	CHECK(sw1p7.state == PortState::Down);
+	CHECK(sw1p7.physState == PhysState::Polling);
+	CHECK(sw1p7.counters.linkDowned == 0);
+	CHECK(sw2p7.state == PortState::Down);
+	CHECK(f.a.findNode("S2")->foreign);
+	CHECK_FALSE(f.b.findNode("S2")->foreign);
+
+	f.connect();
+	for (Subnet *s : { &f.a, &f.b })
+		for (auto [node, num] : { std::pair{ "S1", 7u }, { "S1", 8u }, { "S2", 3u } }) {
+			Port &p = f.port(*s, node, num);
+			if (p.node->foreign)
+				continue;
+			INFO(node << " port " << num);
+			CHECK(p.physState == PhysState::LinkUp);
+			CHECK(p.state == PortState::Init);
+		}
+	CHECK(f.port(f.a, "H3", 1).state == PortState::Init);
+}
+
+TEST_CASE("an SM in one daemon brings up the whole split subnet", "[remote-cable]")
+{
+	Split f;
+	f.connect();
+	Port &h1 = f.port(f.a, "H1", 1);
+	MiniSm sm(f.a, h1);
+	sm.run();
+	Port &h2 = f.port(f.b, "H2", 1);
+	Port &h3 = f.port(f.a, "H3", 1);
+	CHECK(h2.state == PortState::Active); /* in b, where it lives */
+	CHECK(h3.state == PortState::Active);
+	CHECK(h2.lid != 0);
+	CHECK(f.b.findNode("S2")->sw->linearFdbTop != 0);
+	CHECK(f.toB.packets > 0);
+	CHECK(f.toA.packets > 0);
+
+	/* LID-routed, from a to a port in b, and the answer back */
+	auto r = roundTrip(f.a, h1, lidSmp(IB_MGMT_METHOD_GET, IB_SMP_ATTR_NODE_DESC, 0, h2.lid, 77));
+	REQUIRE(r);
+	CHECK(std::string(reinterpret_cast<const char *>(smpData(*r))) == "h2 HCA-1");
+	/* and from a CA in a cabled to b's switch */
+	r = roundTrip(f.a, h3, lidSmp(IB_MGMT_METHOD_GET, IB_SMP_ATTR_NODE_DESC, 0, h1.lid, 78));
+	REQUIRE(r);
+	CHECK(std::string(reinterpret_cast<const char *>(smpData(*r))) == "h1 HCA-1");
+	CHECK(f.a.droppedPackets() == 0);
+	CHECK(f.b.droppedPackets() == 0);
+}
+
+TEST_CASE("a daemon that goes away is a cable pulled out", "[remote-cable]")
+{
+	Split f;
+	f.connect();
+	MiniSm sm(f.a, f.port(f.a, "H1", 1));
+	sm.run();
+	Port &sw1p7 = f.port(f.a, "S1", 7);
+	Port &sw2p7 = f.port(f.b, "S2", 7);
+	REQUIRE(sw1p7.state == PortState::Active);
+	f.a.findNode("S1")->sw->portStateChange = false;
+
+	f.disconnect();
+	CHECK(sw1p7.state == PortState::Down);
+	CHECK(sw1p7.physState == PhysState::Polling);
+	CHECK(sw1p7.counters.linkDowned == 1);
+	CHECK(f.a.findNode("S1")->sw->portStateChange); /* Trap 128 material */
+	CHECK(sw2p7.state == PortState::Down);
+	CHECK(f.port(f.a, "H3", 1).state == PortState::Down);
+	CHECK(f.port(f.a, "H1", 1).state == PortState::Active); /* the rest keeps working */
+
+	f.connect();
+	CHECK(sw1p7.state == PortState::Init);
+	CHECK(sw2p7.state == PortState::Init);
+}
+
+TEST_CASE("the far daemon's port changes reach the near end", "[remote-cable]")
+{
+	Split f;
+	f.connect();
+	Port &sw1p7 = f.port(f.a, "S1", 7), &sw1p8 = f.port(f.a, "S1", 8);
+	Port &sw2p7 = f.port(f.b, "S2", 7), &sw2p8 = f.port(f.b, "S2", 8);
+
+	SECTION("disabled and enabled again")
+	{
+		f.b.setDisabled(sw2p7, true);
+		CHECK(sw2p7.physState == PhysState::Disabled);
+		CHECK(sw1p7.physState == PhysState::Polling);
+		CHECK(sw1p7.state == PortState::Down);
+		f.b.setDisabled(sw2p7, false);
+		CHECK(sw1p7.physState == PhysState::LinkUp);
+		CHECK(sw2p7.physState == PhysState::LinkUp);
+	}
+	SECTION("a damaged cable trains narrower at both ends")
+	{
+		f.b.degradeLink(sw2p8, kWidth1x, Speed::SDR);
+		CHECK(sw2p8.linkWidthActive == kWidth1x);
+		CHECK(sw1p8.linkWidthActive == kWidth1x);
+		CHECK(sw1p8.speedActive == Speed::SDR);
+		CHECK(sw1p7.linkWidthActive != kWidth1x);
+	}
+	SECTION("an SM's PortState=Down retrains both ends")
+	{
+		f.b.bounceLink(sw2p7);
+		CHECK(sw1p7.counters.linkDowned == 1);
+		CHECK(sw2p7.counters.linkDowned == 1);
+		CHECK(sw1p7.state == PortState::Init);
+		f.a.bounceLink(sw1p7);
+		CHECK(sw1p7.counters.linkDowned == 2);
+		CHECK(sw2p7.counters.linkDowned == 2);
+	}
+	SECTION("a cable pulled out at the far end, and plugged back in")
+	{
+		REQUIRE(f.b.pullCable(sw2p7) == 0);
+		CHECK(sw1p7.state == PortState::Down);
+		CHECK(sw1p7.physState == PhysState::Polling);
+		REQUIRE(f.b.plugCable(sw2p7) == 0);
+		CHECK(sw1p7.physState == PhysState::LinkUp);
+		CHECK(sw2p7.physState == PhysState::LinkUp);
+	}
+}
+
+TEST_CASE("MAD packets read back from their bytes", "[remote-cable][capture]")
+{
+	Packet p = lidSmp(IB_MGMT_METHOD_GET, IB_SMP_ATTR_PORT_INFO, 3, 17, 0x99);
+	p.slid = 4;
+	p.sl = 5;
+	p.srcQp = 1;
+	p.dstQp = 1;
+	p.qkey = IB_QP1_QKEY;
+	p.pkey = 0x8001;
+	p.grh = true;
+	p.sgid[0] = 0xfe;
+	p.dgid[15] = 0x42;
+	p.hopLimit = 7;
+	p.trafficClass = 3;
+	p.flowLabel = 0x12345;
+	std::vector<uint8_t> bytes = encodeMadPacket(p);
+	Packet q;
+	REQUIRE(decodeMadPacket(bytes, q));
+	CHECK(q.slid == 4);
+	CHECK(q.dlid == 17);
+	CHECK(q.sl == 5);
+	CHECK(q.pkey == 0x8001);
+	CHECK(q.qkey == IB_QP1_QKEY);
+	CHECK(q.grh);
+	CHECK(q.sgid == p.sgid);
+	CHECK(q.dgid == p.dgid);
+	CHECK(q.hopLimit == 7);
+	CHECK(q.trafficClass == 3);
+	CHECK(q.flowLabel == 0x12345);
+	CHECK(q.mad == p.mad);
+
+	/* any bit flipped, or a byte short, and it is not a packet */
+	for (size_t i : { size_t(0), size_t(9), size_t(60), bytes.size() - 1 }) {
+		std::vector<uint8_t> bad = bytes;
+		bad[i] ^= 0x10;
+		INFO("byte " << i);
+		CHECK_FALSE(decodeMadPacket(bad, q));
+	}
+	CHECK_FALSE(decodeMadPacket(std::span(bytes).first(bytes.size() - 1), q));
+	/* QP0 off VL15 */
+	Packet smpPkt = lidSmp(IB_MGMT_METHOD_GET, IB_SMP_ATTR_NODE_INFO, 0, 3);
+	CHECK(decodeMadPacket(encodeMadPacket(smpPkt), q));
+	CHECK(q.dstQp == IB_QP0);
+}
