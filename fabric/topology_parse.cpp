@@ -229,6 +229,8 @@ int Parser::parseHost(std::string_view val)
 	std::string name, addr;
 	if (!quoted(val, name) || name.empty())
 		return fail("host= needs a quoted, non-empty host name");
+	if (name.size() > 255)
+		return fail("a host name has at most 255 bytes");
 	if (startsWithNoCase(val, "addr=")) {
 		val = trim(val.substr(5));
 		if (!quoted(val, addr) || addr.empty())

@@ -27,6 +27,7 @@
 #include "tools/instance.h"
 #include "tools/namespace.h"
 #include "tools/packet_capture.h"
+#include "tools/peer_links.h"
 #include "tools/scenario.h"
 #include "tools/sm_process.h"
 #include "tools/uring_switch.h"
@@ -82,6 +83,10 @@ struct Options {
 	std::optional<uint64_t> seed; /* instead of the scenario's own */
 	bool webOn = false; /* --web: the live view */
 	std::string web; /* ... at this ADDR:PORT ("": 127.0.0.1, any free port) */
+	/* a subnet split across hosts (docs/multihost.md) */
+	std::string host; /* which host= of the topology this daemon is ("": the host name) */
+	std::string subnetKey; /* the file holding the subnet's key */
+	std::string listen; /* ADDR:PORT to listen on instead of the file's addr= */
 };
 
 /* Scenarios playing at once, at most */
@@ -124,6 +129,8 @@ private:
 	};
 
 	bool setupFabric();
+	bool setupPeers();
+	bool startPeers();
 	bool loadScenario();
 	bool runDoLines();
 	bool startControl();
@@ -160,6 +167,8 @@ private:
 	std::unique_ptr<tools::ControlSocket> controlSocket_;
 	std::unique_ptr<tools::PacketCapture> capture_; /* `ibemu capture` clients */
 	std::unique_ptr<tools::WebView> web_; /* --web */
+	tools::SubnetSplit split_; /* the topology's host= lines */
+	std::unique_ptr<tools::PeerLinks> peers_; /* cables to the other hosts' daemons */
 	std::map<uint64_t, std::unique_ptr<tools::ScenarioRun>> scenarios_; /* by a number of their own */
 	uint64_t lastScenario_ = 0;
 	tools::Scenario startScenario_; /* --scenario, played once ready */
@@ -172,12 +181,65 @@ private:
 
 bool Daemon::setupFabric()
 {
-	bool ok = opts_.gen.empty() ? tools::loadFabric(opts_.topology, subnet_, &doLines_)
+	bool ok = opts_.gen.empty() ? tools::loadFabric(opts_.topology, subnet_, &doLines_, &split_)
 				    : tools::generateFabric(opts_.gen, subnet_);
 	if (ok)
 		spdlog::info("fabric: {} switches, {} CAs, {} routers, {} links", subnet_.numSwitches(),
 			     subnet_.numCas(), subnet_.numRouters(), subnet_.numLinks());
-	return ok;
+	return ok && setupPeers();
+}
+
+/* A topology with host= lines: this daemon simulates its host's nodes,
+ * and the others' through their daemons (docs/multihost.md) */
+bool Daemon::setupPeers()
+{
+	if (split_.hosts.empty()) {
+		if (!opts_.host.empty() || !opts_.subnetKey.empty() || !opts_.listen.empty()) {
+			spdlog::error("--host, --subnet-key and --listen need a topology file with host= lines");
+			return false;
+		}
+		return true;
+	}
+	std::string me = opts_.host;
+	if (me.empty()) {
+		char name[256] = {};
+		gethostname(name, sizeof name - 1);
+		me = name;
+	}
+	int index = -1;
+	std::string names;
+	for (size_t i = 0; i < split_.hosts.size(); i++) {
+		names += (i ? ", " : "") + split_.hosts[i].name;
+		if (split_.hosts[i].name == me)
+			index = static_cast<int>(i);
+	}
+	if (index < 0) {
+		spdlog::error("this is host \"{}\", which the topology does not name (its hosts: {}); give --host NAME",
+			      me, names);
+		return false;
+	}
+	if (opts_.subnetKey.empty()) {
+		spdlog::error("a topology with host= lines needs --subnet-key FILE (the key its hosts share)");
+		return false;
+	}
+	std::vector<uint8_t> key;
+	std::string err;
+	if (!tools::readSubnetKey(opts_.subnetKey, key, err)) {
+		spdlog::error("--subnet-key {}", err);
+		return false;
+	}
+	peers_ = std::make_unique<tools::PeerLinks>(io_, subnet_, split_, index, std::move(key));
+	return true;
+}
+
+bool Daemon::startPeers()
+{
+	std::string err;
+	if (peers_ && !peers_->start(opts_.listen, err)) {
+		spdlog::error("{}", err);
+		return false;
+	}
+	return true;
 }
 
 /* --scenario: read and checked before anything starts, played once ready */
@@ -350,9 +412,10 @@ bool Daemon::chooseLocal()
 	host_ = std::make_unique<emu::Host>(io_, subnet_);
 	std::vector<fabric::Node *> chosen;
 	if (opts_.local.empty()) {
-		/* by default the first two CAs: a server and a client on one host */
+		/* by default the first two CAs (of this host's, in a split
+		 * subnet): a server and a client on one host */
 		for (const auto &n : subnet_.nodes())
-			if (n->type == fabric::NodeType::CA && chosen.size() < 2)
+			if (n->type == fabric::NodeType::CA && !n->foreign && chosen.size() < 2)
 				chosen.push_back(n.get());
 	} else {
 		std::stringstream ss(opts_.local);
@@ -363,6 +426,11 @@ bool Daemon::chooseLocal()
 				spdlog::error(
 					"--local: no CA \"{}\" in the fabric (give a node id, description or GUID)",
 					item);
+				return false;
+			}
+			if (n->foreign) {
+				spdlog::error("--local: \"{}\" belongs to host \"{}\" (its daemon simulates it)", item,
+					      split_.hosts[size_t(split_.ownerOf[n->index])].name);
 				return false;
 			}
 			chosen.push_back(n);
@@ -399,6 +467,8 @@ nlohmann::ordered_json Daemon::describe() const
 					   : opts_.topology;
 	if (web_)
 		j["web"] = web_->url();
+	if (peers_)
+		j["split"] = peers_->status();
 	j["fabric"] = { { "switches", subnet_.numSwitches() },
 			{ "cas", subnet_.numCas() },
 			{ "routers", subnet_.numRouters() },
@@ -548,6 +618,9 @@ void Daemon::teardown()
 		capture_->stopAll();
 	if (controlSocket_)
 		controlSocket_->close();
+	/* the other hosts see our cables go down */
+	if (peers_)
+		peers_->stop();
 	/* clients first: every open file dies and every parked request is
 	 * answered, then the mount goes */
 	if (host_)
@@ -761,7 +834,7 @@ int Daemon::run()
 {
 	raiseFileLimit();
 	if (!setupFabric() || !loadScenario() || !runDoLines() || !chooseLocal() || !isolate() || !startTransport() ||
-	    !startControl() || !startWeb())
+	    !startControl() || !startWeb() || !startPeers())
 		return 1;
 	awaitStop();
 	startMounter();
@@ -770,6 +843,7 @@ int Daemon::run()
 	if (mounter_.joinable())
 		mounter_.join();
 	sm_.reset();
+	peers_.reset();
 	scenarios_.clear();
 	web_.reset();
 	capture_.reset();
@@ -812,6 +886,12 @@ int main(int argc, char **argv)
 		     "uses the ring if the host "
 		     "enables it already; =off never")
 		->check(CLI::IsMember({ "auto", "on", "off" }));
+	app.add_option("--host", opts.host,
+		       "With a topology of several hosts: which host= this daemon is (default: the host name)");
+	app.add_option("--subnet-key", opts.subnetKey,
+		       "With a topology of several hosts: a file (mode 600) with the key its hosts share");
+	app.add_option("--listen", opts.listen,
+		       "With a topology of several hosts: ADDR:PORT to listen on instead of the file's addr=");
 	app.add_flag("--sm", opts.sm, "Run OpenSM in the instance (cache, temp files and log in the run directory)");
 	app.add_option("--scenario", opts.scenario, "A scenario file (TOML) of fault events to play once ready");
 	app.add_option("--seed", opts.seed, "With --scenario: the seed of its random choices, instead of the file's");

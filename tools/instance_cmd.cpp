@@ -243,6 +243,7 @@ struct UpOpts {
 	std::string instance, topology, gen, local, transport = "auto", logLevel = "info", verbsProvider = "ibemu";
 	std::string scenario;
 	std::string fuseUring = "auto";
+	std::string host, subnetKey, listen; /* a subnet split across hosts */
 	std::optional<uint64_t> seed;
 	bool global = false, json = false, sm = false, keepLogs = false;
 	bool webOn = false;
@@ -549,6 +550,12 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 	upCmd->add_option("--spin-us", u->spinUs,
 			  "Keep serving for this many microseconds after a request before sleeping (default 50; 0 "
 			  "never)");
+	upCmd->add_option("--host", u->host,
+			  "With a topology of several hosts: which host= this instance is (default: the host name)");
+	upCmd->add_option("--subnet-key", u->subnetKey,
+			  "With a topology of several hosts: a file (mode 600) with the key its hosts share");
+	upCmd->add_option("--listen", u->listen,
+			  "With a topology of several hosts: ADDR:PORT to listen on instead of the file's addr=");
 	upCmd->add_flag("--keep-logs", u->keepLogs, "Keep the run directory and its logs if up fails");
 	upCmd->add_flag("--json", u->json, "Print what is exposed as JSON");
 	upCmd->add_option("--scenario", u->scenario, "A scenario file (TOML) of fault events to play once up");
@@ -598,6 +605,12 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 			return void(exitCode = 1);
 		if (u->seed)
 			args.insert(args.end(), { "--seed", std::to_string(*u->seed) });
+		if (!u->host.empty())
+			args.insert(args.end(), { "--host", u->host });
+		if (!u->subnetKey.empty() && !file("--subnet-key", u->subnetKey))
+			return void(exitCode = 1);
+		if (!u->listen.empty())
+			args.insert(args.end(), { "--listen", u->listen });
 		if (u->spinUs)
 			args.insert(args.end(), { "--spin-us", std::to_string(*u->spinUs) });
 		if (u->webOn) {

@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# One subnet across hosts: three "hosts" as network namespaces on a bridge,
+# each with its own ibemud simulating its share of one topology file and
+# talking to the others over TCP. OpenSM in one brings the whole subnet up;
+# ibnetdiscover from another sees all of it; a daemon with the wrong key
+# is refused; a daemon killed is a cable pulled (the SM re-routes, the
+# others keep working) and comes back; bad input is refused with its line.
+# usage: multihost.sh IBEMU_BINARY
+set -u
+ibemu=$1
+. "$(dirname "$0")/lib.sh"
+e2e_setup multihost
+
+if ! command -v ip >/dev/null || ! command -v nsenter >/dev/null; then
+	echo "multihost: needs ip (iproute2) and nsenter; skipped"
+	exit 77
+fi
+
+# network namespaces of this run only: a bridge "switch" and three hosts,
+# with documentation addresses that exist only inside them
+tag=$$
+NS_SW=ibemu-mh$tag-sw
+hosts=(a b c)
+declare -A NS ADDR
+for i in 0 1 2; do
+	h=${hosts[$i]}
+	NS[$h]=ibemu-mh$tag-$h
+	ADDR[$h]=192.0.2.$((i + 1))
+done
+net_cleanup() {
+	for h in "${hosts[@]}"; do ip netns del "${NS[$h]}" 2>/dev/null; done
+	ip netns del "$NS_SW" 2>/dev/null
+}
+cleanup_all() { e2e_cleanup; net_cleanup; }
+trap cleanup_all EXIT
+
+ip netns add "$NS_SW" && ip -n "$NS_SW" link add br0 type bridge && ip -n "$NS_SW" link set br0 up || {
+	echo "multihost: cannot make network namespaces with a bridge; skipped"
+	exit 77
+}
+for h in "${hosts[@]}"; do
+	ip netns add "${NS[$h]}"
+	ip link add "mh$tag$h" netns "${NS[$h]}" type veth peer name "br$tag$h" netns "$NS_SW"
+	ip -n "${NS[$h]}" link set lo up
+	ip -n "${NS[$h]}" link set "mh$tag$h" up
+	ip -n "${NS[$h]}" addr add "${ADDR[$h]}/24" dev "mh$tag$h"
+	ip -n "$NS_SW" link set "br$tag$h" master br0 up
+done
+
+# the built-in fabric split three ways: a has sw1 and host1, b sw2 and
+# host2, c the two dual-homed hosts; four cables cross a-b (2), a-c, b-c
+cat >"$work/split.topo" <<EOF
+host="a" addr="${ADDR[a]}:7700"
+Switch	8 "S-0002c90200000001"		# "ibemu-sw1"
+[1]	"H-0002c90300000100"[1]
+[2]	"H-0002c90300000300"[1]
+[3]	"H-0002c90300000400"[2]
+[7]	"S-0002c90200000002"[7]
+[8]	"S-0002c90200000002"[8]
+Ca	1 "H-0002c90300000100"		# "ibemu-host1 HCA-1"
+[1](2c90300000101) 	"S-0002c90200000001"[1]
+
+host="b" addr="${ADDR[b]}:7700"
+Switch	8 "S-0002c90200000002"		# "ibemu-sw2"
+[1]	"H-0002c90300000200"[1]
+[2]	"H-0002c90300000300"[2]
+[3]	"H-0002c90300000400"[1]
+[7]	"S-0002c90200000001"[7]
+[8]	"S-0002c90200000001"[8]
+Ca	1 "H-0002c90300000200"		# "ibemu-host2 HCA-1"
+[1](2c90300000201) 	"S-0002c90200000002"[1]
+
+host="c" addr="${ADDR[c]}:7700"
+Ca	2 "H-0002c90300000300"		# "ibemu-host3 HCA-1"
+[1](2c90300000301) 	"S-0002c90200000001"[2]
+[2](2c90300000302) 	"S-0002c90200000002"[2]
+Ca	2 "H-0002c90300000400"		# "ibemu-host4 HCA-1"
+[1](2c90300000401) 	"S-0002c90200000002"[3]
+[2](2c90300000402) 	"S-0002c90200000001"[3]
+EOF
+head -c 32 /dev/urandom | base64 >"$work/subnet.key"
+chmod 600 "$work/subnet.key"
+
+I=e2e-mh-$tag
+up_host() { # HOST [KEYFILE]: that host's daemon, in its namespace
+	nsenter --net="/run/netns/${NS[$1]}" "$ibemu" up --instance "$I-$1" --topology "$work/split.topo" \
+		--host "$1" --subnet-key "${2:-$work/subnet.key}" 2>&1
+}
+status_of() { # INSTANCE PYTHON-EXPR over the status JSON as s
+	"$ibemu" status --instance "$1" --json | python3 -c "import json,sys; s=json.load(sys.stdin); print($2)"
+}
+peers_up() { # INSTANCE: how many of its peers are up
+	status_of "$1" 'sum(p["state"] == "up" for p in s["split"]["peers"])'
+}
+wait_peers() { # INSTANCE N
+	local end=$((SECONDS + 60))
+	while [ "$(peers_up "$1")" != "$2" ] && [ $SECONDS -lt $end ]; do sleep 0.2; done
+	expect_eq "$1 has $2 peers up" "$2" "$(peers_up "$1")"
+}
+
+# --- bad input is refused before anything starts
+out=$(nsenter --net="/run/netns/${NS[a]}" "$ibemu" up --instance "$I-x" --topology "$work/split.topo" \
+	--host nosuch --subnet-key "$work/subnet.key" 2>&1)
+expect_eq "a host the file does not name is refused" 1 $?
+expect_match "naming the hosts it has" 'this is host "nosuch", which the topology does not name \(its hosts: a, b, c\)' "$out"
+out=$(nsenter --net="/run/netns/${NS[a]}" "$ibemu" up --instance "$I-x" --topology "$work/split.topo" --host a 2>&1)
+expect_eq "no subnet key is refused" 1 $?
+expect_match "saying what is missing" 'needs --subnet-key FILE' "$out"
+cp "$work/subnet.key" "$work/open.key"
+chmod 644 "$work/open.key"
+out=$(up_host a "$work/open.key")
+expect_eq "a key others may read is refused" 1 $?
+expect_match "saying why" 'others than its owner may read it' "$out"
+sed 's/^host="c" addr=.*/host="c"/' "$work/split.topo" >"$work/noaddr.topo"
+out=$("$ibemu" topo check "$work/noaddr.topo" 2>&1)
+expect_eq "a host without an address is refused" 1 $?
+expect_match "with its line" 'noaddr.topo:21: the first host="c" line needs addr=' "$out"
+sed '1d' "$work/split.topo" >"$work/nohost.topo"
+out=$("$ibemu" topo check "$work/nohost.topo" 2>&1)
+expect_eq "a node before any host= is refused" 1 $?
+expect_match "with its line" 'nohost.topo:1: "S-0002c90200000001" comes before any host= line' "$out"
+out=$("$ibemu" topo check "$work/split.topo")
+expect_match "topo check counts the hosts" '"hosts":3' "$out"
+
+# --- three daemons, OpenSM in a
+for h in a b c; do
+	out=$(up_host $h)
+	expect_eq "up host $h" 0 $?
+done
+for h in a b c; do wait_peers "$I-$h" 2; done
+out=$(status_of "$I-a" 'sum(p["cables_up"] for p in s["split"]["peers"])')
+expect_eq "host a's four crossing cables trained" 4 "$out"
+start_opensm "$I-a" 0x0002c90300000101
+active() { # INSTANCE: Active ports of its HCAs
+	inst "$1" ibstat | grep -c 'State: Active'
+}
+for h in b c; do
+	want=$([ $h = c ] && echo 4 || echo 1)
+	end=$((SECONDS + 90))
+	while [ "$(active "$I-$h")" != "$want" ] && [ $SECONDS -lt $end ]; do sleep 0.5; done
+	expect_eq "OpenSM in a brought host $h's ports to Active" "$want" "$(active "$I-$h")"
+done
+out=$(inst "$I-c" ibnetdiscover)
+expect_eq "ibnetdiscover in c sees both switches" 2 "$(grep -c '^Switch' <<<"$out")"
+expect_eq "... and the four CAs" 4 "$(grep -c '^Ca' <<<"$out")"
+expect_match "... and the cables between a and b" '^\[7\][[:space:]]+"S-0002c90200000002"\[7\]' "$out"
+out=$(inst "$I-b" sminfo)
+expect_match "b sees the master SM (in a)" 'sm lid [0-9]+ sm guid 0x2c90300000101.*state 3 SMINFO_MASTER' "$out"
+h1lid=$(inst "$I-a" smpquery -G portinfo 0x0002c90300000101 1 | sed -n 's/^Lid:\.*//p')
+out=$(inst "$I-b" perfquery "$h1lid" 1)
+expect_match "b reads host1's counters through the PMA, across hosts" 'PortXmitPkts:\.+[1-9]' "$out"
+out=$(inst "$I-b" ibping -c 2 -G 0x0002c90300000101 2>&1)
+expect_match "ibping from b finds no server in a (none runs) and times out cleanly" 'transmitted|timed out|failed' "$out"
+out=$(status_of "$I-a" 'sum(p["bad_messages"] for p in s["split"]["peers"]) + s["split"]["refused_handshakes"]')
+expect_eq "no bad or refused messages so far" 0 "$out"
+
+# --- a stranger: garbage at a's port is refused, nothing else moves
+python3 - "${NS[c]}" "${ADDR[a]}" <<'EOF'
+import socket, sys, subprocess
+# from c's namespace: the namespace's address is the only route
+subprocess.run(["ip", "netns", "exec", sys.argv[1], "python3", "-c", f"""
+import socket
+for payload in (b"\\x00\\x00\\x00\\x05hello", b"\\xff\\xff\\xff\\xff", b"\\x00\\x00\\x00\\x2aIBEMUSN1" + b"x" * 34):
+    s = socket.create_connection(("{sys.argv[2]}", 7700), timeout=5)
+    s.sendall(payload)
+    try: s.recv(100); s.recv(100)
+    except Exception: pass
+    s.close()
+"""], check=True)
+EOF
+end=$((SECONDS + 10))
+while [ "$(status_of "$I-a" 's["split"]["refused_handshakes"]')" -lt 3 ] && [ $SECONDS -lt $end ]; do sleep 0.2; done
+expect_eq "a refused the three strangers" 3 "$(status_of "$I-a" 's["split"]["refused_handshakes"]')"
+expect_eq "its peers stayed up" 2 "$(peers_up "$I-a")"
+
+# --- host c's daemon with the wrong key is refused by a and b
+stop_opensm "$I-a"
+down_inst "$I-c"
+head -c 32 /dev/urandom | base64 >"$work/wrong.key"
+chmod 600 "$work/wrong.key"
+out=$(up_host c "$work/wrong.key")
+expect_eq "c comes up with a wrong key" 0 $?
+sleep 3
+expect_eq "a does not let it in" 1 "$(peers_up "$I-a")"
+expect_eq "c has no peer up" 0 "$(peers_up "$I-c")"
+expect_match "a logs why" 'authentication failed' "$(cat "$IBEMU_RUN_DIR/$I-a/ibemud.log" 2>/dev/null || true)"
+down_inst "$I-c"
+out=$(up_host c)
+expect_eq "c back with the right key" 0 $?
+wait_peers "$I-c" 2
+
+# --- b's daemon dies: its cables are pulled, the SM re-routes, a and c go on
+start_opensm "$I-a" 0x0002c90300000101
+end=$((SECONDS + 90))
+while [ "$(active "$I-c")" != 4 ] && [ $SECONDS -lt $end ]; do sleep 0.5; done
+expect_eq "c Active again under the restarted SM" 4 "$(active "$I-c")"
+bpid=$(cat "$IBEMU_RUN_DIR/$I-b/pid")
+kill -9 "$bpid"
+wait_peers "$I-a" 1
+out=$(inst "$I-a" smpquery -G portinfo 0x0002c90200000001 7)
+expect_match "sw1's cable to sw2 is down in a" 'PhysLinkState:\.+Polling' "$out"
+end=$((SECONDS + 90))
+while inst "$I-a" ibnetdiscover | grep -q '^Switch.*ibemu-sw2' && [ $SECONDS -lt $end ]; do sleep 0.5; done
+out=$(inst "$I-a" ibnetdiscover)
+expect_eq "ibnetdiscover in a: sw2 is gone" 1 "$(grep -c '^Switch' <<<"$out")"
+expect_eq "... the CAs of a and c remain" 3 "$(grep -c '^Ca' <<<"$out")"
+h3lid=$(inst "$I-c" smpquery -G portinfo 0x0002c90300000301 1 | sed -n 's/^Lid:\.*//p')
+out=$(inst "$I-a" smpquery nodedesc "$h3lid")
+expect_match "a still reaches host3 in c" 'Node Description:\.+ibemu-host3 HCA-1' "$out"
+out=$(inst "$I-c" smpquery nodedesc "$h1lid")
+expect_match "c still reaches host1 in a" 'Node Description:\.+ibemu-host1 HCA-1' "$out"
+
+# b comes back: its cables train and the SM brings them up again
+"$ibemu" down --instance "$I-b" >/dev/null 2>&1
+rm -rf "${IBEMU_RUN_DIR:?}/$I-b"
+out=$(up_host b)
+expect_eq "b back up" 0 $?
+wait_peers "$I-b" 2
+end=$((SECONDS + 90))
+while [ "$(active "$I-b")" != 1 ] && [ $SECONDS -lt $end ]; do sleep 0.5; done
+expect_eq "host2 Active again" 1 "$(active "$I-b")"
+out=$(inst "$I-c" ibnetdiscover)
+expect_eq "ibnetdiscover in c: both switches again" 2 "$(grep -c '^Switch' <<<"$out")"
+out=$(status_of "$I-a" 'sum(p["bad_messages"] for p in s["split"]["peers"])')
+expect_eq "no bad messages between the daemons" 0 "$out"
+
+stop_opensm "$I-a"
+e2e_done
