@@ -92,9 +92,9 @@ void Subnet::farEndLost(Port &far)
 		linkDown(*local, PhysState::Polling);
 }
 
-void Subnet::arriveFromFar(Port &far, Packet pkt)
+void Subnet::arriveFromFar(Port &far, Packet pkt, unsigned hops)
 {
-	queue_.push_back({ &far, std::move(pkt), true });
+	queue_.push_back({ &far, std::move(pkt), true, hops });
 	drain();
 }
 

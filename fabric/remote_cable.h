@@ -25,8 +25,10 @@ namespace ibemu::fabric {
 
 class RemoteCables {
 public:
-	/* pkt crossed a cable from a local port to `far`, a foreign port */
-	virtual void transmit(const Port &far, const Packet &pkt) = 0;
+	/* pkt crosses a cable from a local port to `far`, a foreign port,
+	 * having crossed `hops` cables before it (so a loop across daemons
+	 * ends at the hop limit, as one inside a daemon does) */
+	virtual void transmit(const Port &far, const Packet &pkt, unsigned hops) = 0;
 	/* The CableEnd of `local`, a local port cabled (or once cabled) to
 	 * the foreign port `far`, may have changed: tell far's daemon. Called
 	 * freely; telling only what changed is the callee's business. */

@@ -98,19 +98,20 @@ void Subnet::drain()
 	while (!queue_.empty()) {
 		Transit t = std::move(queue_.front());
 		queue_.pop_front();
-		carry(t.egress, t.pkt, t.sent);
+		carry(t.egress, t.pkt, t.sent, t.hops);
 	}
 	draining_ = false;
 }
 
 /* `sent`: the packet already left `out` in the daemon that simulates it
- * (a foreign port), and only arrives here */
-void Subnet::carry(Port *out, Packet &pkt, bool sent)
+ * (a foreign port), and only arrives here; `hops`: cables it crossed
+ * before that one */
+void Subnet::carry(Port *out, Packet &pkt, bool sent, unsigned hops)
 {
 	/* An HCA loops packets for its own LIDs back without using the cable. */
 	if (!sent && !out->node->isSwitch() && ownsLid(*out, pkt.dlid))
 		return caArrive(*out, pkt);
-	for (unsigned hop = 0; hop < kMaxHops; hop++, sent = false) {
+	for (unsigned hop = hops; hop < kMaxHops; hop++, sent = false) {
 		Port *in = out->peer;
 		if (sent) {
 			/* the link went down while it crossed between daemons */
@@ -133,7 +134,7 @@ void Subnet::carry(Port *out, Packet &pkt, bool sent)
 			if (in->node->foreign) {
 				/* in's daemon counts its arrival, and carries it on */
 				if (remote_)
-					remote_->transmit(*in, pkt);
+					remote_->transmit(*in, pkt, hop);
 				return;
 			}
 		}

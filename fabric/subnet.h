@@ -101,9 +101,10 @@ public:
 	/* far's daemon is unreachable: the cable goes down at the local end,
 	 * as when the far end is pulled out. */
 	void farEndLost(Port &far);
-	/* pkt left the foreign port far onto its cable, in far's daemon: it
-	 * arrives at far's local peer and goes on from there, as send() does. */
-	void arriveFromFar(Port &far, Packet pkt);
+	/* pkt left the foreign port far onto its cable, in far's daemon,
+	 * having crossed `hops` cables before it: it arrives at far's local
+	 * peer and goes on from there, as send() does. */
+	void arriveFromFar(Port &far, Packet pkt, unsigned hops);
 
 	/* --- faults from outside the subnet (link_faults.cpp) --- */
 
@@ -195,10 +196,11 @@ private:
 		Port *egress;
 		Packet pkt;
 		bool sent = false; /* left egress in another daemon (arriveFromFar) */
+		unsigned hops = 0; /* cables crossed before egress */
 	};
 
 	void drain();
-	void carry(Port *egress, Packet &pkt, bool sent);
+	void carry(Port *egress, Packet &pkt, bool sent, unsigned hops);
 	void caArrive(Port &in, Packet &pkt);
 	Port *relay(Node &sw, Port &in, Packet &pkt);
 	Port *routeDr(Node &node, Port &in, Packet &pkt, bool lidArrival);

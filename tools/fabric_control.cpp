@@ -224,6 +224,11 @@ bool FabricControl::parse(const Json &req, Action &a, std::string &err, bool now
 			: "no node \"" + what + "\" in the fabric (give a node GUID, NodeDescription or host name)";
 		return false;
 	}
+	if (a.node->foreign) {
+		/* a stand-in here: only its own daemon can change it */
+		err = "\"" + a.node->desc + "\" is simulated by another host's daemon: change it there";
+		return false;
+	}
 	const fabric::Node &n = *a.node;
 	if (spec.port != PortArg::None && !(spec.port == PortArg::CableOrAll && !req.contains("port"))) {
 		unsigned first = spec.port == PortArg::Counters ? n.firstPort() : 1;
@@ -256,6 +261,10 @@ bool FabricControl::parse(const Json &req, Action &a, std::string &err, bool now
 			return false;
 		}
 		a.peer = &peer->port(unsigned(v));
+		if (peer->foreign) {
+			err = "link.connect: \"" + peer->desc + "\" is simulated by another host's daemon";
+			return false;
+		}
 		if (a.peer == a.port) {
 			err = "link.connect: a cable needs two ports";
 			return false;

@@ -283,6 +283,15 @@ bool Daemon::runDoLines()
 		if (!line.note.empty())
 			spdlog::info("{}: {}", d.where, line.note);
 		for (const auto &req : line.requests) {
+			/* in a split subnet, a line about another host's node is
+			 * carried out by that host's daemon, which loads it too */
+			if (req.contains("node") && req["node"].is_string())
+				if (const fabric::Node *n = subnet_.resolveNode(req["node"].get<std::string>());
+				    n && n->foreign) {
+					spdlog::info("{}: do {}: another host's node: its daemon runs it", d.where,
+						     d.text);
+					continue;
+				}
 			bool ok = false;
 			control_->run(req, { { "source", "topology" }, { "where", d.where } },
 				      [&](nlohmann::ordered_json r) {

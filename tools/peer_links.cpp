@@ -18,6 +18,7 @@
 #include "fabric/packet_format.h"
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
@@ -45,6 +46,12 @@ constexpr auto kLastRedial = std::chrono::seconds(2);
 /* bytes queued for a peer that does not read them: past this the peer is
  * taken for dead */
 constexpr size_t kMaxQueued = 64u << 20;
+/* connections still in their handshake, at most: more are closed at once */
+constexpr size_t kMaxHandshakes = 32;
+/* a refused handshake is logged at most this often (the rest are counted) */
+constexpr auto kRefusedLogInterval = std::chrono::seconds(1);
+/* after an accept() error (no descriptors left, say), wait this long */
+constexpr auto kAcceptRetry = std::chrono::milliseconds(100);
 
 /* "host:port" or "[v6]:port" */
 bool splitAddr(const std::string &addr, std::string &host, std::string &port)
@@ -108,12 +115,15 @@ struct PeerLinks::Peer {
 	std::string name, addr;
 	bool dialer = false; /* we dial it (our name sorts first) */
 	bool dialing = false;
-	std::vector<Port *> cables; /* our ports cabled to its nodes */
+	std::vector<Port *> cables; /* our ports cabled to its nodes when we started */
 	std::shared_ptr<Conn> conn; /* the connection that is up */
 	std::unordered_map<const Port *, fabric::CableEnd> sent; /* the ENDs it has from us */
 	boost::asio::steady_timer retry;
+	std::unique_ptr<tcp::resolver> resolver; /* while dialling */
+	std::unique_ptr<tcp::socket> dialling;
 	std::chrono::milliseconds backoff = kFirstRedial;
 	uint64_t packetsOut = 0, packetsIn = 0, bad = 0, ups = 0;
+	uint64_t dropped = 0; /* packets for it while it was not up */
 	std::string lastError;
 };
 
@@ -136,7 +146,7 @@ struct PeerLinks::Conn : std::enable_shared_from_this<PeerLinks::Conn> {
 	std::vector<uint8_t> in;
 	size_t inUsed = 0;
 	std::vector<uint8_t> pending, writing;
-	bool writingNow = false, flushPosted = false;
+	bool writingNow = false, flushPosted = false, closePosted = false;
 	std::string remote;
 
 	void begin()
@@ -160,8 +170,10 @@ struct PeerLinks::Conn : std::enable_shared_from_this<PeerLinks::Conn> {
 
 	void read()
 	{
-		if (in.size() - inUsed < 16384)
-			in.resize(inUsed + 65536);
+		/* a stranger gets room for one message; a peer, for many */
+		const size_t room = state == State::Up ? 65536 : kPeerMaxMessage + 4;
+		if (in.size() < room)
+			in.resize(room);
 		sock.async_read_some(boost::asio::buffer(in.data() + inUsed, in.size() - inUsed),
 				     [self = shared_from_this()](const boost::system::error_code &ec, size_t n) {
 					     if (self->state == State::Closed)
@@ -225,6 +237,15 @@ struct PeerLinks::Conn : std::enable_shared_from_this<PeerLinks::Conn> {
 
 	void hello(std::span<const uint8_t> body)
 	{
+		try {
+			checkHello(body);
+		} catch (const std::exception &e) { /* libcrypto failed: no keys, no session */
+			close(std::string("cannot key the session: ") + e.what(), true);
+		}
+	}
+
+	void checkHello(std::span<const uint8_t> body)
+	{
 		if (!decodeHello(body, theirs))
 			return close("not an ibemu peer (bad hello)", true);
 		if (dialer && theirs.host != peer->name)
@@ -252,18 +273,32 @@ struct PeerLinks::Conn : std::enable_shared_from_this<PeerLinks::Conn> {
 
 	void sendSealed(PeerMsg type, std::span<const uint8_t> body)
 	{
-		tx.seal(pending, type, body);
+		if (state == State::Closed || closePosted)
+			return;
+		try {
+			tx.seal(pending, type, body);
+		} catch (const std::exception &e) {
+			return closeLater(e.what());
+		}
 		schedule();
+	}
+
+	/* Closing takes the cables down: never in the middle of whatever
+	 * is sending (a packet being carried, a link training) */
+	void closeLater(const std::string &why)
+	{
+		if (closePosted)
+			return;
+		closePosted = true;
+		boost::asio::post(links.io_, [self = shared_from_this(), why] { self->close(why, false); });
 	}
 
 	/* Writes go out from the io thread, after whatever queued them */
 	void schedule()
 	{
-		if (pending.size() > kMaxQueued) {
-			close("the peer reads nothing (" + std::to_string(pending.size() >> 20) + " MiB queued)",
-			      false);
-			return;
-		}
+		if (pending.size() > kMaxQueued)
+			return closeLater("the peer reads nothing (" + std::to_string(pending.size() >> 20) +
+					  " MiB queued)");
 		if (writingNow || flushPosted)
 			return;
 		flushPosted = true;
@@ -306,10 +341,8 @@ struct PeerLinks::Conn : std::enable_shared_from_this<PeerLinks::Conn> {
 		deadline.cancel();
 		std::erase(links.handshakes_, self);
 		const std::string who = peer ? "host \"" + peer->name + "\"" : remote;
-		if (refused) {
-			links.refusedHandshakes_++;
-			spdlog::warn("peers: {} ({}): {}", who, remote, why);
-		}
+		if (refused)
+			links.refused(who + " (" + remote + "): " + why);
 		if (peer)
 			peer->lastError = why;
 		if (wasUp)
@@ -324,7 +357,7 @@ struct PeerLinks::Conn : std::enable_shared_from_this<PeerLinks::Conn> {
 
 PeerLinks::PeerLinks(boost::asio::io_context &io, fabric::Subnet &subnet, const SubnetSplit &split, int me,
 		     std::vector<uint8_t> subnetKey)
-	: io_(io), subnet_(subnet), split_(split), me_(me), key_(std::move(subnetKey)), acceptor_(io)
+	: io_(io), subnet_(subnet), split_(split), me_(me), key_(std::move(subnetKey)), acceptor_(io), acceptRetry_(io)
 {
 	peers_.resize(split_.hosts.size());
 	for (const auto &n : subnet_.nodes())
@@ -360,6 +393,8 @@ PeerLinks::~PeerLinks()
 
 bool PeerLinks::start(const std::string &listenAddr, std::string &err)
 {
+	/* by default every address of this host, on the file's port: the
+	 * addr= itself may be a name that resolves here to a loopback */
 	std::string addr = listenAddr.empty() ? split_.hosts[size_t(me_)].addr : listenAddr;
 	std::string host, port;
 	if (!splitAddr(addr, host, port)) {
@@ -367,14 +402,30 @@ bool PeerLinks::start(const std::string &listenAddr, std::string &err)
 		return false;
 	}
 	boost::system::error_code ec;
-	tcp::resolver resolver(io_);
-	auto found = resolver.resolve(host, port, ec);
-	if (ec || found.empty()) {
-		err = "cannot resolve \"" + addr + "\": " + ec.message();
-		return false;
+	tcp::endpoint ep;
+	if (listenAddr.empty()) {
+		unsigned long num = strtoul(port.c_str(), nullptr, 10);
+		ep = tcp::endpoint(tcp::v6(), static_cast<uint16_t>(num));
+		acceptor_.open(ep.protocol(), ec);
+		if (!ec)
+			acceptor_.set_option(boost::asio::ip::v6_only(false), ec);
+		if (ec) { /* no IPv6 here */
+			ec.clear();
+			acceptor_.close(ec);
+			ep = tcp::endpoint(tcp::v4(), static_cast<uint16_t>(num));
+			acceptor_.open(ep.protocol(), ec);
+		}
+		addr = "*:" + port;
+	} else {
+		tcp::resolver resolver(io_);
+		auto found = resolver.resolve(host, port, boost::asio::ip::resolver_base::numeric_service, ec);
+		if (ec || found.empty()) {
+			err = "--listen: cannot resolve \"" + addr + "\": " + ec.message();
+			return false;
+		}
+		ep = found.begin()->endpoint();
+		acceptor_.open(ep.protocol(), ec);
 	}
-	tcp::endpoint ep = found.begin()->endpoint();
-	acceptor_.open(ep.protocol(), ec);
 	if (!ec)
 		acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
 	if (!ec)
@@ -404,10 +455,15 @@ void PeerLinks::stop()
 	stopped_ = true;
 	boost::system::error_code ec;
 	acceptor_.close(ec);
+	acceptRetry_.cancel();
 	for (auto &p : peers_) {
 		if (!p)
 			continue;
 		p->retry.cancel();
+		if (p->resolver)
+			p->resolver->cancel();
+		if (p->dialling)
+			p->dialling->close(ec);
 		if (auto c = p->conn)
 			c->close("this daemon stops", false);
 	}
@@ -416,12 +472,42 @@ void PeerLinks::stop()
 	subnet_.setRemoteCables(nullptr);
 }
 
+void PeerLinks::refused(const std::string &what)
+{
+	refusedHandshakes_++;
+	const auto now = std::chrono::steady_clock::now();
+	if (now - lastRefusedLog_ < kRefusedLogInterval) {
+		unloggedRefusals_++;
+		return;
+	}
+	lastRefusedLog_ = now;
+	if (unloggedRefusals_)
+		spdlog::warn("peers: {} (and {} more refused since the last such line)", what, unloggedRefusals_);
+	else
+		spdlog::warn("peers: {}", what);
+	unloggedRefusals_ = 0;
+}
+
 void PeerLinks::listen()
 {
 	acceptor_.async_accept([this](const boost::system::error_code &ec, tcp::socket s) {
 		if (stopped_ || ec == boost::asio::error::operation_aborted)
 			return;
-		if (!ec) {
+		if (ec) { /* out of descriptors or buffers: try again later, not at once */
+			acceptRetry_.expires_after(kAcceptRetry);
+			acceptRetry_.async_wait([this](const boost::system::error_code &e) {
+				if (!e)
+					listen();
+			});
+			return;
+		}
+		if (handshakes_.size() >= kMaxHandshakes) {
+			boost::system::error_code ignored;
+			auto ep = s.remote_endpoint(ignored);
+			s.close(ignored);
+			refused(ep.address().to_string() + ": " + std::to_string(kMaxHandshakes) +
+				" handshakes already under way");
+		} else {
 			auto c = std::make_shared<Conn>(*this, std::move(s), nullptr);
 			handshakes_.push_back(c);
 			c->begin();
@@ -430,6 +516,8 @@ void PeerLinks::listen()
 	});
 }
 
+/* Peers live as long as this object, which stop() outlives: the handlers
+ * below find stopped_ set when they are cancelled. */
 void PeerLinks::dial(Peer &peer)
 {
 	if (stopped_ || peer.conn || peer.dialing)
@@ -438,10 +526,9 @@ void PeerLinks::dial(Peer &peer)
 	if (!splitAddr(peer.addr, host, port))
 		return;
 	peer.dialing = true;
-	auto resolver = std::make_shared<tcp::resolver>(io_);
-	resolver->async_resolve(
-		host, port,
-		[this, &peer, resolver](const boost::system::error_code &ec, tcp::resolver::results_type found) {
+	peer.resolver = std::make_unique<tcp::resolver>(io_);
+	peer.resolver->async_resolve(
+		host, port, [this, &peer](const boost::system::error_code &ec, tcp::resolver::results_type found) {
 			if (stopped_)
 				return;
 			if (ec) {
@@ -449,13 +536,14 @@ void PeerLinks::dial(Peer &peer)
 				peer.lastError = "cannot resolve " + peer.addr + ": " + ec.message();
 				return redial(peer);
 			}
-			auto sock = std::make_shared<tcp::socket>(io_);
+			peer.dialling = std::make_unique<tcp::socket>(io_);
 			boost::asio::async_connect(
-				*sock, found,
-				[this, &peer, sock](const boost::system::error_code &e, const tcp::endpoint &) {
-					peer.dialing = false;
+				*peer.dialling, found,
+				[this, &peer](const boost::system::error_code &e, const tcp::endpoint &) {
 					if (stopped_)
 						return;
+					peer.dialing = false;
+					auto sock = std::move(peer.dialling);
 					if (e) {
 						peer.lastError = e.message();
 						return redial(peer);
@@ -479,6 +567,18 @@ void PeerLinks::redial(Peer &peer)
 	});
 }
 
+/* The cables to peer now: the local ports it started with whose cable
+ * (plugged in or pulled out) still ends at one of its nodes; a cable
+ * recabled since (`ibemu link connect`) is no longer one of them */
+void PeerLinks::forEachCable(Peer &peer, const std::function<void(Port &local, Port &far)> &fn)
+{
+	for (Port *local : peer.cables) {
+		Port *far = cableEnd(*local);
+		if (far && far->node->foreign && ownerOf(*far->node) == &peer)
+			fn(*local, *far);
+	}
+}
+
 void PeerLinks::attach(const std::shared_ptr<Conn> &c)
 {
 	Peer &peer = *c->peer;
@@ -493,8 +593,7 @@ void PeerLinks::attach(const std::shared_ptr<Conn> &c)
 	peer.lastError.clear();
 	peer.sent.clear();
 	spdlog::info("peers: host \"{}\" ({}) is up: {} cables", peer.name, c->remote, peer.cables.size());
-	for (Port *local : peer.cables)
-		sendEnd(peer, *local, *cableEnd(*local), true);
+	forEachCable(peer, [&](Port &local, Port &far) { sendEnd(peer, local, far, true); });
 }
 
 void PeerLinks::detach(Conn &c)
@@ -505,8 +604,7 @@ void PeerLinks::detach(Conn &c)
 	auto keep = peer.conn; /* c lives to the end of this call */
 	peer.conn.reset();
 	peer.sent.clear();
-	for (Port *local : peer.cables)
-		subnet_.farEndLost(*cableEnd(*local));
+	forEachCable(peer, [&](Port &, Port &far) { subnet_.farEndLost(far); });
 	spdlog::warn("peers: host \"{}\" is down: its {} cables went down", peer.name, peer.cables.size());
 	redial(peer);
 }
@@ -571,7 +669,7 @@ void PeerLinks::gotPacket(Peer &peer, const PeerPacket &p)
 		return;
 	}
 	peer.packetsIn++;
-	subnet_.arriveFromFar(*far, std::move(pkt));
+	subnet_.arriveFromFar(*far, std::move(pkt), p.hops);
 }
 
 void PeerLinks::sendEnd(Peer &peer, const Port &local, const Port &far, bool always)
@@ -592,13 +690,18 @@ void PeerLinks::endChanged(const Port &local, const Port &far)
 		sendEnd(*peer, local, far, false);
 }
 
-void PeerLinks::transmit(const Port &far, const fabric::Packet &pkt)
+void PeerLinks::transmit(const Port &far, const fabric::Packet &pkt, unsigned hops)
 {
 	Peer *peer = ownerOf(*far.node);
-	if (!peer || !peer->conn || !far.peer)
-		return; /* lost with the connection: the link is going down */
+	if (!peer)
+		return;
+	if (!peer->conn || !far.peer) {
+		peer->dropped++; /* the connection went under it: the cable is going down */
+		return;
+	}
 	std::vector<uint8_t> bytes = fabric::encodeMadPacket(pkt);
-	peer->conn->sendSealed(PeerMsg::Packet, encodePacket({ idOf(*far.peer), idOf(far), bytes }));
+	peer->conn->sendSealed(PeerMsg::Packet,
+			       encodePacket({ idOf(*far.peer), idOf(far), static_cast<uint8_t>(hops), bytes }));
 	peer->packetsOut++;
 }
 
@@ -622,6 +725,7 @@ nlohmann::ordered_json PeerLinks::status() const
 					     { "packets_out", p->packetsOut },
 					     { "packets_in", p->packetsIn },
 					     { "bad_messages", p->bad },
+					     { "packets_dropped", p->dropped },
 					     { "connections", p->ups } };
 		if (!p->conn && !p->lastError.empty())
 			j["last_error"] = p->lastError;

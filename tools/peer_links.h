@@ -27,6 +27,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -44,9 +46,9 @@ public:
 	PeerLinks(const PeerLinks &) = delete;
 	PeerLinks &operator=(const PeerLinks &) = delete;
 
-	/* Listens on `listen` (ADDR:PORT; empty: this host's addr= in the
-	 * file) and dials the hosts it should. false with `err` when it
-	 * cannot listen. */
+	/* Listens on `listen` (ADDR:PORT; empty: every address of this
+	 * host, on the port of its addr= in the file) and dials the hosts it
+	 * should. false with `err` when it cannot listen. */
 	bool start(const std::string &listen, std::string &err);
 	/* Closes every connection (their cables go down) and stops listening. */
 	void stop();
@@ -54,11 +56,12 @@ public:
 	/* The digest both ends of a connection must agree on: the whole
 	 * subnet as built, and who owns what */
 	const PeerDigest &digest() const { return digest_; }
-	/* {"host":..., "peers":[{"host","addr","state","cables","cables_up",
-	 * "packets_out","packets_in","bad_messages","refused"}...]} */
+	/* {"host", "refused_handshakes", "peers": [{"host", "addr", "state",
+	 * "cables", "cables_up", "packets_out", "packets_in", "bad_messages",
+	 * "packets_dropped", "connections", "last_error"}...]} */
 	nlohmann::ordered_json status() const;
 
-	void transmit(const fabric::Port &far, const fabric::Packet &pkt) override;
+	void transmit(const fabric::Port &far, const fabric::Packet &pkt, unsigned hops) override;
 	void endChanged(const fabric::Port &local, const fabric::Port &far) override;
 
 private:
@@ -67,6 +70,8 @@ private:
 
 	Peer *ownerOf(const fabric::Node &n);
 	void listen();
+	void refused(const std::string &what);
+	void forEachCable(Peer &peer, const std::function<void(fabric::Port &local, fabric::Port &far)> &fn);
 	void dial(Peer &peer);
 	void redial(Peer &peer);
 	void attach(const std::shared_ptr<Conn> &c);
@@ -84,9 +89,12 @@ private:
 	std::vector<uint8_t> key_;
 	PeerDigest digest_{};
 	boost::asio::ip::tcp::acceptor acceptor_;
+	boost::asio::steady_timer acceptRetry_;
 	std::vector<std::unique_ptr<Peer>> peers_; /* by host index; null for me and hosts with no cable to me */
 	std::vector<std::shared_ptr<Conn>> handshakes_; /* connections not yet attached to a peer */
 	uint64_t refusedHandshakes_ = 0;
+	uint64_t unloggedRefusals_ = 0;
+	std::chrono::steady_clock::time_point lastRefusedLog_{};
 	bool stopped_ = false;
 };
 

@@ -45,6 +45,7 @@ PeerPortId getPort(const uint8_t *p)
 }
 
 constexpr size_t kPortIdBytes = 9;
+constexpr size_t kPacketHeadBytes = 2 * kPortIdBytes + 1;
 constexpr size_t kEndBytes = 2 * kPortIdBytes + 13;
 constexpr uint8_t kNoSpeed = 0xff;
 
@@ -58,6 +59,8 @@ EVP_MAC *hmacAlgorithm()
 
 EVP_MAC_CTX *keyedHmac(std::span<const uint8_t> key)
 {
+	if (key.empty())
+		throw std::runtime_error("an empty HMAC key");
 	EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(hmacAlgorithm());
 	char digest[] = "SHA256";
 	OSSL_PARAM params[] = { OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
@@ -73,12 +76,15 @@ EVP_MAC_CTX *keyedHmac(std::span<const uint8_t> key)
 PeerKey hmac(std::span<const uint8_t> key, std::initializer_list<std::span<const uint8_t>> parts)
 {
 	EVP_MAC_CTX *ctx = keyedHmac(key);
+	bool ok = true;
 	for (auto part : parts)
-		EVP_MAC_update(ctx, part.data(), part.size());
+		ok = ok && EVP_MAC_update(ctx, part.data(), part.size());
 	PeerKey out{};
 	size_t n = 0;
-	EVP_MAC_final(ctx, out.data(), &n, out.size());
+	ok = ok && EVP_MAC_final(ctx, out.data(), &n, out.size()) && n == out.size();
 	EVP_MAC_CTX_free(ctx);
+	if (!ok) /* never an all-zero key anyone could compute */
+		throw std::runtime_error("HMAC-SHA256 failed");
 	return out;
 }
 
@@ -123,14 +129,9 @@ bool decodeHello(std::span<const uint8_t> b, PeerHello &h)
 PeerSessionKeys deriveSessionKeys(std::span<const uint8_t> subnetKey, const PeerHello &dialer,
 				  const PeerHello &listener)
 {
-	const uint8_t zero = 0;
-	PeerKey session = hmac(subnetKey,
-			       { bytesOf("ibemu peer session v1"),
-				 dialer.nonce,
-				 listener.nonce,
-				 bytesOf(dialer.host),
-				 { &zero, 1 },
-				 bytesOf(listener.host) });
+	const std::vector<uint8_t> d = encodeHello(dialer), l = encodeHello(listener);
+	const uint8_t dLen[2] = { uint8_t(d.size() >> 8), uint8_t(d.size()) };
+	PeerKey session = hmac(subnetKey, { bytesOf("ibemu peer session v1"), dLen, d, l });
 	return { hmac(session, { bytesOf("dialer to listener") }), hmac(session, { bytesOf("listener to dialer") }) };
 }
 
@@ -160,7 +161,7 @@ PeerSealer &PeerSealer::operator=(PeerSealer &&o) noexcept
 	return *this;
 }
 
-void PeerSealer::tag(PeerMsg type, std::span<const uint8_t> body, uint8_t out[kPeerTagBytes])
+bool PeerSealer::tag(PeerMsg type, std::span<const uint8_t> body, uint8_t out[kPeerTagBytes])
 {
 	uint8_t head[9];
 	for (unsigned i = 0; i < 8; i++)
@@ -169,11 +170,12 @@ void PeerSealer::tag(PeerMsg type, std::span<const uint8_t> body, uint8_t out[kP
 	uint8_t full[32];
 	size_t n = 0;
 	/* a NULL key re-keys with the key already set */
-	EVP_MAC_init(ctx_, nullptr, 0, nullptr);
-	EVP_MAC_update(ctx_, head, sizeof head);
-	EVP_MAC_update(ctx_, body.data(), body.size());
-	EVP_MAC_final(ctx_, full, &n, sizeof full);
+	if (!EVP_MAC_init(ctx_, nullptr, 0, nullptr) || !EVP_MAC_update(ctx_, head, sizeof head) ||
+	    !EVP_MAC_update(ctx_, body.data(), body.size()) || !EVP_MAC_final(ctx_, full, &n, sizeof full) ||
+	    n != sizeof full)
+		return false;
 	memcpy(out, full, kPeerTagBytes);
+	return true;
 }
 
 void PeerSealer::seal(std::vector<uint8_t> &out, PeerMsg type, std::span<const uint8_t> body)
@@ -182,7 +184,10 @@ void PeerSealer::seal(std::vector<uint8_t> &out, PeerMsg type, std::span<const u
 	out.push_back(static_cast<uint8_t>(type));
 	out.insert(out.end(), body.begin(), body.end());
 	uint8_t t[kPeerTagBytes];
-	tag(type, body, t);
+	if (!ctx_ || !tag(type, body, t)) {
+		out.resize(out.size() - 4 - 1 - body.size());
+		throw std::runtime_error("HMAC-SHA256 failed");
+	}
 	out.insert(out.end(), t, t + kPeerTagBytes);
 	seq_++;
 }
@@ -194,8 +199,7 @@ bool PeerSealer::open(std::span<const uint8_t> msg, PeerMsg &type, std::span<con
 	const auto t = static_cast<PeerMsg>(msg[0]);
 	const auto b = msg.subspan(1, msg.size() - 1 - kPeerTagBytes);
 	uint8_t want[kPeerTagBytes];
-	tag(t, b, want);
-	if (CRYPTO_memcmp(want, msg.data() + msg.size() - kPeerTagBytes, kPeerTagBytes) != 0)
+	if (!tag(t, b, want) || CRYPTO_memcmp(want, msg.data() + msg.size() - kPeerTagBytes, kPeerTagBytes) != 0)
 		return false;
 	seq_++;
 	type = t;
@@ -251,20 +255,22 @@ bool decodeEnd(std::span<const uint8_t> b, PeerEnd &e)
 std::vector<uint8_t> encodePacket(const PeerPacket &pk)
 {
 	std::vector<uint8_t> b;
-	b.reserve(2 * kPortIdBytes + pk.bytes.size());
+	b.reserve(kPacketHeadBytes + pk.bytes.size());
 	putPort(b, pk.from);
 	putPort(b, pk.to);
+	b.push_back(pk.hops);
 	b.insert(b.end(), pk.bytes.begin(), pk.bytes.end());
 	return b;
 }
 
 bool decodePacket(std::span<const uint8_t> b, PeerPacket &pk)
 {
-	if (b.size() < 2 * kPortIdBytes)
+	if (b.size() < kPacketHeadBytes)
 		return false;
 	pk.from = getPort(b.data());
 	pk.to = getPort(b.data() + kPortIdBytes);
-	pk.bytes = b.subspan(2 * kPortIdBytes);
+	pk.hops = b[2 * kPortIdBytes];
+	pk.bytes = b.subspan(kPacketHeadBytes);
 	return true;
 }
 

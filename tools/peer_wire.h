@@ -59,9 +59,10 @@ struct PeerEnd {
 };
 
 /* PACKET: bytes that left the sender's port `from` onto its cable to the
- * receiver's port `to` */
+ * receiver's port `to`, after crossing `hops` cables before it */
 struct PeerPacket {
 	PeerPortId from, to;
+	uint8_t hops = 0;
 	std::span<const uint8_t> bytes;
 };
 
@@ -82,7 +83,9 @@ public:
 	PeerSealer(PeerSealer &&other) noexcept;
 	PeerSealer &operator=(PeerSealer &&other) noexcept;
 
-	/* Appends the message (length, type, body, tag) to out */
+	/* Appends the message (length, type, body, tag) to out; throws
+	 * std::runtime_error when libcrypto fails (never sends an unsealed
+	 * message) */
 	void seal(std::vector<uint8_t> &out, PeerMsg type, std::span<const uint8_t> body);
 	/* Checks the tag of a sealed message body against the next sequence
 	 * number; on success sets type and body (a view into msg) and moves
@@ -90,14 +93,16 @@ public:
 	bool open(std::span<const uint8_t> msg, PeerMsg &type, std::span<const uint8_t> &body);
 
 private:
-	void tag(PeerMsg type, std::span<const uint8_t> body, uint8_t out[kPeerTagBytes]);
+	bool tag(PeerMsg type, std::span<const uint8_t> body, uint8_t out[kPeerTagBytes]);
 
 	::evp_mac_ctx_st *ctx_ = nullptr; /* HMAC-SHA256 keyed once */
 	uint64_t seq_ = 0;
 };
 
 /* The two directions' keys of a session between `dialer` and `listener`,
- * from the subnet key and both hellos' nonces and names. */
+ * from the subnet key and both hellos whole (names, digests, nonces), so
+ * a hello altered on the way gives the two ends different keys. Throws
+ * std::runtime_error when libcrypto fails. */
 struct PeerSessionKeys {
 	PeerKey dialerToListener{}, listenerToDialer{};
 };

@@ -154,6 +154,20 @@ expect_match "ibping from b finds no server in a (none runs) and times out clean
 out=$(status_of "$I-a" 'sum(p["bad_messages"] for p in s["split"]["peers"]) + s["split"]["refused_handshakes"]')
 expect_eq "no bad or refused messages so far" 0 "$out"
 
+# --- faults on a cable between hosts act on both ends
+out=$("$ibemu" link down --instance "$I-a" ibemu-sw2 7 2>&1)
+expect_eq "a cannot pull a cable out of b's switch" 1 $?
+expect_match "and says where to do it" '"ibemu-sw2" is simulated by another host.s daemon: change it there' "$out"
+out=$("$ibemu" link down --instance "$I-a" ibemu-sw1 7 2>&1)
+expect_eq "a pulls its end of the cable to b" 0 $?
+out=$(inst "$I-b" smpquery -G portinfo 0x0002c90200000002 7)
+expect_match "b's end went down too" 'PhysLinkState:\.+Polling' "$out"
+"$ibemu" link up --instance "$I-a" ibemu-sw1 7 >/dev/null
+end=$((SECONDS + 30))
+until inst "$I-b" smpquery -G portinfo 0x0002c90200000002 7 | grep -Eq 'PhysLinkState:\.+LinkUp' || [ $SECONDS -ge $end ]; do sleep 0.2; done
+out=$(inst "$I-b" smpquery -G portinfo 0x0002c90200000002 7)
+expect_match "plugged back in: b's end trains" 'PhysLinkState:\.+LinkUp' "$out"
+
 # --- a stranger: garbage at a's port is refused, nothing else moves
 python3 - "${NS[c]}" "${ADDR[a]}" <<'EOF'
 import socket, sys, subprocess
@@ -172,6 +186,19 @@ end=$((SECONDS + 10))
 while [ "$(status_of "$I-a" 's["split"]["refused_handshakes"]')" -lt 3 ] && [ $SECONDS -lt $end ]; do sleep 0.2; done
 expect_eq "a refused the three strangers" 3 "$(status_of "$I-a" 's["split"]["refused_handshakes"]')"
 expect_eq "its peers stayed up" 2 "$(peers_up "$I-a")"
+# 34 connections that say nothing: 32 wait out their 5 s handshake, the
+# rest are closed at once
+ip netns exec "${NS[c]}" python3 -c "
+import socket, time
+socks = [socket.create_connection(('${ADDR[a]}', 7700), timeout=5) for _ in range(34)]
+time.sleep(7)
+" &
+idle=$!
+sleep 2
+expect_eq "a turned away the two beyond 32 handshakes" 5 "$(status_of "$I-a" 's["split"]["refused_handshakes"]')"
+expect_eq "... its peers up meanwhile" 2 "$(peers_up "$I-a")"
+wait $idle
+expect_eq "the 32 silent ones timed out" 37 "$(status_of "$I-a" 's["split"]["refused_handshakes"]')"
 
 # --- host c's daemon with the wrong key is refused by a and b
 stop_opensm "$I-a"

@@ -137,6 +137,12 @@ TEST_CASE("a different subnet key or nonce gives different session keys", "[peer
 
 	Session again("the key of subnet one", "the key of subnet one");
 	CHECK(again.kd.dialerToListener != s.kd.dialerToListener); /* fresh nonces */
+
+	/* a hello altered on the way (here its digest) gives other keys */
+	PeerHello forged = again.l;
+	forged.topology[0] ^= 1;
+	CHECK(deriveSessionKeys(keyOf("the key of subnet one"), again.d, forged).dialerToListener !=
+	      again.kd.dialerToListener);
 }
 
 TEST_CASE("END and PACKET bodies read back and are checked", "[peer-wire]")
@@ -168,11 +174,12 @@ TEST_CASE("END and PACKET bodies read back and are checked", "[peer-wire]")
 	CHECK_FALSE(decodeEnd(bad, back));
 
 	const uint8_t bytes[] = { 9, 8, 7 };
-	std::vector<uint8_t> pb = encodePacket({ e.from, e.to, bytes });
+	std::vector<uint8_t> pb = encodePacket({ e.from, e.to, 17, bytes });
 	PeerPacket p;
 	REQUIRE(decodePacket(pb, p));
 	CHECK(p.from == e.from);
 	CHECK(p.to == e.to);
+	CHECK(p.hops == 17);
 	CHECK(p.bytes.size() == 3);
-	CHECK_FALSE(decodePacket(std::span(pb).first(17), p));
+	CHECK_FALSE(decodePacket(std::span(pb).first(18), p));
 }

@@ -55,15 +55,18 @@ struct Wire final : RemoteCables {
 	/* the other daemon's copy of a port of ours, or of its own */
 	Port &there(const Port &p) { return other->findNodeByGuid(p.node->nodeGuid)->port(p.num); }
 
-	void transmit(const Port &far, const Packet &pkt) override
+	unsigned lastHops = 0;
+
+	void transmit(const Port &far, const Packet &pkt, unsigned hops) override
 	{
+		lastHops = hops;
 		if (cut)
 			return;
 		Packet back;
 		REQUIRE(decodeMadPacket(encodeMadPacket(pkt), back));
 		Port &to = there(far);
 		packets++;
-		other->arriveFromFar(to.peer ? *to.peer : *to.pulledPeer, back);
+		other->arriveFromFar(to.peer ? *to.peer : *to.pulledPeer, back, hops);
 	}
 	void endChanged(const Port &local, const Port &) override
 	{
@@ -260,6 +263,31 @@ TEST_CASE("the far daemon's port changes reach the near end", "[remote-cable]")
 		CHECK(sw1p7.physState == PhysState::LinkUp);
 		CHECK(sw2p7.physState == PhysState::LinkUp);
 	}
+}
+
+TEST_CASE("a routing loop across daemons ends at the hop limit", "[remote-cable]")
+{
+	Split f;
+	f.connect();
+	MiniSm sm(f.a, f.port(f.a, "H1", 1));
+	sm.run();
+	/* LID 200 bounces between the switches: sw1 and sw2 both send it
+	 * out of port 7 */
+	for (auto [s, name] : { std::pair{ &f.a, "S1" }, std::pair{ &f.b, "S2" } }) {
+		SwitchState &st = *s->findNode(name)->sw;
+		if (st.lft.size() <= 200)
+			st.lft.resize(256, 0xff);
+		st.lft[200] = 7;
+		st.linearFdbTop = std::max<uint16_t>(st.linearFdbTop, 200);
+	}
+	uint64_t before = f.toB.packets + f.toA.packets;
+	Port &h1 = f.port(f.a, "H1", 1);
+	auto r = roundTrip(f.a, h1, lidSmp(IB_MGMT_METHOD_GET, IB_SMP_ATTR_NODE_DESC, 0, 200, 99));
+	CHECK_FALSE(r);
+	/* h1 -> sw1 is hop 0; the cable between the switches is crossed
+	 * until the limit: 254 more times */
+	CHECK(f.toB.packets + f.toA.packets - before == 254);
+	CHECK(f.a.droppedPackets() + f.b.droppedPackets() == 1);
 }
 
 TEST_CASE("MAD packets read back from their bytes", "[remote-cable][capture]")
