@@ -40,12 +40,18 @@ Host::Host(boost::asio::io_context &io, fabric::Subnet &subnet)
 		if (VerbsDevice *v = verbsAt(p))
 			v->portChanged(p, rereg);
 	});
+	/* verbs messages from other daemons (docs/multihost.md) */
+	subnet_.setDataListener([this](fabric::Port &p, fabric::DataPackets &&packets) {
+		if (VerbsDevice *v = verbsAt(p))
+			v->receiveRemote(p, std::move(packets));
+	});
 }
 
 /* The transports close their files first: nothing may refer to a port now. */
 Host::~Host()
 {
 	subnet_.setPortListener(nullptr);
+	subnet_.setDataListener(nullptr);
 	cma_.reset();
 	while (!hcas_.empty())
 		removeHca(hcas_.back().get());

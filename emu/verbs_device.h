@@ -18,6 +18,8 @@
 #include "emu/user_access.h"
 #include "emu/uverbs_abi.h"
 #include "emu/verbs_objects.h"
+#include "fabric/packet_format.h"
+#include "fabric/remote_cable.h"
 
 #include <boost/asio/io_context.hpp>
 
@@ -144,6 +146,10 @@ public:
 	 * PKEY_CHANGE, CLIENT_REREGISTER as the kernel's drivers do. */
 	void portChanged(fabric::Port &port, bool clientReregister);
 
+	/* A data message from another daemon reached `port`: a request for a
+	 * responder QP here, or the reply to a request of ours. */
+	void receiveRemote(fabric::Port &port, fabric::DataPackets &&packets);
+
 private:
 	enum class Outcome { Done, Wait, Error };
 	Outcome execute(Qp &qp, SendWqe &w, WcStatus &status, uint32_t &byteLen);
@@ -156,6 +162,11 @@ private:
 	bool receiveDatagram(Qp &rqp, fabric::Port &dst, const Qp &sender, const SendWqe &w, fabric::Port &src,
 			     const Seg &data);
 	void finishHead(Qp &qp, WcStatus status, uint32_t byteLen);
+	/* the far side (verbs_wire.cpp) */
+	WcStatus sendAway(Qp &qp, const SendWqe &w, const fabric::Away &away, const fabric::PacketHeaders &base,
+			  const std::vector<Seg> &local, uint64_t len, unsigned mtu);
+	void replyArrived(fabric::Port &port, const fabric::PacketView &v, const fabric::DataPackets &packets);
+	void respondRemote(fabric::Port &port, const fabric::PacketView &v, const fabric::DataPackets &packets);
 	void waitForRetry(Qp &qp, std::chrono::nanoseconds d);
 
 	boost::asio::io_context &io_;

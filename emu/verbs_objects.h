@@ -178,6 +178,13 @@ struct Qp final : UObject {
 	bool waiting = false; /* the head WQE waits for the timer */
 	uint64_t waitSeq = 0; /* which wait a timer handler belongs to */
 	const Qp *rnrTarget = nullptr; /* the responder that sent the RNR NAK */
+	/* Across daemons (verbs_wire.cpp, "the far side"): the head WQE went
+	 * to another daemon as packets and waits for its reply */
+	bool awaitingReply = false;
+	/* as a responder: the last atomic executed for a requester in another
+	 * daemon, answered again to a duplicate of it (IBA 9.7.7.2.4) */
+	uint32_t lastAtomicPsn = 0xffffffff;
+	uint64_t lastAtomicOrig = 0;
 	std::shared_ptr<int> alive = std::make_shared<int>(0); /* for timer handlers */
 	uint32_t eventsReported = 0;
 	std::vector<McastGroup> mcast; /* the groups it is attached to (uqp->mcast_list) */

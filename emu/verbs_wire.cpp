@@ -384,6 +384,7 @@ void VerbsDevice::forget(Qp &qp)
 	qp.waitSeq++;
 	qp.timer.cancel();
 	qp.waiting = false;
+	qp.awaitingReply = false;
 	qp.rnrTarget = nullptr;
 	rnrWaiting_.erase(&qp);
 }
@@ -630,7 +631,23 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		reqWire = requestPackets(base, w.wr, sendQkey(qp, w), qp.qpn, w.psn, mtu, len,
 					 isRead || isAtomic ? std::vector<uint8_t>() : gather(ua, local, len));
 	}
-	fabric::Port *dst = subnet.routeData(*src, dlid, reqPackets, reqBytes, reqWire);
+	fabric::Away away;
+	fabric::Port *dst = subnet.routeData(*src, dlid, reqPackets, reqBytes, reqWire, &away);
+	if (!dst && away.far) { /* to a node another daemon simulates: as packets */
+		if (!subnet.tappingData()) {
+			const uint16_t pkey = pkeyAt(*src, qp.pkeyIndex);
+			base = ud ? wireBase(*src, slid, dlid, sl, pkey, dqpn, transport, w.ah.is_global, w.ah.grh)
+				  : wireBase(*src, slid, dlid, sl, pkey, dqpn, transport, qp.av.is_global, qp.av);
+		}
+		if (WcStatus s = sendAway(qp, w, away, base, local, len, mtu); s != IB_WC_SUCCESS) {
+			status = s;
+			return Outcome::Error;
+		}
+		if (!rc)
+			return Outcome::Done;
+		qp.awaitingReply = true;
+		return lost(); /* the ACK timer runs until the reply comes */
+	}
 	if (!dst)
 		return lost();
 	VerbsDevice *rdev = host_.verbsAt(*dst);
@@ -970,6 +987,482 @@ bool VerbsDevice::receiveDatagram(Qp &rqp, fabric::Port &dst, const Qp &sender, 
 	if (rqp.srq)
 		srqConsumed(*rqp.srq);
 	return false;
+}
+
+/* --- the far side: messages to and from other daemons ---
+ *
+ * A message whose route reaches a node another daemon simulates
+ * (Subnet::routeData sets `away`) goes there as its packets, the bytes a
+ * capture shows (requestPackets). That daemon's responder runs on the
+ * packets (respondRemote) with the checks of the responder above, and an
+ * RC responder's reply comes back as packets (replyPackets) to
+ * replyArrived(), which ends the requester's wait. The requester's ACK
+ * timer runs meanwhile, so a message or a reply lost with a connection is
+ * sent again (retry_cnt), and the responder answers a duplicate again
+ * without executing it twice (its expected PSN, IBA 9.7.7.2.4). */
+
+namespace {
+
+/* a - b in 24-bit PSN arithmetic, as a signed distance */
+int32_t psnDiff(uint32_t a, uint32_t b)
+{
+	const auto d = static_cast<int32_t>((a - b) & 0xffffff);
+	return d >= 0x800000 ? d - 0x1000000 : d;
+}
+
+uint32_t be32At(const uint8_t *p)
+{
+	return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
+}
+
+uint64_t be64At(const uint8_t *p)
+{
+	return uint64_t(be32At(p)) << 32 | be32At(p + 4);
+}
+
+/* A request read back from its packets */
+struct FarRequest {
+	uint8_t transport = 0; /* IB_OPCODE_RC, _UC or _UD */
+	uint8_t first = 0, last = 0; /* the first and last packet's opcode, transport bits off */
+	uint32_t packets = 0, psn = 0, destQp = 0;
+	uint16_t pkey = 0, slid = 0, dlid = 0;
+	uint8_t sl = 0;
+	bool solicited = false;
+	bool grh = false;
+	std::array<uint8_t, fabric::kGrhBytes> grhBytes{}; /* the first packet's GRH, as it came */
+	uint32_t qkey = 0, srcQp = 0; /* DETH */
+	uint64_t va = 0; /* RETH or AtomicETH */
+	uint32_t rkey = 0, dmaLen = 0;
+	uint64_t swapAdd = 0, compare = 0;
+	bool hasImm = false;
+	uint32_t imm = 0; /* ImmDt as it came: network order */
+	std::vector<uint8_t> payload;
+};
+
+bool isSendOp(uint8_t op)
+{
+	return op <= fabric::IB_OPCODE_SEND_ONLY_WITH_IMMEDIATE || op == fabric::IB_OPCODE_SEND_LAST_WITH_INVALIDATE ||
+		op == fabric::IB_OPCODE_SEND_ONLY_WITH_INVALIDATE;
+}
+
+/* The packets of one message, in order: FIRST, MIDDLEs, LAST, or one
+ * ONLY (a READ request or an atomic is one packet). false for anything
+ * else: a receiver drops what it cannot sequence. */
+bool readFarRequest(const fabric::DataPackets &packets, FarRequest &r)
+{
+	using namespace fabric;
+	const uint32_t n = static_cast<uint32_t>(packets.size());
+	for (uint32_t i = 0; i < n; i++) {
+		const std::vector<uint8_t> &b = packets[i];
+		PacketView v;
+		if (!parsePacket(b, v))
+			return false;
+		const uint8_t op = v.opcode & 0x1f;
+		if (i == 0) {
+			r.transport = v.opcode & 0xe0;
+			r.first = op;
+			r.psn = v.psn;
+			r.destQp = v.destQp;
+			r.pkey = v.pkey;
+			r.slid = v.slid;
+			r.dlid = v.dlid;
+			r.sl = v.sl;
+			r.grh = v.grh;
+			if (v.grh)
+				std::copy_n(b.begin() + kLrhBytes, kGrhBytes, r.grhBytes.begin());
+		} else if ((v.opcode & 0xe0) != r.transport || v.destQp != r.destQp ||
+			   v.psn != ((r.psn + i) & 0xffffff)) {
+			return false;
+		}
+		const bool only = n == 1;
+		const bool sendFam = isSendOp(r.first);
+		const uint8_t famFirst = sendFam ? IB_OPCODE_SEND_FIRST : IB_OPCODE_RDMA_WRITE_FIRST;
+		if (only) {
+			if (op == IB_OPCODE_SEND_FIRST || op == IB_OPCODE_RDMA_WRITE_FIRST ||
+			    op == IB_OPCODE_SEND_MIDDLE || op == IB_OPCODE_RDMA_WRITE_MIDDLE ||
+			    op == IB_OPCODE_SEND_LAST || op == IB_OPCODE_SEND_LAST_WITH_IMMEDIATE ||
+			    op == IB_OPCODE_RDMA_WRITE_LAST || op == IB_OPCODE_RDMA_WRITE_LAST_WITH_IMMEDIATE ||
+			    op == IB_OPCODE_SEND_LAST_WITH_INVALIDATE)
+				return false;
+		} else if (i == 0              ? op != famFirst
+				   : i + 1 < n ? op != famFirst + 1
+					       : !(op == famFirst + 2 || op == famFirst + 3 ||
+						   (sendFam && op == IB_OPCODE_SEND_LAST_WITH_INVALIDATE))) {
+			return false;
+		}
+		if (r.transport == IB_OPCODE_UD && !only)
+			return false;
+		const uint8_t *eth = b.data() + v.eth;
+		size_t at = 0;
+		if (r.transport == IB_OPCODE_UD) {
+			r.qkey = v.qkey;
+			r.srcQp = v.srcQp;
+			at += kDethBytes;
+		}
+		if (i == 0 &&
+		    (op == IB_OPCODE_RDMA_WRITE_FIRST || op == IB_OPCODE_RDMA_WRITE_ONLY ||
+		     op == IB_OPCODE_RDMA_WRITE_ONLY_WITH_IMMEDIATE || op == IB_OPCODE_RDMA_READ_REQUEST)) {
+			r.va = be64At(eth + at);
+			r.rkey = be32At(eth + at + 8);
+			r.dmaLen = be32At(eth + at + 12);
+			at += kRethBytes;
+		}
+		if (op == IB_OPCODE_COMPARE_SWAP || op == IB_OPCODE_FETCH_ADD) {
+			r.va = be64At(eth + at);
+			r.rkey = be32At(eth + at + 8);
+			r.swapAdd = be64At(eth + at + 12);
+			r.compare = be64At(eth + at + 20);
+		}
+		if (i + 1 == n &&
+		    (op == IB_OPCODE_SEND_LAST_WITH_IMMEDIATE || op == IB_OPCODE_SEND_ONLY_WITH_IMMEDIATE ||
+		     op == IB_OPCODE_RDMA_WRITE_LAST_WITH_IMMEDIATE ||
+		     op == IB_OPCODE_RDMA_WRITE_ONLY_WITH_IMMEDIATE)) {
+			r.hasImm = true;
+			memcpy(&r.imm, eth + at, 4);
+		}
+		if (i + 1 == n) {
+			r.last = op;
+			r.solicited = v.solicited;
+		}
+		r.payload.insert(r.payload.end(), b.begin() + v.payload, b.begin() + v.payload + v.payloadLen);
+	}
+	r.packets = n;
+	return n > 0;
+}
+
+/* The requester's view of an AETH syndrome (IBA 9.7.5.1.1) */
+WcStatus nakStatus(uint8_t syndrome)
+{
+	switch (syndrome) {
+	case kAethNakInvalidRequest:
+		return IB_WC_REM_INV_REQ_ERR;
+	case kAethNakRemoteAccess:
+		return IB_WC_REM_ACCESS_ERR;
+	default:
+		return IB_WC_REM_OP_ERR;
+	}
+}
+
+} /* namespace */
+
+WcStatus VerbsDevice::sendAway(Qp &qp, const SendWqe &w, const fabric::Away &away, const fabric::PacketHeaders &base,
+			       const std::vector<Seg> &local, uint64_t len, unsigned mtu)
+{
+	const uint32_t op = w.wr.opcode;
+	const bool carries = op != IB_WR_RDMA_READ && op != IB_WR_ATOMIC_CMP_AND_SWP &&
+		op != IB_WR_ATOMIC_FETCH_AND_ADD;
+	std::vector<uint8_t> payload;
+	if (carries && !gather(host_.access(), local, len, payload))
+		return IB_WC_LOC_PROT_ERR;
+	host_.subnet().sendAway(away, requestPackets(base, w.wr, sendQkey(qp, w), qp.qpn, w.psn, mtu, len, payload));
+	return IB_WC_SUCCESS;
+}
+
+void VerbsDevice::receiveRemote(fabric::Port &port, fabric::DataPackets &&packets)
+{
+	fabric::PacketView v;
+	if (dead_ || packets.empty() || !fabric::parsePacket(packets.front(), v))
+		return;
+	const uint8_t op = v.opcode & 0x1f;
+	if ((v.opcode & 0xe0) == fabric::IB_OPCODE_RC &&
+	    (op == fabric::IB_OPCODE_ACKNOWLEDGE || op == fabric::IB_OPCODE_ATOMIC_ACKNOWLEDGE ||
+	     (op >= fabric::IB_OPCODE_RDMA_READ_RESPONSE_FIRST && op <= fabric::IB_OPCODE_RDMA_READ_RESPONSE_ONLY)))
+		replyArrived(port, v, packets);
+	else
+		respondRemote(port, v, packets);
+}
+
+/* The reply to the head WQE of a QP of ours, from a responder in another
+ * daemon: anything else (a late reply to a try given up, a stray) is
+ * dropped, as a requester drops a reply it does not expect. */
+void VerbsDevice::replyArrived(fabric::Port &port, const fabric::PacketView &v, const fabric::DataPackets &packets)
+{
+	using namespace fabric;
+	Qp *q = qp(v.destQp);
+	if (!q || q->qpType != IB_QPT_RC || q->portNum != port.num || !q->awaitingReply || q->sq.empty())
+		return;
+	SendWqe &w = q->sq.front();
+	const uint32_t op = w.wr.opcode;
+	const bool isRead = op == IB_WR_RDMA_READ;
+	const bool isAtomic = op == IB_WR_ATOMIC_CMP_AND_SWP || op == IB_WR_ATOMIC_FETCH_AND_ADD;
+	const uint8_t code = v.opcode & 0x1f;
+	if (v.eth + kAethBytes > packets.front().size())
+		return;
+	const uint8_t syndrome = packets.front()[v.eth];
+	const bool ack = (syndrome >> 5) == 0;
+	/* an ACK names the last PSN, anything else the first */
+	std::vector<Seg> local;
+	uint64_t len = 0;
+	if (w.isInline)
+		len = w.inlineData.size();
+	else if (!resolveLocal(*this, q->pd, w.sges, isRead || isAtomic, local, len))
+		return;
+	const unsigned mtu = mtuBytes(q->pathMtu);
+	const uint32_t lastPsn = (w.psn + psnsFor(op, isAtomic ? 8 : len, mtu) - 1) & 0xffffff;
+	const uint32_t want = code == IB_OPCODE_ACKNOWLEDGE && ack ? lastPsn : w.psn;
+	if (v.psn != want)
+		return;
+	if (ack && isRead && code != IB_OPCODE_RDMA_READ_RESPONSE_FIRST && code != IB_OPCODE_RDMA_READ_RESPONSE_ONLY)
+		return;
+	if (ack && isAtomic && code != IB_OPCODE_ATOMIC_ACKNOWLEDGE)
+		return;
+
+	forget(*q); /* its ACK timer */
+	q->awaitingReply = false;
+	w.timedOut = false;
+	WcStatus status = IB_WC_SUCCESS;
+	if ((syndrome >> 5) == 1) { /* RNR NAK: wait for its timer, and send again */
+		if (w.rnrRetriesLeft == 0) {
+			status = IB_WC_RNR_RETRY_EXC_ERR;
+		} else {
+			if (w.rnrRetriesLeft != 7)
+				w.rnrRetriesLeft--;
+			waitForRetry(*q,
+				     std::chrono::duration_cast<std::chrono::nanoseconds>(rnrDelay(syndrome & 0x1f)));
+			return;
+		}
+	} else if (!ack) {
+		status = nakStatus(syndrome);
+	} else if (isRead) {
+		std::vector<uint8_t> data;
+		for (const auto &b : packets) {
+			PacketView p;
+			if (!parsePacket(b, p))
+				return;
+			data.insert(data.end(), b.begin() + p.payload, b.begin() + p.payload + p.payloadLen);
+		}
+		Seg in{ -1, 0, std::min<uint64_t>(data.size(), len), data.data() };
+		if (data.size() != len || (len && copySegs(host_.access(), { in }, local, len) != 0))
+			status = IB_WC_LOC_PROT_ERR;
+	} else if (isAtomic) {
+		if (v.eth + kAethBytes + kAtomicAckEthBytes > packets.front().size())
+			return;
+		w.atomicOrig = be64At(packets.front().data() + v.eth + kAethBytes);
+		Seg orig8{ -1, 0, 8, reinterpret_cast<const uint8_t *>(&w.atomicOrig) };
+		if (copySegs(host_.access(), { orig8 }, local, 8) != 0)
+			status = IB_WC_LOC_PROT_ERR;
+	}
+	finishHead(*q, status, status == IB_WC_SUCCESS ? static_cast<uint32_t>(isAtomic ? 8 : len) : 0);
+	progress(*q);
+}
+
+/* A request from a requester in another daemon, for a QP of ours: the
+ * responder's checks and work as in execute(), then the reply (RC) goes
+ * back as packets. A request that fails a check that loses it locally
+ * (no such QP, a P_Key or Q_Key violation) is dropped here too. */
+void VerbsDevice::respondRemote(fabric::Port &dst, const fabric::PacketView &, const fabric::DataPackets &packets)
+{
+	using namespace fabric;
+	FarRequest r;
+	if (!readFarRequest(packets, r))
+		return;
+	UserAccess &ua = host_.access();
+	const QpType type = r.transport == IB_OPCODE_RC ? IB_QPT_RC
+		: r.transport == IB_OPCODE_UC           ? IB_QPT_UC
+							: IB_QPT_UD;
+	Qp *rqp = qp(r.destQp);
+	if (!rqp || rqp->qpType != type || rqp->portNum != dst.num || !(qpStateOps(rqp->state) & kProcessRecvOk))
+		return;
+	if (!pkeysMatch(r.pkey, pkeyAt(dst, rqp->pkeyIndex))) {
+		if (dst.pkeyViolations < 0xffff)
+			dst.pkeyViolations++;
+		return;
+	}
+	const bool rc = type == IB_QPT_RC, ud = type == IB_QPT_UD;
+	if (ud && r.qkey != rqp->qkey) {
+		if (dst.qkeyViolations < 0xffff)
+			dst.qkeyViolations++;
+		return;
+	}
+	const uint8_t op = r.first;
+	const bool isRead = op == IB_OPCODE_RDMA_READ_REQUEST;
+	const bool isAtomic = op == IB_OPCODE_COMPARE_SWAP || op == IB_OPCODE_FETCH_ADD;
+	const bool isWrite = !isSendOp(op) && !isRead && !isAtomic;
+	const bool consumesRecv = isSendOp(op) || (isWrite && r.hasImm);
+	const unsigned mtu = ud ? mtuBytes(std::min(dst.neighborMtu, dst.mtuCap)) : mtuBytes(rqp->pathMtu);
+	const uint64_t len = isRead ? r.dmaLen : isAtomic ? 8 : r.payload.size();
+	const uint32_t lastPsn = (r.psn + (isRead ? packetsFor(len, mtu) : r.packets) - 1) & 0xffffff;
+
+	/* the way back: the request's path reversed */
+	auto reply = [&](WireReply kind, uint8_t syndrome, std::span<const uint8_t> data = {}) {
+		if (!rc)
+			return;
+		PacketHeaders h;
+		h.sl = r.sl & 0xf;
+		h.vl = dst.sl2vl[h.sl] & 0xf;
+		h.slid = static_cast<uint16_t>(dst.lid | (r.dlid & ((1u << dst.lmc) - 1)));
+		h.dlid = r.slid;
+		h.pkey = r.pkey;
+		h.destQp = rqp->destQpn;
+		h.opcode = IB_OPCODE_RC;
+		if (r.grh) {
+			h.grh = true;
+			std::copy_n(r.grhBytes.begin() + 8, 16, h.dgid.begin());
+			std::copy_n(r.grhBytes.begin() + 24, 16, h.sgid.begin());
+			h.hopLimit = 0xff;
+		}
+		DataPackets out = replyPackets(h, kind, syndrome, r.psn, lastPsn, rqp->msn, mtu, data);
+		uint64_t bytes = 0;
+		for (const auto &b : out)
+			bytes += b.size() - kVcrcBytes;
+		Subnet &subnet = host_.subnet();
+		Away away;
+		Port *to = subnet.routeData(dst, h.dlid, static_cast<uint32_t>(out.size()), bytes, out, &away);
+		if (!to && away.far) {
+			subnet.sendAway(away, std::move(out));
+		} else if (VerbsDevice *d = to ? host_.verbsAt(*to) : nullptr) {
+			/* a requester of this daemon after all: in a turn of its own */
+			boost::asio::post(io_, [d, to, out = std::move(out)]() mutable {
+				d->receiveRemote(*to, std::move(out));
+			});
+		}
+	};
+	auto asBytes = [](const uint64_t &v) { return std::span(reinterpret_cast<const uint8_t *>(&v), 8); };
+	/* a responder error of class C: NAK, and the responder QP to Error */
+	auto nak = [&](WcStatus requesterStatus, AsyncEvent ev) {
+		reply(WireReply::Nak, nakSyndrome(requesterStatus));
+		if (!rc)
+			return;
+		if (rqp->file)
+			rqp->file->asyncEvent(rqp->userHandle, ev, rqp);
+		toError(*this, *rqp);
+	};
+	auto executed = [&] {
+		rqp->msn = (rqp->msn + 1) & 0xffffff;
+		rqp->rqPsn = (lastPsn + 1) & 0xffffff;
+	};
+
+	/* a duplicate: executed before, and its reply was lost */
+	if (rc && psnDiff(lastPsn, rqp->rqPsn) < 0) {
+		if (isAtomic) {
+			if (rqp->lastAtomicPsn == r.psn)
+				reply(WireReply::AtomicAck, 0, asBytes(rqp->lastAtomicOrig));
+			return;
+		}
+		if (!isRead) {
+			reply(WireReply::Ack, 0);
+			return;
+		}
+		/* a READ is read again */
+	}
+
+	RecvWqe recv;
+	std::deque<RecvWqe> *rq = rqp->srq ? &rqp->srq->queue : &rqp->rq;
+	if (consumesRecv && rq->empty())
+		takeRecvs(*rqp);
+	if (consumesRecv && rq->empty()) {
+		reply(WireReply::RnrNak, kAethRnrNak | (rqp->minRnrTimer & 0x1f));
+		return;
+	}
+
+	if (isWrite || isRead || isAtomic) {
+		const uint32_t need = isWrite ? IB_ACCESS_REMOTE_WRITE
+			: isRead              ? IB_ACCESS_REMOTE_READ
+					      : IB_ACCESS_REMOTE_ATOMIC;
+		if (isAtomic && (r.va & 7))
+			return nak(IB_WC_REM_INV_REQ_ERR, IB_EVENT_QP_REQ_ERR);
+		if (!(rqp->accessFlags & need))
+			return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
+		if (isWrite && r.dmaLen != r.payload.size())
+			return nak(IB_WC_REM_INV_REQ_ERR, IB_EVENT_QP_REQ_ERR);
+		Seg remote;
+		if (len && !resolveRemote(*this, rqp->pd, r.rkey, r.va, len, need, remote))
+			return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
+		if (isWrite) {
+			Seg data{ -1, 0, len, r.payload.data() };
+			if (len && copySegs(ua, { data }, { remote }, len) != 0)
+				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
+		} else if (isRead) {
+			std::vector<uint8_t> data;
+			if (!gather(ua, { remote }, len, data))
+				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
+			if (psnDiff(lastPsn, rqp->rqPsn) >= 0)
+				executed();
+			reply(WireReply::ReadResponse, 0, data);
+			return;
+		} else {
+			uint64_t orig;
+			if (ua.readMemory(remote.mem, remote.addr, &orig, 8) != 0)
+				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
+			const uint64_t v = op == IB_OPCODE_COMPARE_SWAP ? (orig == r.compare ? r.swapAdd : orig)
+									: orig + r.swapAdd;
+			if (ua.writeMemory(remote.mem, remote.addr, &v, 8) != 0)
+				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
+			rqp->lastAtomicPsn = r.psn;
+			rqp->lastAtomicOrig = orig;
+			executed();
+			reply(WireReply::AtomicAck, 0, asBytes(orig));
+			return;
+		}
+	}
+
+	if (consumesRecv) {
+		recv = std::move(rq->front());
+		rq->pop_front();
+		retired(*rqp);
+		ib_uverbs_wc rwc{};
+		rwc.wr_id = recv.wrId;
+		rwc.qp_num = rqp->qpn;
+		rwc.src_qp = ud ? r.srcQp : rqp->destQpn;
+		rwc.slid = r.slid;
+		rwc.sl = r.sl;
+		rwc.dlid_path_bits = static_cast<uint8_t>(r.dlid & ((1u << dst.lmc) - 1));
+		rwc.port_num = rqp->portNum;
+		rwc.pkey_index = rqp->pkeyIndex;
+		rwc.opcode = isWrite ? IB_WC_RECV_RDMA_WITH_IMM : IB_WC_RECV;
+		if (r.hasImm) {
+			rwc.ex = r.imm;
+			rwc.wc_flags |= IB_WC_WITH_IMM;
+		}
+		rwc.byte_len = static_cast<uint32_t>(len);
+		auto recvError = [&](WcStatus rs, WcStatus requesterStatus) {
+			rwc.status = rs;
+			complete(*rqp->recvCq, rwc);
+			if (rc && requesterStatus != IB_WC_SUCCESS)
+				reply(WireReply::Nak, nakSyndrome(requesterStatus));
+			toError(*this, *rqp);
+		};
+		if (recv.bad)
+			return recvError(IB_WC_LOC_QP_OP_ERR, IB_WC_REM_OP_ERR);
+		if (!isWrite) {
+			Pd *rpd = rqp->srq ? rqp->srq->pd : rqp->pd;
+			std::vector<Seg> dstSegs;
+			uint64_t room = 0;
+			if (!resolveLocal(*this, rpd, recv.sges, true, dstSegs, room))
+				return recvError(IB_WC_LOC_PROT_ERR, IB_WC_REM_OP_ERR);
+			if (ud) { /* the first 40 bytes: the GRH as it came, when there was one */
+				if (room < kGrhBytes)
+					return recvError(IB_WC_LOC_LEN_ERR, IB_WC_SUCCESS);
+				if (r.grh) {
+					Seg g{ -1, 0, kGrhBytes, r.grhBytes.data() };
+					copySegs(ua, { g }, dstSegs, kGrhBytes);
+					rwc.wc_flags |= IB_WC_GRH;
+				}
+				uint64_t skip = kGrhBytes;
+				while (skip && !dstSegs.empty()) {
+					uint64_t n = std::min(skip, dstSegs.front().len);
+					dstSegs.front().addr += n;
+					dstSegs.front().len -= n;
+					skip -= n;
+					if (!dstSegs.front().len)
+						dstSegs.erase(dstSegs.begin());
+				}
+				room -= kGrhBytes;
+				rwc.byte_len += kGrhBytes;
+			}
+			if (room < len)
+				return recvError(IB_WC_LOC_LEN_ERR, IB_WC_REM_INV_REQ_ERR);
+			Seg data{ -1, 0, len, r.payload.data() };
+			if (len && copySegs(ua, { data }, dstSegs, len) != 0)
+				return recvError(IB_WC_LOC_PROT_ERR, IB_WC_REM_OP_ERR);
+		}
+		rwc.status = IB_WC_SUCCESS;
+		complete(*rqp->recvCq, rwc, r.solicited);
+		if (rqp->srq)
+			srqConsumed(*rqp->srq);
+	}
+	executed();
+	reply(WireReply::Ack, 0);
 }
 
 } /* namespace ibemu::emu */

@@ -258,10 +258,10 @@ bool parsePacket(std::span<const uint8_t> b, PacketView &v)
 	return true;
 }
 
-bool decodeMadPacket(std::span<const uint8_t> b, Packet &out)
+bool packetIntact(std::span<const uint8_t> b)
 {
 	PacketView v;
-	if (!parsePacket(b, v) || !v.isMad || (v.vl == 15) != (v.destQp == IB_QP0))
+	if (!parsePacket(b, v))
 		return false;
 	const size_t upToIcrc = b.size() - kVcrcBytes;
 	auto le = [&](size_t at, unsigned n) {
@@ -270,8 +270,14 @@ bool decodeMadPacket(std::span<const uint8_t> b, Packet &out)
 			x |= uint32_t(b[at + i]) << (8 * i);
 		return x;
 	};
-	if (le(upToIcrc - kIcrcBytes, kIcrcBytes) != invariantCrc(b.first(upToIcrc - kIcrcBytes)) ||
-	    le(upToIcrc, kVcrcBytes) != variantCrc(b.first(upToIcrc)))
+	return le(upToIcrc - kIcrcBytes, kIcrcBytes) == invariantCrc(b.first(upToIcrc - kIcrcBytes)) &&
+		le(upToIcrc, kVcrcBytes) == variantCrc(b.first(upToIcrc));
+}
+
+bool decodeMadPacket(std::span<const uint8_t> b, Packet &out)
+{
+	PacketView v;
+	if (!parsePacket(b, v) || !v.isMad || (v.vl == 15) != (v.destQp == IB_QP0) || !packetIntact(b))
 		return false;
 	out = Packet{};
 	out.slid = v.slid;

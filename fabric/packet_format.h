@@ -128,6 +128,10 @@ int ethBytesFor(uint8_t opcode);
  * the lengths do not add up. */
 bool parsePacket(std::span<const uint8_t> bytes, PacketView &v);
 
+/* Bytes that parse as a packet (parsePacket) and whose ICRC and VCRC
+ * are right: what a receiver would accept off the wire. */
+bool packetIntact(std::span<const uint8_t> bytes);
+
 /* The Packet a MAD packet's bytes carry (the inverse of encodeMadPacket):
  * false unless they parse, are a MAD (UD SEND Only to QP0 or QP1, 256
  * octets), both CRCs are right and QP0 travels on VL15. */

@@ -3,6 +3,7 @@
 // Cables across daemons: foreign nodes, what their daemons report of
 // them, and packets arriving from them (fabric/remote_cable.h).
 #include "fabric/remote_cable.h"
+#include "fabric/packet_format.h"
 #include "fabric/subnet.h"
 
 namespace ibemu::fabric {
@@ -90,6 +91,28 @@ void Subnet::farEndLost(Port &far)
 	Port *local = far.peer;
 	if (local && local->linkUp())
 		linkDown(*local, PhysState::Polling);
+}
+
+void Subnet::sendAway(const Away &away, DataPackets packets)
+{
+	if (remote_ && away.far)
+		remote_->transmitData(*away.far, std::move(packets), away.hops);
+}
+
+void Subnet::arriveDataFromFar(Port &far, DataPackets packets, unsigned hops)
+{
+	PacketView v;
+	if (packets.empty() || !parsePacket(packets.front(), v))
+		return;
+	uint64_t bytes = 0;
+	for (const auto &p : packets)
+		bytes += p.size() - kVcrcBytes; /* the counters count LRH to ICRC */
+	Away away;
+	Port *dst = carryData(&far, v.dlid, static_cast<uint32_t>(packets.size()), bytes, packets, true, hops, &away);
+	if (dst && dataListener_)
+		dataListener_(*dst, std::move(packets));
+	else if (away.far)
+		sendAway(away, std::move(packets));
 }
 
 void Subnet::arriveFromFar(Port &far, Packet pkt, unsigned hops)

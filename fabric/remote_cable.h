@@ -21,7 +21,19 @@
 #include "fabric/node.h"
 #include "fabric/packet.h"
 
+#include <cstdint>
+#include <vector>
+
 namespace ibemu::fabric {
+
+/* The packets of one data message, each LRH to VCRC */
+using DataPackets = std::vector<std::vector<uint8_t>>;
+
+/* Where a data message left for another daemon (Subnet::routeData) */
+struct Away {
+	Port *far = nullptr; /* the foreign port it reached; null: it did not leave */
+	unsigned hops = 0; /* cables crossed before that one */
+};
 
 class RemoteCables {
 public:
@@ -29,6 +41,8 @@ public:
 	 * having crossed `hops` cables before it (so a loop across daemons
 	 * ends at the hop limit, as one inside a daemon does) */
 	virtual void transmit(const Port &far, const Packet &pkt, unsigned hops) = 0;
+	/* The same for the packets of a data message (verbs traffic) */
+	virtual void transmitData(const Port &far, DataPackets packets, unsigned hops) = 0;
 	/* The CableEnd of `local`, a local port cabled (or once cabled) to
 	 * the foreign port `far`, may have changed: tell far's daemon. Called
 	 * freely; telling only what changed is the callee's business. */

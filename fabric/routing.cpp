@@ -333,25 +333,45 @@ void Subnet::respond(Port &port, const Packet &req, const Mad &resp)
 }
 
 Port *Subnet::routeData(Port &src, uint16_t dlid, uint32_t packets, uint64_t wireBytes,
-			std::span<const std::vector<uint8_t>> wire)
+			std::span<const std::vector<uint8_t>> wire, Away *away)
 {
 	if (ownsLid(src, dlid)) /* HCA loopback */
 		return &src;
 	if (dlid >= IB_MULTICAST_LID_BASE || dlid == 0)
 		return nullptr;
+	return carryData(&src, dlid, packets, wireBytes, wire, false, 0, away);
+}
+
+/* routeData() from `out` on; `sent` and `hops` as for carry() */
+Port *Subnet::carryData(Port *out, uint16_t dlid, uint32_t packets, uint64_t wireBytes,
+			std::span<const std::vector<uint8_t>> wire, bool sent, unsigned hops, Away *away)
+{
 	uint64_t words = wireBytes / 4;
-	Port *out = &src;
-	for (unsigned hop = 0; hop < kMaxHops; hop++) {
+	for (unsigned hop = hops; hop < kMaxHops; hop++, sent = false) {
 		Port *in = out->peer;
-		/* verbs data does not cross daemons yet (docs/multihost.md) */
-		if (!in || !out->linkUp() || !in->linkUp() || out->state != PortState::Active || in->node->foreign) {
-			addSaturating(out->counters.xmitDiscards, packets);
-			dropped_ += packets;
-			return nullptr;
+		if (sent) {
+			if (!in || !in->linkUp()) { /* the link went down under it */
+				dropped_ += packets;
+				return nullptr;
+			}
+		} else {
+			if (!in || !out->linkUp() || !in->linkUp() || out->state != PortState::Active) {
+				addSaturating(out->counters.xmitDiscards, packets);
+				dropped_ += packets;
+				return nullptr;
+			}
+			countTraffic(out->counters, true, packets, words, false);
+			if (tap_)
+				tapData(*out, true, wire, packets);
+			if (in->node->foreign) { /* in's daemon counts the arrival */
+				if (!away || !remote_) {
+					dropped_ += packets;
+					return nullptr;
+				}
+				*away = { in, hop };
+				return nullptr;
+			}
 		}
-		countTraffic(out->counters, true, packets, words, false);
-		if (tap_)
-			tapData(*out, true, wire, packets);
 		if (in->errors || out->errors) {
 			/* the packets that got through arrive; the message is lost */
 			if (uint64_t lost = lostOnCable(*out, *in, packets)) {

@@ -105,6 +105,14 @@ public:
 	 * having crossed `hops` cables before it: it arrives at far's local
 	 * peer and goes on from there, as send() does. */
 	void arriveFromFar(Port &far, Packet pkt, unsigned hops);
+	/* The same for a data message: routed on by its DLID, it reaches a
+	 * local CA port that owns it (handed to the data listener), leaves
+	 * for another daemon again, or is lost as routeData() loses it. */
+	void arriveDataFromFar(Port &far, DataPackets packets, unsigned hops);
+	/* The host side of a CA port takes data messages that came from
+	 * another daemon (the verbs responder, or a requester's replies). */
+	using DataListener = std::function<void(Port &dst, DataPackets &&packets)>;
+	void setDataListener(DataListener fn) { dataListener_ = std::move(fn); }
 
 	/* --- faults from outside the subnet (link_faults.cpp) --- */
 
@@ -153,9 +161,15 @@ public:
 	 * that does not own the DLID).
 	 *
 	 * `wire` holds the packets' bytes when tappingData() (what a capture
-	 * records at the ports it watches); empty otherwise. */
+	 * records at the ports it watches); empty otherwise.
+	 *
+	 * A message whose route reaches another daemon's node returns null
+	 * with `away` set (when given; otherwise it is lost there): the
+	 * sender builds its packets and hands them to sendAway(). */
 	Port *routeData(Port &src, uint16_t dlid, uint32_t packets, uint64_t wireBytes,
-			std::span<const std::vector<uint8_t>> wire = {});
+			std::span<const std::vector<uint8_t>> wire = {}, Away *away = nullptr);
+	/* The packets of a message routeData() sent away, to its daemon. */
+	void sendAway(const Away &away, DataPackets packets);
 	/* The same for a multicast DLID: the packets follow the switches' MFTs
 	 * (never back out of the port they came in by) and every CA port they
 	 * reach goes into `reached`, counted as multicast traffic. A switch
@@ -206,6 +220,8 @@ private:
 	Port *routeDr(Node &node, Port &in, Packet &pkt, bool lidArrival);
 	Port *lftEgress(Node &sw, Port *in, Packet &pkt);
 	void deliver(Port &port, const Packet &pkt);
+	Port *carryData(Port *out, uint16_t dlid, uint32_t packets, uint64_t wireBytes,
+			std::span<const std::vector<uint8_t>> wire, bool sent, unsigned hops, Away *away);
 	void drop(Port *at, const char *why);
 	void countXmit(Port &p, const Packet &pkt);
 	void countRcv(Port &p, const Packet &pkt);
@@ -237,6 +253,7 @@ private:
 	RemoteCables *remote_ = nullptr;
 	DropFilter dropFilter_;
 	PortListener portListener_;
+	DataListener dataListener_;
 	std::deque<Transit> queue_;
 	bool draining_ = false;
 	uint64_t dropped_ = 0;

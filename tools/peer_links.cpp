@@ -148,6 +148,10 @@ struct PeerLinks::Conn : std::enable_shared_from_this<PeerLinks::Conn> {
 	std::vector<uint8_t> pending, writing;
 	bool writingNow = false, flushPosted = false, closePosted = false;
 	std::string remote;
+	/* the data message whose packets are arriving (DATA) */
+	fabric::DataPackets assembling;
+	PeerData assemblingHead;
+	size_t assemblingBytes = 0;
 
 	void begin()
 	{
@@ -633,10 +637,51 @@ void PeerLinks::received(Conn &c, PeerMsg type, std::span<const uint8_t> body)
 		gotPacket(peer, p);
 		return;
 	}
+	case PeerMsg::Data: {
+		PeerData d;
+		if (!decodeData(body, d))
+			break;
+		gotData(c, d);
+		return;
+	}
 	case PeerMsg::Auth:
 		break;
 	}
 	peer.bad++;
+}
+
+void PeerLinks::gotData(Conn &c, const PeerData &d)
+{
+	Peer &peer = *c.peer;
+	const PeerData &h = c.assemblingHead;
+	const bool next = d.index == 0 ||
+		(d.index == c.assembling.size() && d.from == h.from && d.to == h.to && d.hops == h.hops &&
+		 d.count == h.count);
+	if (!next || !fabric::packetIntact(d.bytes) || c.assemblingBytes + d.bytes.size() > kMaxQueued) {
+		peer.bad++;
+		c.assembling.clear();
+		c.assemblingBytes = 0;
+		return;
+	}
+	if (d.index == 0) {
+		c.assembling.clear();
+		c.assemblingBytes = 0;
+		c.assemblingHead = d;
+	}
+	c.assembling.emplace_back(d.bytes.begin(), d.bytes.end());
+	c.assemblingBytes += d.bytes.size();
+	if (c.assembling.size() < d.count)
+		return;
+	fabric::DataPackets packets = std::move(c.assembling);
+	c.assembling.clear();
+	c.assemblingBytes = 0;
+	Port *far = crossing(peer, d.to, d.from);
+	if (!far) {
+		peer.bad++;
+		return;
+	}
+	peer.packetsIn += packets.size();
+	subnet_.arriveDataFromFar(*far, std::move(packets), d.hops);
 }
 
 Port *PeerLinks::crossing(Peer &peer, const PeerPortId &to, const PeerPortId &from)
@@ -688,6 +733,23 @@ void PeerLinks::endChanged(const Port &local, const Port &far)
 {
 	if (Peer *peer = ownerOf(*far.node))
 		sendEnd(*peer, local, far, false);
+}
+
+void PeerLinks::transmitData(const Port &far, fabric::DataPackets packets, unsigned hops)
+{
+	Peer *peer = ownerOf(*far.node);
+	if (!peer)
+		return;
+	if (!peer->conn || !far.peer || packets.size() > kPeerMaxDataPackets) {
+		peer->dropped += packets.size();
+		return;
+	}
+	const auto count = static_cast<uint16_t>(packets.size());
+	for (uint16_t i = 0; i < count; i++)
+		peer->conn->sendSealed(
+			PeerMsg::Data,
+			encodeData({ idOf(*far.peer), idOf(far), static_cast<uint8_t>(hops), i, count, packets[i] }));
+	peer->packetsOut += count;
 }
 
 void PeerLinks::transmit(const Port &far, const fabric::Packet &pkt, unsigned hops)

@@ -62,6 +62,7 @@ public:
 	nlohmann::ordered_json status() const;
 
 	void transmit(const fabric::Port &far, const fabric::Packet &pkt, unsigned hops) override;
+	void transmitData(const fabric::Port &far, fabric::DataPackets packets, unsigned hops) override;
 	void endChanged(const fabric::Port &local, const fabric::Port &far) override;
 
 private:
@@ -79,6 +80,7 @@ private:
 	void received(Conn &c, PeerMsg type, std::span<const uint8_t> body);
 	void gotEnd(Peer &peer, const PeerEnd &e);
 	void gotPacket(Peer &peer, const PeerPacket &p);
+	void gotData(Conn &c, const PeerData &d);
 	fabric::Port *crossing(Peer &peer, const PeerPortId &to, const PeerPortId &from);
 	void sendEnd(Peer &peer, const fabric::Port &local, const fabric::Port &far, bool always);
 

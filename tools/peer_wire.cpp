@@ -274,6 +274,32 @@ bool decodePacket(std::span<const uint8_t> b, PeerPacket &pk)
 	return true;
 }
 
+std::vector<uint8_t> encodeData(const PeerData &d)
+{
+	std::vector<uint8_t> b;
+	b.reserve(kPacketHeadBytes + 4 + d.bytes.size());
+	putPort(b, d.from);
+	putPort(b, d.to);
+	b.push_back(d.hops);
+	putBe(b, d.index, 2);
+	putBe(b, d.count, 2);
+	b.insert(b.end(), d.bytes.begin(), d.bytes.end());
+	return b;
+}
+
+bool decodeData(std::span<const uint8_t> b, PeerData &d)
+{
+	if (b.size() < kPacketHeadBytes + 4)
+		return false;
+	d.from = getPort(b.data());
+	d.to = getPort(b.data() + kPortIdBytes);
+	d.hops = b[2 * kPortIdBytes];
+	d.index = static_cast<uint16_t>(getBe(b.data() + kPacketHeadBytes, 2));
+	d.count = static_cast<uint16_t>(getBe(b.data() + kPacketHeadBytes + 2, 2));
+	d.bytes = b.subspan(kPacketHeadBytes + 4);
+	return d.count >= 1 && d.count <= kPeerMaxDataPackets && d.index < d.count;
+}
+
 std::array<uint8_t, kPeerNonceBytes> peerNonce()
 {
 	std::array<uint8_t, kPeerNonceBytes> n{};

@@ -10,8 +10,9 @@
 //           both nonces, over an implicit per-direction sequence number
 //
 // Sealed types: AUTH (empty: proves the key), END (a CableEnd), PACKET
-// (the bytes of a packet crossing a cable, LRH to VCRC, as a capture
-// shows them). Everything here is pure: bytes in, bytes out.
+// (the bytes of a MAD packet crossing a cable, LRH to VCRC, as a capture
+// shows them), DATA (one packet of a data message, numbered within it).
+// Everything here is pure: bytes in, bytes out.
 #pragma once
 
 #include "fabric/node.h"
@@ -27,7 +28,9 @@ struct evp_mac_ctx_st; /* OpenSSL's EVP_MAC_CTX */
 
 namespace ibemu::tools {
 
-constexpr size_t kPeerMaxMessage = 4096; /* a length above this ends the connection */
+constexpr size_t kPeerMaxMessage = 8192; /* a length above this ends the connection */
+/* packets of one data message, at most (64 MiB at a 4096-byte MTU) */
+constexpr size_t kPeerMaxDataPackets = 16384;
 constexpr size_t kPeerTagBytes = 16;
 constexpr size_t kPeerNonceBytes = 32;
 constexpr size_t kPeerMaxHostName = 255;
@@ -42,7 +45,7 @@ struct PeerHello {
 	std::array<uint8_t, kPeerNonceBytes> nonce{};
 };
 
-enum class PeerMsg : uint8_t { Auth = 1, End = 2, Packet = 3 };
+enum class PeerMsg : uint8_t { Auth = 1, End = 2, Packet = 3, Data = 4 };
 
 /* A port named across daemons: its node GUID and number */
 struct PeerPortId {
@@ -63,6 +66,15 @@ struct PeerEnd {
 struct PeerPacket {
 	PeerPortId from, to;
 	uint8_t hops = 0;
+	std::span<const uint8_t> bytes;
+};
+
+/* DATA: packet `index` of the `count` packets of a data message, as
+ * PACKET otherwise; a message's packets follow each other in the stream */
+struct PeerData {
+	PeerPortId from, to;
+	uint8_t hops = 0;
+	uint16_t index = 0, count = 0;
 	std::span<const uint8_t> bytes;
 };
 
@@ -113,6 +125,10 @@ std::vector<uint8_t> encodeEnd(const PeerEnd &e);
 bool decodeEnd(std::span<const uint8_t> body, PeerEnd &e);
 std::vector<uint8_t> encodePacket(const PeerPacket &p);
 bool decodePacket(std::span<const uint8_t> body, PeerPacket &p);
+std::vector<uint8_t> encodeData(const PeerData &d);
+/* false when short, or the index is not below a count of 1 to
+ * kPeerMaxDataPackets */
+bool decodeData(std::span<const uint8_t> body, PeerData &d);
 
 /* Random nonce bytes (the kernel's CSPRNG) */
 std::array<uint8_t, kPeerNonceBytes> peerNonce();

@@ -5,9 +5,10 @@
 # ibnetdiscover from another sees all of it; a daemon with the wrong key
 # is refused; a daemon killed is a cable pulled (the SM re-routes, the
 # others keep working) and comes back; bad input is refused with its line.
-# usage: multihost.sh IBEMU_BINARY
+# usage: multihost.sh IBEMU_BINARY DATA_DIR
 set -u
 ibemu=$1
+data=$2
 . "$(dirname "$0")/lib.sh"
 e2e_setup multihost
 
@@ -16,68 +17,22 @@ if ! command -v ip >/dev/null || ! command -v nsenter >/dev/null; then
 	exit 77
 fi
 
-# network namespaces of this run only: a bridge "switch" and three hosts,
-# with documentation addresses that exist only inside them
-tag=$$
-NS_SW=ibemu-mh$tag-sw
+# network namespaces of this run only: a bridge "switch" and three hosts
+. "$(dirname "$0")/netns.sh"
 hosts=(a b c)
-declare -A NS ADDR
-for i in 0 1 2; do
-	h=${hosts[$i]}
-	NS[$h]=ibemu-mh$tag-$h
-	ADDR[$h]=192.0.2.$((i + 1))
-done
-net_cleanup() {
-	for h in "${hosts[@]}"; do ip netns del "${NS[$h]}" 2>/dev/null; done
-	ip netns del "$NS_SW" 2>/dev/null
+cleanup_all() {
+	e2e_cleanup
+	netns_cleanup
 }
-cleanup_all() { e2e_cleanup; net_cleanup; }
 trap cleanup_all EXIT
-
-ip netns add "$NS_SW" && ip -n "$NS_SW" link add br0 type bridge && ip -n "$NS_SW" link set br0 up || {
+tag=mh$$
+netns_hosts "$tag" "${hosts[@]}" || {
 	echo "multihost: cannot make network namespaces with a bridge; skipped"
 	exit 77
 }
-for h in "${hosts[@]}"; do
-	ip netns add "${NS[$h]}"
-	ip link add "mh$tag$h" netns "${NS[$h]}" type veth peer name "br$tag$h" netns "$NS_SW"
-	ip -n "${NS[$h]}" link set lo up
-	ip -n "${NS[$h]}" link set "mh$tag$h" up
-	ip -n "${NS[$h]}" addr add "${ADDR[$h]}/24" dev "mh$tag$h"
-	ip -n "$NS_SW" link set "br$tag$h" master br0 up
-done
 
-# the built-in fabric split three ways: a has sw1 and host1, b sw2 and
-# host2, c the two dual-homed hosts; four cables cross a-b (2), a-c, b-c
-cat >"$work/split.topo" <<EOF
-host="a" addr="${ADDR[a]}:7700"
-Switch	8 "S-0002c90200000001"		# "ibemu-sw1"
-[1]	"H-0002c90300000100"[1]
-[2]	"H-0002c90300000300"[1]
-[3]	"H-0002c90300000400"[2]
-[7]	"S-0002c90200000002"[7]
-[8]	"S-0002c90200000002"[8]
-Ca	1 "H-0002c90300000100"		# "ibemu-host1 HCA-1"
-[1](2c90300000101) 	"S-0002c90200000001"[1]
-
-host="b" addr="${ADDR[b]}:7700"
-Switch	8 "S-0002c90200000002"		# "ibemu-sw2"
-[1]	"H-0002c90300000200"[1]
-[2]	"H-0002c90300000300"[2]
-[3]	"H-0002c90300000400"[1]
-[7]	"S-0002c90200000001"[7]
-[8]	"S-0002c90200000001"[8]
-Ca	1 "H-0002c90300000200"		# "ibemu-host2 HCA-1"
-[1](2c90300000201) 	"S-0002c90200000002"[1]
-
-host="c" addr="${ADDR[c]}:7700"
-Ca	2 "H-0002c90300000300"		# "ibemu-host3 HCA-1"
-[1](2c90300000301) 	"S-0002c90200000001"[2]
-[2](2c90300000302) 	"S-0002c90200000002"[2]
-Ca	2 "H-0002c90300000400"		# "ibemu-host4 HCA-1"
-[1](2c90300000401) 	"S-0002c90200000002"[3]
-[2](2c90300000402) 	"S-0002c90200000001"[3]
-EOF
+# the built-in fabric split three ways (tests/data/split3.topo)
+cp "$data/split3.topo" "$work/split.topo"
 head -c 32 /dev/urandom | base64 >"$work/subnet.key"
 chmod 600 "$work/subnet.key"
 
@@ -114,11 +69,11 @@ expect_match "saying why" 'others than its owner may read it' "$out"
 sed 's/^host="c" addr=.*/host="c"/' "$work/split.topo" >"$work/noaddr.topo"
 out=$("$ibemu" topo check "$work/noaddr.topo" 2>&1)
 expect_eq "a host without an address is refused" 1 $?
-expect_match "with its line" 'noaddr.topo:21: the first host="c" line needs addr=' "$out"
-sed '1d' "$work/split.topo" >"$work/nohost.topo"
+expect_match "with its line" 'noaddr.topo:25: the first host="c" line needs addr=' "$out"
+sed '/^host="a"/d' "$work/split.topo" >"$work/nohost.topo"
 out=$("$ibemu" topo check "$work/nohost.topo" 2>&1)
 expect_eq "a node before any host= is refused" 1 $?
-expect_match "with its line" 'nohost.topo:1: "S-0002c90200000001" comes before any host= line' "$out"
+expect_match "with its line" 'nohost.topo:5: "S-0002c90200000001" comes before any host= line' "$out"
 out=$("$ibemu" topo check "$work/split.topo")
 expect_match "topo check counts the hosts" '"hosts":3' "$out"
 

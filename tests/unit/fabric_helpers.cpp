@@ -2,11 +2,13 @@
 // Copyright (c) 2026 the ibemu authors
 #include "tests/unit/fabric_helpers.h"
 
+#include "fabric/packet_format.h"
 #include "fabric/process_mad.h"
 #include "fabric/smi.h"
 #include "fabric/smp_attrs.h"
 #include "fabric/topology.h"
 
+#include <boost/asio/post.hpp>
 #include <catch2/catch.hpp>
 
 #include <deque>
@@ -315,5 +317,122 @@ DefaultFabric::DefaultFabric()
 }
 
 DefaultFabric::~DefaultFabric() = default;
+
+/* ---------------- SplitSubnet ---------------- */
+
+const std::string_view kSplitTopology = R"(host="a" addr="127.0.0.1:7701"
+Switch 8 "S1" # "sw1" base port 0 lid 0 lmc 0
+[1] "H1"[1]
+[7] "S2"[7]
+[8] "S2"[8]
+
+Ca 1 "H1" # "h1 HCA-1"
+[1] "S1"[1]
+
+Ca 1 "H3" # "h3 HCA-1"
+[1] "S2"[3]
+
+host="b" addr="127.0.0.1:7702"
+Switch 8 "S2" # "sw2" base port 0 lid 0 lmc 0
+[1] "H2"[1]
+[3] "H3"[1]
+[7] "S1"[7]
+[8] "S1"[8]
+
+Ca 1 "H2" # "h2 HCA-1"
+[1] "S2"[1]
+)";
+
+void SplitWire::transmit(const Port &far, const Packet &pkt, unsigned hops)
+{
+	if (cut)
+		return;
+	Packet back;
+	REQUIRE(decodeMadPacket(encodeMadPacket(pkt), back));
+	Port &to = there(far);
+	packets++;
+	other->arriveFromFar(to.peer ? *to.peer : *to.pulledPeer, back, hops);
+}
+
+void SplitWire::transmitData(const Port &far, DataPackets data, unsigned hops)
+{
+	if (cut)
+		return;
+	for (const auto &b : data)
+		REQUIRE(packetIntact(b));
+	Port *to = &there(far);
+	Port *from = to->peer ? to->peer : to->pulledPeer;
+	dataMessages++;
+	if (!io)
+		return other->arriveDataFromFar(*from, std::move(data), hops);
+	boost::asio::post(*io, [s = other, from, data = std::move(data), hops]() mutable {
+		s->arriveDataFromFar(*from, std::move(data), hops);
+	});
+}
+
+void SplitWire::endChanged(const Port &local, const Port &)
+{
+	if (cut)
+		return;
+	CableEnd e = cableEndOf(local);
+	auto [it, fresh] = told.try_emplace(&local, e);
+	if (!fresh && it->second == e)
+		return;
+	it->second = e;
+	other->farEndReported(there(local), e);
+}
+
+namespace {
+
+void buildShare(Subnet &s, const std::string &me)
+{
+	Topology topo;
+	TopologyError err;
+	int rc = parseTopology(kSplitTopology, "split.topo", topo, err);
+	if (rc == 0)
+		rc = buildSubnet(topo, s, err);
+	INFO(err.str());
+	REQUIRE(rc == 0);
+	REQUIRE(topo.hosts.size() == 2);
+	for (const TopoNode &n : topo.nodes)
+		if (topo.hosts[size_t(n.host)].name != me)
+			s.setForeign(*s.findNode(n.id));
+}
+
+} /* namespace */
+
+SplitSubnet::SplitSubnet(boost::asio::io_context *io)
+{
+	buildShare(a, "a");
+	buildShare(b, "b");
+	toB.other = &b;
+	toA.other = &a;
+	toB.io = toA.io = io;
+	a.setRemoteCables(&toB);
+	b.setRemoteCables(&toA);
+}
+
+void SplitSubnet::connect()
+{
+	toB.cut = toA.cut = false;
+	for (auto [s, w] : { std::pair{ &a, &toB }, std::pair{ &b, &toA } }) {
+		w->told.clear();
+		for (const auto &n : s->nodes())
+			for (Port &p : n->ports)
+				if (!n->foreign && p.cableEnd() && p.cableEnd()->node->foreign)
+					w->endChanged(p, *p.cableEnd());
+	}
+}
+
+void SplitSubnet::disconnect()
+{
+	toB.cut = toA.cut = true;
+	for (Subnet *s : { &a, &b })
+		for (const auto &n : s->nodes())
+			if (n->foreign)
+				for (Port &p : n->ports)
+					if (p.peer && !p.peer->node->foreign)
+						s->farEndLost(p);
+}
 
 } /* namespace ibemu::test */

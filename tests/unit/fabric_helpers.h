@@ -9,6 +9,8 @@
 #include "fabric/packet.h"
 #include "fabric/subnet.h"
 
+#include <boost/asio/io_context.hpp>
+
 #include <map>
 #include <memory>
 #include <optional>
@@ -105,6 +107,46 @@ private:
 	std::vector<Node *> order_;
 	std::map<const Port *, uint16_t> lids_;
 	uint64_t tid_ = 0x100;
+};
+
+/* Host a: sw1, h1, h3; host b: sw2, h2. sw1 and sw2 are joined by two
+ * cables, and h3 hangs off sw2: three cables cross. */
+extern const std::string_view kSplitTopology;
+
+/*
+ * A subnet split across two daemons (fabric/remote_cable.h): two Subnets
+ * built from kSplitTopology, each simulating its host's nodes, joined by
+ * a wire that carries their packets as bytes (encodeMadPacket and back)
+ * and their cable ends, as tools/peer_links.cpp does over TCP. MAD
+ * packets cross at once; data messages cross in a later turn of `io`
+ * when one is given (a reply never overtakes its request's sender), at
+ * once otherwise.
+ */
+struct SplitWire final : RemoteCables {
+	Subnet *other = nullptr;
+	boost::asio::io_context *io = nullptr;
+	bool cut = false;
+	uint64_t packets = 0; /* MAD packets carried */
+	uint64_t dataMessages = 0;
+	std::map<const Port *, CableEnd> told;
+
+	/* the other daemon's copy of a port */
+	Port &there(const Port &p) { return other->findNodeByGuid(p.node->nodeGuid)->port(p.num); }
+	void transmit(const Port &far, const Packet &pkt, unsigned hops) override;
+	void transmitData(const Port &far, DataPackets packets, unsigned hops) override;
+	void endChanged(const Port &local, const Port &far) override;
+};
+
+struct SplitSubnet {
+	explicit SplitSubnet(boost::asio::io_context *io = nullptr);
+	Subnet a, b;
+	SplitWire toB, toA;
+
+	/* The connection comes up: each side tells all its cable ends */
+	void connect();
+	/* ... and goes: each side loses the other's ends */
+	void disconnect();
+	static Port &port(Subnet &s, const char *node, unsigned num) { return s.findNode(node)->port(num); }
 };
 
 } /* namespace ibemu::test */

@@ -9,140 +9,15 @@
 
 #include "fabric/packet_format.h"
 #include "fabric/smp_attrs.h"
-#include "fabric/topology.h"
 
 #include <catch2/catch.hpp>
-
-#include <map>
 
 using namespace ibemu;
 using namespace ibemu::test;
 
-namespace {
-
-/* host a: sw1, h1, h3; host b: sw2, h2. sw1 and sw2 are joined by two
- * cables, and h3 hangs off sw2: three cables cross. */
-constexpr std::string_view kSplit = R"(host="a" addr="127.0.0.1:7701"
-Switch 8 "S1" # "sw1" base port 0 lid 0 lmc 0
-[1] "H1"[1]
-[7] "S2"[7]
-[8] "S2"[8]
-
-Ca 1 "H1" # "h1 HCA-1"
-[1] "S1"[1]
-
-Ca 1 "H3" # "h3 HCA-1"
-[1] "S2"[3]
-
-host="b" addr="127.0.0.1:7702"
-Switch 8 "S2" # "sw2" base port 0 lid 0 lmc 0
-[1] "H2"[1]
-[3] "H3"[1]
-[7] "S1"[7]
-[8] "S1"[8]
-
-Ca 1 "H2" # "h2 HCA-1"
-[1] "S2"[1]
-)";
-
-/* One direction of the channel between the two daemons */
-struct Wire final : RemoteCables {
-	Subnet *other = nullptr;
-	bool cut = false;
-	uint64_t packets = 0;
-	std::map<const Port *, CableEnd> told;
-
-	/* the other daemon's copy of a port of ours, or of its own */
-	Port &there(const Port &p) { return other->findNodeByGuid(p.node->nodeGuid)->port(p.num); }
-
-	unsigned lastHops = 0;
-
-	void transmit(const Port &far, const Packet &pkt, unsigned hops) override
-	{
-		lastHops = hops;
-		if (cut)
-			return;
-		Packet back;
-		REQUIRE(decodeMadPacket(encodeMadPacket(pkt), back));
-		Port &to = there(far);
-		packets++;
-		other->arriveFromFar(to.peer ? *to.peer : *to.pulledPeer, back, hops);
-	}
-	void endChanged(const Port &local, const Port &) override
-	{
-		if (cut)
-			return;
-		CableEnd e = cableEndOf(local);
-		auto [it, fresh] = told.try_emplace(&local, e);
-		if (!fresh && it->second == e)
-			return;
-		it->second = e;
-		other->farEndReported(there(local), e);
-	}
-};
-
-struct Split {
-	Subnet a, b;
-	Wire toB, toA;
-
-	Split()
-	{
-		build(a, "a");
-		build(b, "b");
-		toB.other = &b;
-		toA.other = &a;
-		a.setRemoteCables(&toB);
-		b.setRemoteCables(&toA);
-	}
-
-	static void build(Subnet &s, const std::string &me)
-	{
-		Topology topo;
-		TopologyError err;
-		int rc = parseTopology(kSplit, "split.topo", topo, err);
-		if (rc == 0)
-			rc = buildSubnet(topo, s, err);
-		INFO(err.str());
-		REQUIRE(rc == 0);
-		REQUIRE(topo.hosts.size() == 2);
-		for (const TopoNode &n : topo.nodes)
-			if (topo.hosts[size_t(n.host)].name != me)
-				s.setForeign(*s.findNode(n.id));
-	}
-
-	/* The connection comes up: each side tells all its cable ends */
-	void connect()
-	{
-		toB.cut = toA.cut = false;
-		for (auto [s, w] : { std::pair{ &a, &toB }, std::pair{ &b, &toA } }) {
-			w->told.clear();
-			for (const auto &n : s->nodes())
-				for (Port &p : n->ports)
-					if (!n->foreign && p.cableEnd() && p.cableEnd()->node->foreign)
-						w->endChanged(p, *p.cableEnd());
-		}
-	}
-
-	/* ... and goes: each side loses the other's ends */
-	void disconnect()
-	{
-		toB.cut = toA.cut = true;
-		for (Subnet *s : { &a, &b })
-			for (const auto &n : s->nodes())
-				if (n->foreign)
-					for (Port &p : n->ports)
-						if (p.peer && !p.peer->node->foreign)
-							s->farEndLost(p);
-	}
-
-	Port &port(Subnet &s, const char *node, unsigned num) { return s.findNode(node)->port(num); }
-};
-
-} /* namespace */
-
 TEST_CASE("cables to another daemon stay down until it reports its ends", "[remote-cable]")
 {
-	Split f;
+	SplitSubnet f;
 	Port &sw1p7 = f.port(f.a, "S1", 7);
 	Port &sw2p7 = f.port(f.b, "S2", 7);
 	CHECK(f.port(f.a, "S1", 1).state == PortState::Init); /* local cables train */
@@ -168,7 +43,7 @@ TEST_CASE("cables to another daemon stay down until it reports its ends", "[remo
 
 TEST_CASE("an SM in one daemon brings up the whole split subnet", "[remote-cable]")
 {
-	Split f;
+	SplitSubnet f;
 	f.connect();
 	Port &h1 = f.port(f.a, "H1", 1);
 	MiniSm sm(f.a, h1);
@@ -196,7 +71,7 @@ TEST_CASE("an SM in one daemon brings up the whole split subnet", "[remote-cable
 
 TEST_CASE("a daemon that goes away is a cable pulled out", "[remote-cable]")
 {
-	Split f;
+	SplitSubnet f;
 	f.connect();
 	MiniSm sm(f.a, f.port(f.a, "H1", 1));
 	sm.run();
@@ -221,7 +96,7 @@ TEST_CASE("a daemon that goes away is a cable pulled out", "[remote-cable]")
 
 TEST_CASE("the far daemon's port changes reach the near end", "[remote-cable]")
 {
-	Split f;
+	SplitSubnet f;
 	f.connect();
 	Port &sw1p7 = f.port(f.a, "S1", 7), &sw1p8 = f.port(f.a, "S1", 8);
 	Port &sw2p7 = f.port(f.b, "S2", 7), &sw2p8 = f.port(f.b, "S2", 8);
@@ -267,7 +142,7 @@ TEST_CASE("the far daemon's port changes reach the near end", "[remote-cable]")
 
 TEST_CASE("a routing loop across daemons ends at the hop limit", "[remote-cable]")
 {
-	Split f;
+	SplitSubnet f;
 	f.connect();
 	MiniSm sm(f.a, f.port(f.a, "H1", 1));
 	sm.run();

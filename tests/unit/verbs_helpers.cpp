@@ -94,7 +94,11 @@ void FakeAccess::closeMemory(int)
 }
 
 Client::Client(VerbsFixture &fx, VerbsDevice &dev, pid_t t, bool withContext)
-	: file(std::make_unique<UverbsFile>(dev, fx.ua, fx.host->pinned())), tid(t)
+	: Client(fx.ua, *fx.host, dev, t, withContext)
+{}
+
+Client::Client(FakeAccess &ua, emu::Host &host, VerbsDevice &dev, pid_t t, bool withContext)
+	: file(std::make_unique<UverbsFile>(dev, ua, host.pinned())), tid(t)
 {
 	if (withContext)
 		REQUIRE(getContext() == 0);

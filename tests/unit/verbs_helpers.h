@@ -76,6 +76,8 @@ struct Client {
 	pid_t tid;
 
 	Client(VerbsFixture &fx, VerbsDevice &dev, pid_t tid, bool withContext = true);
+	/* a process of `host` (a host of its own, as each daemon of a split subnet has) */
+	Client(FakeAccess &ua, emu::Host &host, VerbsDevice &dev, pid_t tid, bool withContext = true);
 
 	/* a legacy command: body with its response pointer aimed at resp */
 	int cmd(uint32_t command, void *body, size_t bodyLen, void *resp = nullptr, size_t respLen = 0);

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Verbs across hosts (run in the VM: verbs need CUSE): two "hosts" as
+# network namespaces on a bridge, each with its own ibemud simulating its
+# share of the built-in fabric, OpenSM in one; the pingpongs and perftest
+# between an HCA of one daemon and an HCA of the other, their messages
+# crossing between the daemons as packets.
+# usage: multihost_verbs.sh IBEMU_BINARY DATA_DIR
+set -u
+ibemu=$1
+data=$2
+. "$(dirname "$0")/lib.sh"
+e2e_setup multihost-verbs
+[ -w /dev/cuse ] || { echo "multihost-verbs: no /dev/cuse; skipped"; exit 77; }
+chmod 755 "$work"
+ip link set lo up 2>/dev/null # the pingpongs meet over TCP on 127.0.0.1
+
+. "$(dirname "$0")/netns.sh"
+cleanup_all() {
+	e2e_cleanup
+	netns_cleanup
+}
+trap cleanup_all EXIT
+netns_hosts "mv$$" a b c || { echo "multihost-verbs: no network namespaces; skipped"; exit 77; }
+
+# the built-in fabric split over three hosts (tests/data/split3.topo):
+# host1 in a, host2 in b, the dual-homed hosts in c
+cp "$data/split3.topo" "$work/split.topo"
+head -c 32 /dev/urandom | base64 >"$work/subnet.key"
+chmod 600 "$work/subnet.key"
+
+A=mv-a-$$ B=mv-b-$$ C=mv-c-$$
+for h in a b c; do
+	i=$A
+	[ $h = b ] && i=$B
+	[ $h = c ] && i=$C
+	out=$(nsenter --net="/run/netns/${NS[$h]}" "$ibemu" up --instance "$i" --transport cuse \
+		--topology "$work/split.topo" --host $h --subnet-key "$work/subnet.key" 2>&1)
+	expect_eq "up host $h with CUSE" 0 $?
+done
+start_opensm $A 0x0002c90300000101
+wait_for $B 120 sh -c 'ibstat ibemu0 | grep -q "State: Active"'
+expect_eq "OpenSM in a brings host2's port (in b) to Active" 0 $?
+wait_for $A 120 sh -c 'ibstat ibemu0 | grep -q "State: Active"'
+expect_eq "... and host1's (in a)" 0 $?
+
+listening() { ss -ltnH "sport = :$1" | grep -q .; }
+# pingpong name args...: server on host2 (daemon b), client on host1
+# (daemon a); prints both exit statuses
+pingpong() {
+	local name=$1; shift
+	local port=$((18515 + RANDOM % 1000))
+	while listening $port; do port=$((port + 1)); done
+	"$ibemu" exec --instance $B -- "$name" -d ibemu0 -p $port "$@" >"$work/$name.server" 2>&1 &
+	local server=$! rc src end=$((SECONDS + tool_timeout))
+	while ! listening $port && kill -0 $server 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.1; done
+	timeout "$tool_timeout" "$ibemu" exec --instance $A -- "$name" -d ibemu0 -p $port "$@" 127.0.0.1 \
+		>"$work/$name.client" 2>&1
+	rc=$?
+	if [ "$rc" -ne 0 ] && kill -0 $server 2>/dev/null; then
+		src=hung
+		kill $server
+	fi
+	end=$((SECONDS + tool_timeout))
+	while kill -0 $server 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.1; done
+	kill -9 $server 2>/dev/null
+	wait $server
+	echo "$rc ${src:-$?}"
+}
+peer_b() { # PYTHON-EXPR over a's peer b as p
+	"$ibemu" status --instance $A --json |
+		python3 -c "import json,sys; p=[p for p in json.load(sys.stdin)['split']['peers'] if p['host'] == 'b'][0]; print($1)"
+}
+before=$(peer_b 'p["packets_out"] + p["packets_in"]')
+for pp in ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong; do
+	rcs=$(pingpong $pp -n 50)
+	expect_eq "$pp across hosts: client and server exit 0" "0 0" "$rcs"
+	expect_match "$pp across hosts: 50 iterations" '50 iters in' "$(cat "$work/$pp.server")"
+done
+rcs=$(pingpong ibv_rc_pingpong -n 20 -s 100000)
+expect_eq "ibv_rc_pingpong, 100 kB messages (98 packets each) across hosts" "0 0" "$rcs"
+after=$(peer_b 'p["packets_out"] + p["packets_in"]')
+if [ $((after - before)) -gt 300 ]; then ok; else
+	bad "the pingpongs' packets crossed between the daemons ($((after - before)) counted)"; fi
+for t in ib_write_bw ib_read_bw ib_atomic_bw ib_send_lat; do
+	size=65536
+	[ $t = ib_atomic_bw ] && size=8
+	[ $t = ib_send_lat ] && size=2
+	rcs=$(pingpong $t -n 20 -s $size)
+	expect_eq "$t across hosts: client and server exit 0" "0 0" "$rcs"
+	expect_match "$t: 20 iterations of $size bytes" "^ *$size +20 +[0-9.]+ +[0-9.]+" "$(cat "$work/$t.client")"
+	echo "  $t: $(grep -E "^ *$size +20 " "$work/$t.client" | head -1)"
+done
+out=$(peer_b 'p["bad_messages"], p["packets_dropped"]')
+expect_eq "no bad or dropped messages between the daemons" "0 0" "$out"
+
+stop_opensm $A
+e2e_done
