@@ -29,10 +29,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.3f", b - a}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "n/a"}'; }
+. "$here/bench/lib.sh"
 hwm() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; } # KiB
 
 sm_guid=0x0002c90300000011 # host00001's port in generated fat trees

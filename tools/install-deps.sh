@@ -19,7 +19,7 @@ demo=(
 	infiniband-diags opensm libibumad3 util-linux procps
 )
 test=(
-	python3 strace graphviz iproute2 man-db
+	python3 python3-yaml strace graphviz iproute2 man-db
 	# reading captures (ibemu capture) and the live view as users do
 	tshark chromium
 	ibverbs-utils ibverbs-providers rdma-core perftest rdmacm-utils
