@@ -3,6 +3,7 @@
 #include "fabric/packet_format.h"
 
 #include <boost/crc.hpp>
+#include <zlib.h>
 
 #include <algorithm>
 
@@ -75,22 +76,27 @@ uint32_t invariantCrc(std::span<const uint8_t> pkt)
 	/* IBA 7.8.1: the CRC-32 of Ethernet over the packet with the fields a
 	 * switch or router may change set to ones: LRH:VL; GRH:TClass,
 	 * FlowLabel and HopLmt; BTH:Resv8a. */
-	std::vector<uint8_t> masked(pkt.begin(), pkt.end());
-	if (masked.size() < kLrhBytes)
+	if (pkt.size() < kLrhBytes)
 		return 0;
-	masked[0] |= 0xf0;
+	/* the headers masked in a copy, the rest as it is: zlib's crc32 is
+	 * that CRC (reflected 0x04c11db7, ones in and out), and fast */
+	uint8_t head[kLrhBytes + kGrhBytes + kBthBytes];
 	size_t bth = kLrhBytes;
-	if ((masked[1] & 3) == IB_LNH_IBA_GLOBAL && masked.size() >= kLrhBytes + kGrhBytes) {
-		masked[kLrhBytes] |= 0x0f;
-		std::fill_n(masked.begin() + kLrhBytes + 1, 3, 0xff);
-		masked[kLrhBytes + 7] = 0xff;
+	if ((pkt[1] & 3) == IB_LNH_IBA_GLOBAL && pkt.size() >= kLrhBytes + kGrhBytes)
 		bth += kGrhBytes;
+	const size_t n = std::min(pkt.size(), bth + kBthBytes);
+	std::copy_n(pkt.begin(), n, head);
+	head[0] |= 0xf0;
+	if (bth > kLrhBytes) {
+		head[kLrhBytes] |= 0x0f;
+		std::fill_n(head + kLrhBytes + 1, 3, 0xff);
+		head[kLrhBytes + 7] = 0xff;
 	}
-	if (masked.size() >= bth + kBthBytes)
-		masked[bth + 4] = 0xff;
-	boost::crc_32_type crc;
-	crc.process_bytes(masked.data(), masked.size());
-	return crc.checksum();
+	if (n == bth + kBthBytes)
+		head[bth + 4] = 0xff;
+	uLong crc = crc32(0, head, static_cast<uInt>(n));
+	crc = crc32(crc, pkt.data() + n, static_cast<uInt>(pkt.size() - n));
+	return static_cast<uint32_t>(crc);
 }
 
 uint16_t variantCrc(std::span<const uint8_t> pkt)

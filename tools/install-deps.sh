@@ -13,7 +13,7 @@ build=(
 	g++ meson ninja-build pkg-config
 	libboost-dev libspdlog-dev libfmt-dev libfuse3-dev fuse3
 	libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libsystemd-dev bash-completion
-	libibverbs-dev libibumad-dev libseccomp-dev catch2 libpcap-dev libgraphviz-dev liburing-dev libssl-dev
+	libibverbs-dev libibumad-dev libseccomp-dev catch2 libpcap-dev libgraphviz-dev liburing-dev libssl-dev zlib1g-dev
 )
 demo=(
 	infiniband-diags opensm libibumad3 util-linux procps

@@ -49,12 +49,35 @@ constexpr size_t kPacketHeadBytes = 2 * kPortIdBytes + 1;
 constexpr size_t kEndBytes = 2 * kPortIdBytes + 13;
 constexpr uint8_t kNoSpeed = 0xff;
 
+EVP_MAC *macAlgorithm(const char *name)
+{
+	EVP_MAC *mac = EVP_MAC_fetch(nullptr, name, nullptr);
+	if (!mac)
+		throw std::runtime_error(std::string("libcrypto has no ") + name);
+	return mac;
+}
+
 EVP_MAC *hmacAlgorithm()
 {
-	static EVP_MAC *mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
-	if (!mac)
-		throw std::runtime_error("libcrypto has no HMAC");
+	static EVP_MAC *mac = macAlgorithm("HMAC");
 	return mac;
+}
+
+/* Messages are tagged with keyed BLAKE2b (RFC 7693), 16 octets: a MAC
+ * three to four times cheaper per byte than HMAC-SHA256 in software,
+ * which matters for verbs data (the session keys still come from
+ * HMAC-SHA256) */
+EVP_MAC_CTX *keyedTagger(std::span<const uint8_t> key)
+{
+	static EVP_MAC *mac = macAlgorithm("BLAKE2BMAC");
+	EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(mac);
+	size_t size = kPeerTagBytes;
+	OSSL_PARAM params[] = { OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &size), OSSL_PARAM_construct_end() };
+	if (!ctx || !EVP_MAC_init(ctx, key.data(), key.size(), params)) {
+		EVP_MAC_CTX_free(ctx);
+		throw std::runtime_error("cannot key BLAKE2b");
+	}
+	return ctx;
 }
 
 EVP_MAC_CTX *keyedHmac(std::span<const uint8_t> key)
@@ -137,8 +160,7 @@ PeerSessionKeys deriveSessionKeys(std::span<const uint8_t> subnetKey, const Peer
 
 PeerSealer::PeerSealer() = default;
 
-PeerSealer::PeerSealer(const PeerKey &key) : ctx_(keyedHmac(key))
-{}
+PeerSealer::PeerSealer(const PeerKey &key) : ctx_(keyedTagger(key)) {}
 
 PeerSealer::~PeerSealer()
 {
@@ -167,7 +189,7 @@ bool PeerSealer::tag(PeerMsg type, std::span<const uint8_t> body, uint8_t out[kP
 	for (unsigned i = 0; i < 8; i++)
 		head[i] = static_cast<uint8_t>(seq_ >> (56 - 8 * i));
 	head[8] = static_cast<uint8_t>(type);
-	uint8_t full[32];
+	uint8_t full[kPeerTagBytes];
 	size_t n = 0;
 	/* a NULL key re-keys with the key already set */
 	if (!EVP_MAC_init(ctx_, nullptr, 0, nullptr) || !EVP_MAC_update(ctx_, head, sizeof head) ||
@@ -186,7 +208,7 @@ void PeerSealer::seal(std::vector<uint8_t> &out, PeerMsg type, std::span<const u
 	uint8_t t[kPeerTagBytes];
 	if (!ctx_ || !tag(type, body, t)) {
 		out.resize(out.size() - 4 - 1 - body.size());
-		throw std::runtime_error("HMAC-SHA256 failed");
+		throw std::runtime_error("BLAKE2b failed");
 	}
 	out.insert(out.end(), t, t + kPeerTagBytes);
 	seq_++;

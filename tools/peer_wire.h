@@ -5,9 +5,10 @@
 // messages.
 //
 //   hello   (clear)  "IBEMUSN1", version, host name, topology digest, nonce
-//   sealed  (every later message) type, body, a 16-octet HMAC-SHA256 tag
-//           under a per-direction key derived from the subnet key and
-//           both nonces, over an implicit per-direction sequence number
+//   sealed  (every later message) type, body, a 16-octet keyed-BLAKE2b
+//           tag under a per-direction key derived (HMAC-SHA256) from the
+//           subnet key and both hellos, over an implicit per-direction
+//           sequence number
 //
 // Sealed types: AUTH (empty: proves the key), END (a CableEnd), PACKET
 // (the bytes of a MAD packet crossing a cable, LRH to VCRC, as a capture
