@@ -643,10 +643,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			status = s;
 			return Outcome::Error;
 		}
-		if (!rc)
-			return Outcome::Done;
-		qp.awaitingReply = true;
-		return lost(); /* the ACK timer runs until the reply comes */
+		return rc ? Outcome::Wait : Outcome::Done; /* RC: for the reply */
 	}
 	if (!dst)
 		return lost();
@@ -1154,7 +1151,25 @@ WcStatus VerbsDevice::sendAway(Qp &qp, const SendWqe &w, const fabric::Away &awa
 	std::vector<uint8_t> payload;
 	if (carries && !gather(host_.access(), local, len, payload))
 		return IB_WC_LOC_PROT_ERR;
-	host_.subnet().sendAway(away, requestPackets(base, w.wr, sendQkey(qp, w), qp.qpn, w.psn, mtu, len, payload));
+	fabric::OnWire onWire;
+	if (qp.qpType == IB_QPT_RC) {
+		/* the WQE waits for its reply; its ACK timer starts once the
+		 * packets have left this daemon, as an HCA's does once the last
+		 * one is on the wire (a large message may take long to leave) */
+		qp.awaitingReply = true;
+		qp.waiting = true;
+		const uint64_t seq = ++qp.waitSeq;
+		onWire = [this, &qp, seq, alive = std::weak_ptr<int>(qp.alive)](bool) {
+			if (alive.expired() || qp.waitSeq != seq || !qp.awaitingReply || qp.sq.empty())
+				return; /* the reply came first, or the QP moved on */
+			if (qp.timeout == 0)
+				return; /* no ACK timer: it waits for ever */
+			qp.sq.front().timedOut = true;
+			waitForRetry(qp, ackTimeout(qp.timeout));
+		};
+	}
+	host_.subnet().sendAway(away, requestPackets(base, w.wr, sendQkey(qp, w), qp.qpn, w.psn, mtu, len, payload),
+				std::move(onWire));
 	return IB_WC_SUCCESS;
 }
 
@@ -1206,6 +1221,10 @@ void VerbsDevice::replyArrived(fabric::Port &port, const fabric::PacketView &v, 
 		return;
 	if (ack && isAtomic && code != IB_OPCODE_ATOMIC_ACKNOWLEDGE)
 		return;
+	/* a READ's responses are the PSNs it took, one per packet: others
+	 * (a responder cutting at another MTU) are not its own */
+	if (ack && isRead && packets.size() != psnsFor(op, len, mtu))
+		return;
 
 	forget(*q); /* its ACK timer */
 	q->awaitingReply = false;
@@ -1217,8 +1236,10 @@ void VerbsDevice::replyArrived(fabric::Port &port, const fabric::PacketView &v, 
 		} else {
 			if (w.rnrRetriesLeft != 7)
 				w.rnrRetriesLeft--;
-			waitForRetry(*q,
-				     std::chrono::duration_cast<std::chrono::nanoseconds>(rnrDelay(syndrome & 0x1f)));
+			auto delay = std::chrono::duration_cast<std::chrono::nanoseconds>(rnrDelay(syndrome & 0x1f));
+			if (w.rnrRetriesLeft == 7) /* for ever: not faster than the local path's retries */
+				delay = std::max<std::chrono::nanoseconds>(delay, std::chrono::milliseconds(100));
+			waitForRetry(*q, delay);
 			return;
 		}
 	} else if (!ack) {
@@ -1277,7 +1298,13 @@ void VerbsDevice::respondRemote(fabric::Port &dst, const fabric::PacketView &, c
 	const uint8_t op = r.first;
 	const bool isRead = op == IB_OPCODE_RDMA_READ_REQUEST;
 	const bool isAtomic = op == IB_OPCODE_COMPARE_SWAP || op == IB_OPCODE_FETCH_ADD;
-	const bool isWrite = !isSendOp(op) && !isRead && !isAtomic;
+	const bool isWrite = op >= IB_OPCODE_RDMA_WRITE_FIRST && op <= IB_OPCODE_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
+	/* the requests each transport carries (IBA 9.2, table 38) */
+	const bool allowed = rc ? isSendOp(op) || isWrite || isRead || isAtomic
+		: ud            ? op == IB_OPCODE_SEND_ONLY || op == IB_OPCODE_SEND_ONLY_WITH_IMMEDIATE
+				: isSendOp(op) || isWrite;
+	if (!allowed)
+		return;
 	const bool consumesRecv = isSendOp(op) || (isWrite && r.hasImm);
 	const unsigned mtu = ud ? mtuBytes(std::min(dst.neighborMtu, dst.mtuCap)) : mtuBytes(rqp->pathMtu);
 	const uint64_t len = isRead ? r.dmaLen : isAtomic ? 8 : r.payload.size();
@@ -1310,11 +1337,17 @@ void VerbsDevice::respondRemote(fabric::Port &dst, const fabric::PacketView &, c
 		Port *to = subnet.routeData(dst, h.dlid, static_cast<uint32_t>(out.size()), bytes, out, &away);
 		if (!to && away.far) {
 			subnet.sendAway(away, std::move(out));
-		} else if (VerbsDevice *d = to ? host_.verbsAt(*to) : nullptr) {
-			/* a requester of this daemon after all: in a turn of its own */
-			boost::asio::post(io_, [d, to, out = std::move(out)]() mutable {
-				d->receiveRemote(*to, std::move(out));
-			});
+		} else if (to) {
+			/* a requester of this daemon after all: in a turn of its own,
+			 * finding its port again then */
+			boost::asio::post(io_,
+					  [host = &host_, guid = to->node->nodeGuid, num = to->num,
+					   out = std::move(out)]() mutable {
+						  fabric::Node *n = host->subnet().findNodeByGuid(guid);
+						  VerbsDevice *d = n ? host->verbsAt(n->port(num)) : nullptr;
+						  if (d)
+							  d->receiveRemote(n->port(num), std::move(out));
+					  });
 		}
 	};
 	auto asBytes = [](const uint64_t &v) { return std::span(reinterpret_cast<const uint8_t *>(&v), 8); };
@@ -1363,7 +1396,7 @@ void VerbsDevice::respondRemote(fabric::Port &dst, const fabric::PacketView &, c
 			return nak(IB_WC_REM_INV_REQ_ERR, IB_EVENT_QP_REQ_ERR);
 		if (!(rqp->accessFlags & need))
 			return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
-		if (isWrite && r.dmaLen != r.payload.size())
+		if ((isWrite && r.dmaLen != r.payload.size()) || (isRead && r.dmaLen > limits_.maxMsgSize))
 			return nak(IB_WC_REM_INV_REQ_ERR, IB_EVENT_QP_REQ_ERR);
 		Seg remote;
 		if (len && !resolveRemote(*this, rqp->pd, r.rkey, r.va, len, need, remote))

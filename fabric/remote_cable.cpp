@@ -93,10 +93,10 @@ void Subnet::farEndLost(Port &far)
 		linkDown(*local, PhysState::Polling);
 }
 
-void Subnet::sendAway(const Away &away, DataPackets packets)
+void Subnet::sendAway(const Away &away, DataPackets packets, OnWire onWire)
 {
 	if (remote_ && away.far)
-		remote_->transmitData(*away.far, std::move(packets), away.hops);
+		remote_->transmitData(*away.far, std::move(packets), away.hops, std::move(onWire));
 }
 
 void Subnet::arriveDataFromFar(Port &far, DataPackets packets, unsigned hops)

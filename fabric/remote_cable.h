@@ -22,12 +22,24 @@
 #include "fabric/packet.h"
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace ibemu::fabric {
 
 /* The packets of one data message, each LRH to VCRC */
 using DataPackets = std::vector<std::vector<uint8_t>>;
+
+/* Told once when a data message's packets have all left this daemon
+ * (true), or never will (false: the connection is gone or the message is
+ * too big to carry). A requester starts its ACK timer then, as an HCA
+ * does when the last packet is on the wire. */
+using OnWire = std::function<void(bool sent)>;
+
+/* Packets of one data message that can cross between daemons, at most:
+ * a message of the largest size (VerbsLimits::maxMsgSize, 16 MiB) at
+ * the smallest MTU (256) */
+constexpr size_t kMaxAwayPackets = 65536;
 
 /* Where a data message left for another daemon (Subnet::routeData) */
 struct Away {
@@ -41,8 +53,9 @@ public:
 	 * having crossed `hops` cables before it (so a loop across daemons
 	 * ends at the hop limit, as one inside a daemon does) */
 	virtual void transmit(const Port &far, const Packet &pkt, unsigned hops) = 0;
-	/* The same for the packets of a data message (verbs traffic) */
-	virtual void transmitData(const Port &far, DataPackets packets, unsigned hops) = 0;
+	/* The same for the packets of a data message (verbs traffic);
+	 * onWire, when set, is called later, never from inside this call */
+	virtual void transmitData(const Port &far, DataPackets packets, unsigned hops, OnWire onWire) = 0;
 	/* The CableEnd of `local`, a local port cabled (or once cabled) to
 	 * the foreign port `far`, may have changed: tell far's daemon. Called
 	 * freely; telling only what changed is the callee's business. */

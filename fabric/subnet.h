@@ -168,8 +168,9 @@ public:
 	 * sender builds its packets and hands them to sendAway(). */
 	Port *routeData(Port &src, uint16_t dlid, uint32_t packets, uint64_t wireBytes,
 			std::span<const std::vector<uint8_t>> wire = {}, Away *away = nullptr);
-	/* The packets of a message routeData() sent away, to its daemon. */
-	void sendAway(const Away &away, DataPackets packets);
+	/* The packets of a message routeData() sent away, to its daemon;
+	 * `onWire` as for RemoteCables::transmitData(). */
+	void sendAway(const Away &away, DataPackets packets, OnWire onWire = {});
 	/* The same for a multicast DLID: the packets follow the switches' MFTs
 	 * (never back out of the port they came in by) and every CA port they
 	 * reach goes into `reached`, counted as multicast traffic. A switch

@@ -147,6 +147,8 @@ struct PeerLinks::Conn : std::enable_shared_from_this<PeerLinks::Conn> {
 	size_t inUsed = 0;
 	std::vector<uint8_t> pending, writing;
 	bool writingNow = false, flushPosted = false, closePosted = false;
+	/* told when the bytes queued before them are written (or never are) */
+	std::vector<fabric::OnWire> pendingOnWire, writingOnWire;
 	std::string remote;
 	/* the data message whose packets are arriving (DATA) */
 	fabric::DataPackets assembling;
@@ -318,6 +320,8 @@ struct PeerLinks::Conn : std::enable_shared_from_this<PeerLinks::Conn> {
 			return;
 		writing.swap(pending);
 		pending.clear();
+		writingOnWire.swap(pendingOnWire);
+		pendingOnWire.clear();
 		writingNow = true;
 		boost::asio::async_write(sock, boost::asio::buffer(writing),
 					 [self = shared_from_this()](const boost::system::error_code &ec, size_t) {
@@ -327,6 +331,8 @@ struct PeerLinks::Conn : std::enable_shared_from_this<PeerLinks::Conn> {
 							 return;
 						 if (ec)
 							 return self->close(ec.message(), false);
+						 for (auto &fn : std::exchange(self->writingOnWire, {}))
+							 fn(true);
 						 self->flush();
 					 });
 	}
@@ -344,6 +350,10 @@ struct PeerLinks::Conn : std::enable_shared_from_this<PeerLinks::Conn> {
 		sock.close(ec);
 		deadline.cancel();
 		std::erase(links.handshakes_, self);
+		/* what was queued never leaves: told in turns of their own */
+		for (auto *list : { &writingOnWire, &pendingOnWire })
+			for (auto &fn : std::exchange(*list, {}))
+				boost::asio::post(links.io_, [fn = std::move(fn)] { fn(false); });
 		const std::string who = peer ? "host \"" + peer->name + "\"" : remote;
 		if (refused)
 			links.refused(who + " (" + remote + "): " + why);
@@ -735,20 +745,24 @@ void PeerLinks::endChanged(const Port &local, const Port &far)
 		sendEnd(*peer, local, far, false);
 }
 
-void PeerLinks::transmitData(const Port &far, fabric::DataPackets packets, unsigned hops)
+void PeerLinks::transmitData(const Port &far, fabric::DataPackets packets, unsigned hops, fabric::OnWire onWire)
 {
 	Peer *peer = ownerOf(*far.node);
-	if (!peer)
-		return;
-	if (!peer->conn || !far.peer || packets.size() > kPeerMaxDataPackets) {
-		peer->dropped += packets.size();
+	if (!peer || !peer->conn || !far.peer || packets.size() > kPeerMaxDataPackets) {
+		if (peer)
+			peer->dropped += packets.size();
+		if (onWire)
+			boost::asio::post(io_, [fn = std::move(onWire)] { fn(false); });
 		return;
 	}
-	const auto count = static_cast<uint16_t>(packets.size());
-	for (uint16_t i = 0; i < count; i++)
-		peer->conn->sendSealed(
+	Conn &c = *peer->conn;
+	const auto count = static_cast<uint32_t>(packets.size());
+	for (uint32_t i = 0; i < count; i++)
+		c.sendSealed(
 			PeerMsg::Data,
 			encodeData({ idOf(*far.peer), idOf(far), static_cast<uint8_t>(hops), i, count, packets[i] }));
+	if (onWire)
+		c.pendingOnWire.push_back(std::move(onWire));
 	peer->packetsOut += count;
 }
 

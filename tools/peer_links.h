@@ -62,7 +62,8 @@ public:
 	nlohmann::ordered_json status() const;
 
 	void transmit(const fabric::Port &far, const fabric::Packet &pkt, unsigned hops) override;
-	void transmitData(const fabric::Port &far, fabric::DataPackets packets, unsigned hops) override;
+	void transmitData(const fabric::Port &far, fabric::DataPackets packets, unsigned hops,
+			  fabric::OnWire onWire) override;
 	void endChanged(const fabric::Port &local, const fabric::Port &far) override;
 
 private:

@@ -160,7 +160,8 @@ PeerSessionKeys deriveSessionKeys(std::span<const uint8_t> subnetKey, const Peer
 
 PeerSealer::PeerSealer() = default;
 
-PeerSealer::PeerSealer(const PeerKey &key) : ctx_(keyedTagger(key)) {}
+PeerSealer::PeerSealer(const PeerKey &key) : ctx_(keyedTagger(key))
+{}
 
 PeerSealer::~PeerSealer()
 {
@@ -299,26 +300,26 @@ bool decodePacket(std::span<const uint8_t> b, PeerPacket &pk)
 std::vector<uint8_t> encodeData(const PeerData &d)
 {
 	std::vector<uint8_t> b;
-	b.reserve(kPacketHeadBytes + 4 + d.bytes.size());
+	b.reserve(kPacketHeadBytes + 8 + d.bytes.size());
 	putPort(b, d.from);
 	putPort(b, d.to);
 	b.push_back(d.hops);
-	putBe(b, d.index, 2);
-	putBe(b, d.count, 2);
+	putBe(b, d.index, 4);
+	putBe(b, d.count, 4);
 	b.insert(b.end(), d.bytes.begin(), d.bytes.end());
 	return b;
 }
 
 bool decodeData(std::span<const uint8_t> b, PeerData &d)
 {
-	if (b.size() < kPacketHeadBytes + 4)
+	if (b.size() < kPacketHeadBytes + 8)
 		return false;
 	d.from = getPort(b.data());
 	d.to = getPort(b.data() + kPortIdBytes);
 	d.hops = b[2 * kPortIdBytes];
-	d.index = static_cast<uint16_t>(getBe(b.data() + kPacketHeadBytes, 2));
-	d.count = static_cast<uint16_t>(getBe(b.data() + kPacketHeadBytes + 2, 2));
-	d.bytes = b.subspan(kPacketHeadBytes + 4);
+	d.index = static_cast<uint32_t>(getBe(b.data() + kPacketHeadBytes, 4));
+	d.count = static_cast<uint32_t>(getBe(b.data() + kPacketHeadBytes + 4, 4));
+	d.bytes = b.subspan(kPacketHeadBytes + 8);
 	return d.count >= 1 && d.count <= kPeerMaxDataPackets && d.index < d.count;
 }
 

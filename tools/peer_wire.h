@@ -17,6 +17,7 @@
 #pragma once
 
 #include "fabric/node.h"
+#include "fabric/remote_cable.h"
 
 #include <array>
 #include <cstdint>
@@ -30,8 +31,8 @@ struct evp_mac_ctx_st; /* OpenSSL's EVP_MAC_CTX */
 namespace ibemu::tools {
 
 constexpr size_t kPeerMaxMessage = 8192; /* a length above this ends the connection */
-/* packets of one data message, at most (64 MiB at a 4096-byte MTU) */
-constexpr size_t kPeerMaxDataPackets = 16384;
+/* packets of one data message, at most */
+constexpr size_t kPeerMaxDataPackets = fabric::kMaxAwayPackets;
 constexpr size_t kPeerTagBytes = 16;
 constexpr size_t kPeerNonceBytes = 32;
 constexpr size_t kPeerMaxHostName = 255;
@@ -75,7 +76,7 @@ struct PeerPacket {
 struct PeerData {
 	PeerPortId from, to;
 	uint8_t hops = 0;
-	uint16_t index = 0, count = 0;
+	uint32_t index = 0, count = 0;
 	std::span<const uint8_t> bytes;
 };
 

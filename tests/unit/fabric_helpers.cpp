@@ -354,8 +354,14 @@ void SplitWire::transmit(const Port &far, const Packet &pkt, unsigned hops)
 	other->arriveFromFar(to.peer ? *to.peer : *to.pulledPeer, back, hops);
 }
 
-void SplitWire::transmitData(const Port &far, DataPackets data, unsigned hops)
+void SplitWire::transmitData(const Port &far, DataPackets data, unsigned hops, OnWire onWire)
 {
+	if (onWire && hold) {
+		held.push_back(std::move(onWire));
+	} else if (onWire) { /* on the wire at once, told in the next turn */
+		REQUIRE(io);
+		boost::asio::post(*io, [fn = std::move(onWire), sent = !cut] { fn(sent); });
+	}
 	if (cut)
 		return;
 	for (const auto &b : data)

@@ -129,11 +129,15 @@ struct SplitWire final : RemoteCables {
 	uint64_t packets = 0; /* MAD packets carried */
 	uint64_t dataMessages = 0;
 	std::map<const Port *, CableEnd> told;
+	/* hold: data messages stay "on their way out" (their OnWire kept in
+	 * held) until a test calls them */
+	bool hold = false;
+	std::vector<OnWire> held;
 
 	/* the other daemon's copy of a port */
 	Port &there(const Port &p) { return other->findNodeByGuid(p.node->nodeGuid)->port(p.num); }
 	void transmit(const Port &far, const Packet &pkt, unsigned hops) override;
-	void transmitData(const Port &far, DataPackets packets, unsigned hops) override;
+	void transmitData(const Port &far, DataPackets packets, unsigned hops, OnWire onWire) override;
 	void endChanged(const Port &local, const Port &far) override;
 };
 

@@ -216,7 +216,11 @@ TEST_CASE("verbs across daemons: RNR NAK, then the receive comes", "[verbs][remo
 	p.run();
 	CHECK(p.a->poll(p.cqA).empty()); /* RNR NAK: waits for its timer */
 	REQUIRE(p.b->postRecv(p.qpB.qp_handle, 2, { sge(p.bufB, 64, p.mrB.lkey) }) == 0);
-	p.advance(1); /* min_rnr_timer 12: 0.64 ms */
+	/* min_rnr_timer 12 is 0.64 ms, but retrying for ever (rnr_retry 7)
+	 * waits 100 ms at least, as on one daemon */
+	p.advance(50);
+	CHECK(p.a->poll(p.cqA).empty());
+	p.advance(51);
 	auto c = p.a->poll(p.cqA);
 	REQUIRE(c.size() == 1);
 	CHECK(c[0].status == IB_WC_SUCCESS);
@@ -246,6 +250,28 @@ TEST_CASE("verbs across daemons: a lost reply is retried, executed once", "[verb
 	for (int i = 0; i < 8; i++)
 		p.advance(68);
 	c = p.a->poll(p.cqA);
+	REQUIRE(c.size() == 1);
+	CHECK(c[0].status == IB_WC_RETRY_EXC_ERR);
+}
+
+TEST_CASE("verbs across daemons: the ACK timer runs from when the packets have left", "[verbs][remote-cable]")
+{
+	FarPair p;
+	p.net.toB.cut = true; /* nothing arrives, so nothing comes back */
+	p.net.toB.hold = true; /* and the packets are slow to leave */
+	REQUIRE(p.a->postSend(p.qpA.qp_handle, FarPair::wr(IB_WR_SEND, 1), { sge(p.bufA, 8, p.mrA.lkey) }) == 0);
+	for (int i = 0; i < 10; i++) /* more than retry_cnt timeouts: no retry yet */
+		p.advance(68);
+	CHECK(p.a->poll(p.cqA).empty());
+	REQUIRE(p.net.toB.held.size() == 1);
+	p.net.toB.hold = false;
+	p.net.toB.held.front()(true); /* out now: the timer starts */
+	p.run();
+	for (int i = 0; i < 7; i++)
+		p.advance(68);
+	CHECK(p.a->poll(p.cqA).empty());
+	p.advance(68);
+	auto c = p.a->poll(p.cqA);
 	REQUIRE(c.size() == 1);
 	CHECK(c[0].status == IB_WC_RETRY_EXC_ERR);
 }
