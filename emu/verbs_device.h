@@ -166,7 +166,7 @@ private:
 	WcStatus sendAway(Qp &qp, const SendWqe &w, const fabric::Away &away, const fabric::PacketHeaders &base,
 			  const std::vector<Seg> &local, uint64_t len, unsigned mtu);
 	void replyArrived(fabric::Port &port, const fabric::PacketView &v, const fabric::DataPackets &packets);
-	void respondRemote(fabric::Port &port, const fabric::PacketView &v, const fabric::DataPackets &packets);
+	void respondRemote(fabric::Port &port, const fabric::DataPackets &packets);
 	void waitForRetry(Qp &qp, std::chrono::nanoseconds d);
 
 	boost::asio::io_context &io_;

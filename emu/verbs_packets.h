@@ -12,6 +12,7 @@
 
 #include "emu/uverbs_abi.h"
 #include "fabric/packet_format.h"
+#include "fabric/remote_cable.h"
 
 #include <cstdint>
 #include <span>
@@ -19,7 +20,7 @@
 
 namespace ibemu::emu {
 
-using WirePackets = std::vector<std::vector<uint8_t>>;
+using WirePackets = fabric::DataPackets; /* each LRH to VCRC */
 
 /* PSNs a request uses: one per packet, and for an RDMA READ one per
  * response packet (IBA 9.7.1.1). */

@@ -272,16 +272,13 @@ void putGrh(uint8_t grh[40], const fabric::Port &src, const ib_uverbs_ah_attr &a
 }
 
 /* The first 40 bytes of a UD receive buffer hold the GRH, written when the
- * sender's address vector had one: dst and room move past them. false when
- * the buffer is smaller than that. */
-bool placeGrh(UserAccess &ua, std::vector<Seg> &dst, uint64_t &room, const fabric::Port &src,
-	      const ib_uverbs_ah_attr &ah, uint64_t len, ib_uverbs_wc &wc)
+ * message had one (`grh`, null: none): dst and room move past them. false
+ * when the buffer is smaller than that. */
+bool placeGrh(UserAccess &ua, std::vector<Seg> &dst, uint64_t &room, const uint8_t *grh, ib_uverbs_wc &wc)
 {
 	if (room < 40)
 		return false;
-	if (ah.is_global) {
-		uint8_t grh[40];
-		putGrh(grh, src, ah, len);
+	if (grh) {
 		Seg g{ -1, 0, 40, grh };
 		copySegs(ua, { g }, dst, 40);
 		wc.wc_flags |= IB_WC_GRH;
@@ -298,6 +295,17 @@ bool placeGrh(UserAccess &ua, std::vector<Seg> &dst, uint64_t &room, const fabri
 	room -= 40;
 	wc.byte_len += 40;
 	return true;
+}
+
+/* The same for a message from this daemon: the GRH its sender's address
+ * vector implies */
+bool placeGrh(UserAccess &ua, std::vector<Seg> &dst, uint64_t &room, const fabric::Port &src,
+	      const ib_uverbs_ah_attr &ah, uint64_t len, ib_uverbs_wc &wc)
+{
+	uint8_t grh[40];
+	if (ah.is_global)
+		putGrh(grh, src, ah, len);
+	return placeGrh(ua, dst, room, ah.is_global ? grh : nullptr, wc);
 }
 
 /* A receive left an SRQ: below its armed limit, the one-shot event. */
@@ -1184,7 +1192,7 @@ void VerbsDevice::receiveRemote(fabric::Port &port, fabric::DataPackets &&packet
 	     (op >= fabric::IB_OPCODE_RDMA_READ_RESPONSE_FIRST && op <= fabric::IB_OPCODE_RDMA_READ_RESPONSE_ONLY)))
 		replyArrived(port, v, packets);
 	else
-		respondRemote(port, v, packets);
+		respondRemote(port, packets);
 }
 
 /* The reply to the head WQE of a QP of ours, from a responder in another
@@ -1271,7 +1279,7 @@ void VerbsDevice::replyArrived(fabric::Port &port, const fabric::PacketView &v, 
  * responder's checks and work as in execute(), then the reply (RC) goes
  * back as packets. A request that fails a check that loses it locally
  * (no such QP, a P_Key or Q_Key violation) is dropped here too. */
-void VerbsDevice::respondRemote(fabric::Port &dst, const fabric::PacketView &, const fabric::DataPackets &packets)
+void VerbsDevice::respondRemote(fabric::Port &dst, const fabric::DataPackets &packets)
 {
 	using namespace fabric;
 	FarRequest r;
@@ -1463,26 +1471,9 @@ void VerbsDevice::respondRemote(fabric::Port &dst, const fabric::PacketView &, c
 			uint64_t room = 0;
 			if (!resolveLocal(*this, rpd, recv.sges, true, dstSegs, room))
 				return recvError(IB_WC_LOC_PROT_ERR, IB_WC_REM_OP_ERR);
-			if (ud) { /* the first 40 bytes: the GRH as it came, when there was one */
-				if (room < kGrhBytes)
-					return recvError(IB_WC_LOC_LEN_ERR, IB_WC_SUCCESS);
-				if (r.grh) {
-					Seg g{ -1, 0, kGrhBytes, r.grhBytes.data() };
-					copySegs(ua, { g }, dstSegs, kGrhBytes);
-					rwc.wc_flags |= IB_WC_GRH;
-				}
-				uint64_t skip = kGrhBytes;
-				while (skip && !dstSegs.empty()) {
-					uint64_t n = std::min(skip, dstSegs.front().len);
-					dstSegs.front().addr += n;
-					dstSegs.front().len -= n;
-					skip -= n;
-					if (!dstSegs.front().len)
-						dstSegs.erase(dstSegs.begin());
-				}
-				room -= kGrhBytes;
-				rwc.byte_len += kGrhBytes;
-			}
+			/* UD: the GRH as it came, when there was one */
+			if (ud && !placeGrh(ua, dstSegs, room, r.grh ? r.grhBytes.data() : nullptr, rwc))
+				return recvError(IB_WC_LOC_LEN_ERR, IB_WC_SUCCESS);
 			if (room < len)
 				return recvError(IB_WC_LOC_LEN_ERR, IB_WC_REM_INV_REQ_ERR);
 			Seg data{ -1, 0, len, r.payload.data() };

@@ -176,6 +176,9 @@ struct Port {
 	/* On a foreign node's port: what its daemon last said of it; null
 	 * while that daemon is unreachable (the cable cannot train) */
 	std::unique_ptr<CableEnd> farEnd;
+	/* On a local port cabled to a foreign one: what its daemon was last
+	 * told of this end (Subnet::tellFarEnd tells only changes) */
+	std::unique_ptr<CableEnd> toldEnd;
 
 	bool linkUp() const { return physState == PhysState::LinkUp; }
 	bool connected() const { return peer != nullptr; }

@@ -48,8 +48,15 @@ void Subnet::setForeign(Node &n)
 void Subnet::tellFarEnd(Port &p)
 {
 	const Port *far = p.cableEnd();
-	if (remote_ && far && far->node->foreign && !p.node->foreign)
-		remote_->endChanged(p, *far);
+	if (!remote_ || !far || !far->node->foreign || p.node->foreign)
+		return;
+	/* only what changed: training on a report changes nothing told, so
+	 * the two daemons never answer each other's ENDs for ever */
+	CableEnd now = cableEndOf(p);
+	if (p.toldEnd && *p.toldEnd == now)
+		return;
+	p.toldEnd = std::make_unique<CableEnd>(now);
+	remote_->endChanged(p, *far);
 }
 
 void Subnet::farEndReported(Port &far, const CableEnd &end)

@@ -57,8 +57,8 @@ public:
 	 * onWire, when set, is called later, never from inside this call */
 	virtual void transmitData(const Port &far, DataPackets packets, unsigned hops, OnWire onWire) = 0;
 	/* The CableEnd of `local`, a local port cabled (or once cabled) to
-	 * the foreign port `far`, may have changed: tell far's daemon. Called
-	 * freely; telling only what changed is the callee's business. */
+	 * the foreign port `far`, changed: tell far's daemon (when a
+	 * connection comes up, its daemon is told every end anyway). */
 	virtual void endChanged(const Port &local, const Port &far) = 0;
 
 protected:

@@ -117,7 +117,6 @@ struct PeerLinks::Peer {
 	bool dialing = false;
 	std::vector<Port *> cables; /* our ports cabled to its nodes when we started */
 	std::shared_ptr<Conn> conn; /* the connection that is up */
-	std::unordered_map<const Port *, fabric::CableEnd> sent; /* the ENDs it has from us */
 	boost::asio::steady_timer retry;
 	std::unique_ptr<tcp::resolver> resolver; /* while dialling */
 	std::unique_ptr<tcp::socket> dialling;
@@ -605,9 +604,8 @@ void PeerLinks::attach(const std::shared_ptr<Conn> &c)
 	peer.ups++;
 	peer.backoff = kFirstRedial;
 	peer.lastError.clear();
-	peer.sent.clear();
 	spdlog::info("peers: host \"{}\" ({}) is up: {} cables", peer.name, c->remote, peer.cables.size());
-	forEachCable(peer, [&](Port &local, Port &far) { sendEnd(peer, local, far, true); });
+	forEachCable(peer, [&](Port &local, Port &far) { sendEnd(peer, local, far); });
 }
 
 void PeerLinks::detach(Conn &c)
@@ -617,7 +615,6 @@ void PeerLinks::detach(Conn &c)
 		return;
 	auto keep = peer.conn; /* c lives to the end of this call */
 	peer.conn.reset();
-	peer.sent.clear();
 	forEachCable(peer, [&](Port &, Port &far) { subnet_.farEndLost(far); });
 	spdlog::warn("peers: host \"{}\" is down: its {} cables went down", peer.name, peer.cables.size());
 	redial(peer);
@@ -727,22 +724,18 @@ void PeerLinks::gotPacket(Peer &peer, const PeerPacket &p)
 	subnet_.arriveFromFar(*far, std::move(pkt), p.hops);
 }
 
-void PeerLinks::sendEnd(Peer &peer, const Port &local, const Port &far, bool always)
+void PeerLinks::sendEnd(Peer &peer, const Port &local, const Port &far)
 {
 	if (!peer.conn)
 		return; /* it gets all of them when it comes up */
 	fabric::CableEnd end = fabric::cableEndOf(local);
-	auto [it, fresh] = peer.sent.try_emplace(&local, end);
-	if (!fresh && !always && it->second == end)
-		return;
-	it->second = end;
 	peer.conn->sendSealed(PeerMsg::End, encodeEnd({ idOf(local), idOf(far), end }));
 }
 
 void PeerLinks::endChanged(const Port &local, const Port &far)
 {
 	if (Peer *peer = ownerOf(*far.node))
-		sendEnd(*peer, local, far, false);
+		sendEnd(*peer, local, far);
 }
 
 void PeerLinks::transmitData(const Port &far, fabric::DataPackets packets, unsigned hops, fabric::OnWire onWire)

@@ -83,7 +83,7 @@ private:
 	void gotPacket(Peer &peer, const PeerPacket &p);
 	void gotData(Conn &c, const PeerData &d);
 	fabric::Port *crossing(Peer &peer, const PeerPortId &to, const PeerPortId &from);
-	void sendEnd(Peer &peer, const fabric::Port &local, const fabric::Port &far, bool always);
+	void sendEnd(Peer &peer, const fabric::Port &local, const fabric::Port &far);
 
 	boost::asio::io_context &io_;
 	fabric::Subnet &subnet_;

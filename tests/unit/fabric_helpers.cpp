@@ -380,12 +380,7 @@ void SplitWire::endChanged(const Port &local, const Port &)
 {
 	if (cut)
 		return;
-	CableEnd e = cableEndOf(local);
-	auto [it, fresh] = told.try_emplace(&local, e);
-	if (!fresh && it->second == e)
-		return;
-	it->second = e;
-	other->farEndReported(there(local), e);
+	other->farEndReported(there(local), cableEndOf(local));
 }
 
 namespace {
@@ -422,7 +417,6 @@ void SplitSubnet::connect()
 {
 	toB.cut = toA.cut = false;
 	for (auto [s, w] : { std::pair{ &a, &toB }, std::pair{ &b, &toA } }) {
-		w->told.clear();
 		for (const auto &n : s->nodes())
 			for (Port &p : n->ports)
 				if (!n->foreign && p.cableEnd() && p.cableEnd()->node->foreign)

@@ -128,7 +128,6 @@ struct SplitWire final : RemoteCables {
 	bool cut = false;
 	uint64_t packets = 0; /* MAD packets carried */
 	uint64_t dataMessages = 0;
-	std::map<const Port *, CableEnd> told;
 	/* hold: data messages stay "on their way out" (their OnWire kept in
 	 * held) until a test calls them */
 	bool hold = false;
