@@ -18,8 +18,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export IBSIM_SOCKNAME="ibemu-bench-$$"
 
-# median of the numbers on stdin
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+. "$(dirname "$0")/lib.sh"
 
 # run CMD... `runs` times; prints "median_seconds max_rss_kib"
 measure() {

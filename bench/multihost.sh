@@ -140,5 +140,5 @@ row "2-hop DR SMP RTT (us)" r_rtt
 row "daemons' CPU, all (s)" r_cpu
 row "nodes ibnetdiscover found" r_found
 row "packets dropped (max)" r_drop
-echo "(median of $runs runs; the last two columns are split/single; RDMA WRITE bandwidth across hosts:"
-echo " verbs do not cross daemons yet)"
+echo "(median of $runs runs; the last two columns are split/single; verbs across hosts:"
+echo " bench/multihost_verbs.sh, in the VM)"

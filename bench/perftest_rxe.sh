@@ -14,6 +14,7 @@ command -v ib_send_lat >/dev/null || { echo "perftest_rxe: needs perftest (tools
 [ "${IBEMU_IN_VM:-}" = 1 ] || exec "$here/bench/vm_bench.sh" 2400 "$here/bench/perftest_rxe.sh" "$build" "$runs"
 
 # --- in the guest
+. "$here/bench/lib.sh"
 ibemu=$build/tools/ibemu
 export IBEMU_RUN_DIR=/run/ibemu-bench OSM_CACHE_DIR=/run/ibemu-bench-osm
 mkdir -p "$OSM_CACHE_DIR"
@@ -57,12 +58,8 @@ one_try() {
 	timeout 300 "${cli[@]}" -p $port "$@" 127.0.0.1 >/tmp/cli.out 2>&1 || true
 	wait $s || true
 	# the result line: "#bytes #iterations ..." then the figures
-	case $test in
-	*_lat) awk '$1 ~ /^[0-9]+$/ && NF >= 6 { print $5 }' /tmp/cli.out | tail -1 ;;
-	*) awk '$1 ~ /^[0-9]+$/ && NF >= 5 { print $4 }' /tmp/cli.out | tail -1 ;;
-	esac
+	perftest_figure "$test" /tmp/cli.out
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'; }
 
 echo "perftest, default flags, $(nproc) vCPU TCG guest, medians of $runs runs"
 printf '%-12s %9s %12s %12s %14s\n' test size ibemu rxe ibemu/rxe
@@ -73,7 +70,7 @@ row() { # TEST SIZE UNIT ARGS...
 	a=$(for _ in $(seq "$runs"); do one ibemu "$test" -s "$size" "$@"; done | median)
 	b=$(for _ in $(seq "$runs"); do one rxe "$test" -s "$size" "$@"; done | median)
 	printf '%-12s %9s %12s %12s %14s\n' "$test" "$size" "$a $unit" "$b $unit" \
-		"$(awk -v a="$a" -v b="$b" 'BEGIN { n = "^[0-9]+([.][0-9]+)?$"; if (a ~ n && b ~ n && a > 0 && b > 0) printf "%.2f", a / b; else print "-" }')"
+		"$(ratio "$a" "$b")"
 }
 row ib_send_lat 2 us -n 300
 row ib_write_lat 2 us -n 300

@@ -65,11 +65,10 @@ lat() { # TARGET: ib_send_lat -R typical latency, us
 	[ "$1" = rxe ] && dev=rxe0 cdev=rxe0 addr=10.55.0.1
 	for _ in 1 2 3; do # a run spoiled by TCG's clock noise prints no figures: again
 		run "$1" ib_send_lat -R -d $dev -n 300 -- ib_send_lat -R -d $cdev -n 300 $addr >/dev/null
-		awk '$1 ~ /^[0-9]+$/ && NF >= 6 { print $5 }' /tmp/cli.out | tail -1 | grep . && return 0
+		perftest_figure ib_send_lat /tmp/cli.out | grep . && return 0
 	done
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { n = "^[0-9]+([.][0-9]+)?$"; if (a ~ n && b ~ n && a > 0 && b > 0) printf "%.2f", a / b; else print "-" }'; }
+. "$here/bench/lib.sh"
 
 echo "rdma_cm, $(nproc) vCPU TCG guest, medians of $runs runs"
 printf '%-34s %12s %12s %10s\n' measure ibemu rxe ibemu/rxe
