@@ -8,6 +8,7 @@
 #include "emu/verbs_device.h"
 #include "emu/verbs_enums.h"
 #include "fabric/node.h"
+#include "fabric/subnet.h"
 
 #include <boost/asio/post.hpp>
 
@@ -153,9 +154,25 @@ CmaAddr CmaAddr::from(const void *p, size_t len)
 	return a;
 }
 
-uint32_t Cma::ipv4Of(const Hca &hca, unsigned port)
+uint32_t Cma::ipv4Of(const fabric::Node &ca, unsigned port) const
 {
-	return htonl(kSubnet | (hca.verbsNum & 0xff) << 8 | (port & 0xff));
+	const fabric::Subnet &subnet = host_.subnet();
+	long n = -1;
+	if (subnet.split()) { /* the CA's position among the subnet's CAs */
+		n = 0;
+		for (const auto &node : subnet.nodes()) {
+			if (node.get() == &ca)
+				break;
+			n += node->type == fabric::NodeType::CA;
+		}
+	} else {
+		for (const auto &h : host_.hcas())
+			if (h->node == &ca)
+				n = h->verbsNum;
+	}
+	if (n < 0 || n > 0xff || ca.type != fabric::NodeType::CA || port == 0 || port > 0xff)
+		return 0;
+	return htonl(kSubnet | uint32_t(n) << 8 | port);
 }
 
 std::array<uint8_t, 16> Cma::ipv6Of(uint64_t portGuid)
@@ -184,7 +201,7 @@ bool Cma::localPort(const CmaAddr &addr, Hca *&hca, uint8_t &port) const
 			bool match = false;
 			if (addr.family() == AF_INET) {
 				match = reinterpret_cast<const sockaddr_in *>(addr.ss.data)->sin_addr.s_addr ==
-					ipv4Of(*h, p);
+					ipv4Of(*h->node, p);
 			} else if (addr.family() == AF_INET6) {
 				match = memcmp(&reinterpret_cast<const sockaddr_in6 *>(addr.ss.data)->sin6_addr,
 					       ipv6Of(mp.port().guid).data(), 16) == 0;
@@ -201,6 +218,52 @@ bool Cma::localPort(const CmaAddr &addr, Hca *&hca, uint8_t &port) const
 			}
 		}
 	}
+	return false;
+}
+
+const fabric::Port *Cma::farPort(const CmaAddr &addr) const
+{
+	const fabric::Subnet &subnet = host_.subnet();
+	if (!subnet.split())
+		return nullptr;
+	const fabric::Port *port = nullptr;
+	if (addr.family() == AF_INET) {
+		uint32_t a = ntohl(reinterpret_cast<const sockaddr_in *>(addr.ss.data)->sin_addr.s_addr);
+		if ((a & 0xffff0000) != kSubnet || (a & 0xff) == 0)
+			return nullptr;
+		uint32_t n = (a >> 8) & 0xff;
+		for (const auto &node : subnet.nodes()) {
+			if (node->type != fabric::NodeType::CA)
+				continue;
+			if (n-- == 0) {
+				if ((a & 0xff) <= node->numPorts)
+					port = &node->port(a & 0xff);
+				break;
+			}
+		}
+	} else if (addr.family() == AF_INET6) {
+		const uint8_t *a = reinterpret_cast<const sockaddr_in6 *>(addr.ss.data)->sin6_addr.s6_addr;
+		uint64_t iid = 0;
+		for (int i = 8; i < 16; i++)
+			iid = iid << 8 | a[i];
+		const fabric::Port *p = subnet.findPortByGuid(iid & ~0x0200000000000000ull);
+		if (p && memcmp(ipv6Of(p->guid).data(), a, 16) == 0)
+			port = p;
+	}
+	if (!port || !port->node->foreign || port->node->type != fabric::NodeType::CA)
+		return nullptr;
+	return port;
+}
+
+bool Cma::activePort(Hca *&hca, uint8_t &port) const
+{
+	for (const auto &h : host_.hcas())
+		for (unsigned p = 1; p <= h->madPorts.size(); p++)
+			if (queryPort(*h->madPorts[p - 1]).state == fabric::PortState::Active) {
+				hca = h.get();
+				port = uint8_t(p);
+				return true;
+			}
 	return false;
 }
 
@@ -386,10 +449,18 @@ void Cma::gids(const CmaId &id, fabric::Gid &sgid, fabric::Gid &dgid) const
 	}
 	Hca *h;
 	uint8_t p;
-	if (id.dst.family() == kAfIb)
+	if (id.dst.family() == kAfIb) {
 		memcpy(dgid.data(), reinterpret_cast<const sockaddr_ib *>(id.dst.ss.data)->sib_addr, 16);
-	else if (id.state != CmaState::Idle && id.state != CmaState::AddrBound && localPort(id.dst, h, p))
-		h->madPorts[p - 1]->gid(0, dgid);
+	} else if (id.state != CmaState::Idle && id.state != CmaState::AddrBound) {
+		if (localPort(id.dst, h, p)) {
+			h->madPorts[p - 1]->gid(0, dgid);
+		} else if (const fabric::Port *far = farPort(id.dst)) {
+			/* the subnet's prefix, as the local port has it, and its GUID */
+			dgid = sgid;
+			for (int i = 0; i < 8; i++)
+				dgid[size_t(8 + i)] = uint8_t(far->guid >> (56 - 8 * i));
+		}
+	}
 }
 
 uint64_t Cma::serviceId(const CmaId &id, const CmaAddr &addr) const
@@ -538,14 +609,19 @@ int Cma::resolveAddr(CmaId &id, const CmaAddr *src, const CmaAddr &dst, uint32_t
 	bool found = localPort(dst, h, p);
 	if (found && queryPort(*h->madPorts[p - 1]).state != fabric::PortState::Active)
 		found = false;
-	if (dst.family() == kAfIb && !found) { /* AF_IB needs no ARP: an active port will do */
-		for (const auto &hh : host_.hcas())
-			for (unsigned pp = 1; !found && pp <= hh->madPorts.size(); pp++)
-				if (queryPort(*hh->madPorts[pp - 1]).state == fabric::PortState::Active) {
-					h = hh.get();
-					p = uint8_t(pp);
-					found = true;
-				}
+	if (!found && dst.family() == kAfIb) /* AF_IB needs no ARP: an active port will do */
+		found = activePort(h, p);
+	if (!found && farPort(dst)) {
+		/* another daemon's CA: answered from the topology, through the
+		 * ID's port, or the first active one as the route out of the
+		 * host's first IPoIB interface would go */
+		if (id.hca) {
+			h = id.hca;
+			p = id.portNum;
+			found = queryPort(*h->madPorts[p - 1]).state == fabric::PortState::Active;
+		} else {
+			found = activePort(h, p);
+		}
 	}
 	uint32_t handle = id.handle;
 	std::weak_ptr<bool> alive = alive_;

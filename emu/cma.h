@@ -9,8 +9,11 @@
 // Addresses: every port of a local HCA has the IPv4 address
 // 10.200.N.P (N of its uverbsN, P the port number) on the subnet
 // 10.200.0.0/16, and the IPv6 link-local address fe80::/64 with the port
-// GUID as interface ID (the universal/local bit set, as IPoIB's).
-// docs/rdma-cm.md has the rest.
+// GUID as interface ID (the universal/local bit set, as IPoIB's). In a
+// subnet split across daemons (docs/multihost.md) every CA has them, N
+// being its position among the subnet's CAs, so that all daemons number
+// it alike and resolve other hosts' addresses. docs/rdma-cm.md has the
+// rest.
 //
 // Lifetime rules: Cma owns every CmaId. An ID's events go to its sink
 // (the rdma_cm file, emu/ucma_file.h) from handlers run by the io_context;
@@ -30,6 +33,10 @@
 #include <map>
 #include <memory>
 #include <set>
+
+namespace ibemu::fabric {
+struct Node;
+}
 
 namespace ibemu::emu {
 
@@ -141,8 +148,10 @@ public:
 	Cma(const Cma &) = delete;
 	Cma &operator=(const Cma &) = delete;
 
-	/* The IPv4 address of a local HCA port (network byte order) */
-	static uint32_t ipv4Of(const Hca &hca, unsigned port);
+	/* The IPv4 address of a CA's port (network byte order), 0 if it has
+	 * none: a local HCA's, or in a split subnet any CA's among the first
+	 * 256 */
+	uint32_t ipv4Of(const fabric::Node &ca, unsigned port) const;
 	/* The link-local IPv6 address of a port with this GUID */
 	static std::array<uint8_t, 16> ipv6Of(uint64_t portGuid);
 
@@ -199,6 +208,11 @@ private:
 	MadPort *madPort(const CmaId &id) const;
 	/* the local port with this address: true and the port, or false */
 	bool localPort(const CmaAddr &addr, Hca *&hca, uint8_t &port) const;
+	/* in a split subnet, the port of another host's CA with this address */
+	const fabric::Port *farPort(const CmaAddr &addr) const;
+	/* a local HCA port that is Active, for a destination with no port
+	 * of its own here: false if none */
+	bool activePort(Hca *&hca, uint8_t &port) const;
 	int bindPort(CmaId &id);
 	bool portInUse(const CmaId &id, uint16_t port) const;
 	void post(CmaId &id, uint32_t event, int status);

@@ -27,6 +27,7 @@ CableEnd cableEndOf(const Port &p)
 void Subnet::setForeign(Node &n)
 {
 	n.foreign = true;
+	split_ = true;
 	n.silent = true; /* never asked: packets for it leave before delivery */
 	for (Port &q : n.ports) {
 		q.farEnd.reset();

@@ -95,6 +95,8 @@ public:
 	/* n is simulated by another daemon: its cables to local ports go
 	 * down until that daemon reports their far ends (farEndReported). */
 	void setForeign(Node &n);
+	/* some nodes are another daemon's: the subnet is split across hosts */
+	bool split() const { return split_; }
 	/* The daemon of far (a foreign port) reports its end of far's cable;
 	 * the local end trains, renegotiates, retrains or goes down. */
 	void farEndReported(Port &far, const CableEnd &end);
@@ -252,6 +254,7 @@ private:
 
 	PacketTap *tap_ = nullptr;
 	RemoteCables *remote_ = nullptr;
+	bool split_ = false;
 	DropFilter dropFilter_;
 	PortListener portListener_;
 	DataListener dataListener_;

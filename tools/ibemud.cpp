@@ -494,8 +494,11 @@ nlohmann::ordered_json Daemon::describe() const
 		for (size_t k = 0; k < h->umadPorts.size(); k++) {
 			const emu::UmadPort &u = *h->umadPorts[k];
 			char v4[INET_ADDRSTRLEN], v6[INET6_ADDRSTRLEN];
-			uint32_t a4 = emu::Cma::ipv4Of(*h, u.portNum());
-			inet_ntop(AF_INET, &a4, v4, sizeof v4);
+			uint32_t a4 = host_->cma().ipv4Of(*h->node, u.portNum());
+			if (a4)
+				inet_ntop(AF_INET, &a4, v4, sizeof v4);
+			else
+				v4[0] = '\0'; /* a CA past the 256th of a split subnet */
 			inet_ntop(AF_INET6, emu::Cma::ipv6Of(h->madPorts[k]->port().guid).data(), v6, sizeof v6);
 			ports.push_back({ { "port", u.portNum() },
 					  { "umad", "/dev/infiniband/umad" + std::to_string(u.devNum()) },

@@ -134,7 +134,7 @@ void printDevices(const nlohmann::json &j)
 				       p.value("phys_state", "").c_str(), p.value("lid", 0), p.value("sm_lid", 0),
 				       p.value("rate", "").c_str(), p.value("issm_held", false) ? "  (issm held)" : "",
 				       p.value("open_files", 0));
-			if (j.contains("rdma_cm")) /* its addresses mean something to rdma_cm */
+			if (j.contains("rdma_cm") && !p.value("ipv4", "").empty()) /* they mean something to rdma_cm */
 				printf("  IPv4 %s", p.value("ipv4", "").c_str());
 			printf("\n");
 		}

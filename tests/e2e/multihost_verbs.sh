@@ -3,7 +3,8 @@
 # network namespaces on a bridge, each with its own ibemud simulating its
 # share of the built-in fabric, OpenSM in one; the pingpongs and perftest
 # between an HCA of one daemon and an HCA of the other, their messages
-# crossing between the daemons as packets.
+# crossing between the daemons as packets; then rdma_cm programs between
+# the two hosts' addresses.
 # usage: multihost_verbs.sh IBEMU_BINARY DATA_DIR
 set -u
 ibemu=$1
@@ -90,6 +91,48 @@ for t in ib_write_bw ib_read_bw ib_atomic_bw ib_send_lat; do
 	expect_match "$t: 20 iterations of $size bytes" "^ *$size +20 +[0-9.]+ +[0-9.]+" "$(cat "$work/$t.client")"
 	echo "  $t: $(grep -E "^ *$size +20 " "$work/$t.client" | head -1)"
 done
+
+# rdma_cm between hosts: every daemon numbers every CA of the file alike
+# (10.200.N.P, N the CA's position among the file's CAs), so a's
+# rdma_resolve_addr() answers b's address; the route is a PathRecord from
+# OpenSM in a, the CM's MADs and the data cross between the daemons.
+addrs=""
+for i in $A $B $C; do
+	addrs="$addrs $("$ibemu" status --instance $i --json |
+		python3 -c 'import json,sys; print(*(d["ports"][0]["ipv4"] for d in json.load(sys.stdin)["devices"]))')"
+done
+expect_eq "each daemon's HCAs have the subnet-wide addresses" " 10.200.0.1 10.200.1.1 10.200.2.1 10.200.3.1" "$addrs"
+# cm NAME SERVER... -- CLIENT...: the server on host2 (b), the client on
+# host1 (a) once the server listens (a few tries); both exit statuses
+cm() {
+	local name=$1 s=() c=() rc tries=0
+	shift
+	while [ "$1" != -- ]; do s+=("$1"); shift; done
+	shift
+	c=("$@")
+	timeout "$tool_timeout" "$ibemu" exec --instance $B -- "${s[@]}" >"$work/$name.server" 2>&1 &
+	local server=$!
+	while :; do
+		sleep 2
+		timeout "$tool_timeout" "$ibemu" exec --instance $A -- "${c[@]}" >"$work/$name.client" 2>&1
+		rc=$?
+		tries=$((tries + 1))
+		[ $rc -eq 0 ] || ! kill -0 $server 2>/dev/null || [ $tries -ge 3 ] && break
+	done
+	wait $server
+	echo "$rc $?"
+}
+rcs=$(cm rping rping -s -a 10.200.1.1 -C 20 -v -- rping -c -a 10.200.1.1 -C 20 -v)
+expect_eq "rping across hosts (no source address): client and server exit 0" "0 0" "$rcs"
+expect_eq "rping: 20 pings" 20 "$(grep -c '^ping data: rdma-ping-' "$work/rping.client")"
+rcs=$(cm ucmatose ucmatose -b 10.200.1.1 -c 2 -C 5 -- ucmatose -s 10.200.1.1 -b 10.200.0.1 -c 2 -C 5)
+expect_eq "ucmatose across hosts, 2 connections: client and server exit 0" "0 0" "$rcs"
+rcs=$(cm send_lat_R ib_send_lat -R -d ibemu0 -n 20 -- ib_send_lat -R -d ibemu0 -n 20 10.200.1.1)
+expect_eq "ib_send_lat -R across hosts: client and server exit 0" "0 0" "$rcs"
+cm noserver true -- rping -c -a 10.200.1.1 -p 9999 -C 1 >/dev/null
+expect_match "no listener on the other host: REJ, invalid service ID" \
+	'cma event RDMA_CM_EVENT_REJECTED, error 8' "$(cat "$work/noserver.client")"
+
 out=$(peer_b 'p["bad_messages"], p["packets_dropped"]')
 expect_eq "no bad or dropped messages between the daemons" "0 0" "$out"
 

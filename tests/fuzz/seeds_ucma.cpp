@@ -57,7 +57,7 @@ namespace ibemu::fuzz::seeds {
 void ucmaSeeds()
 {
 	fuzz::Fixture fx;
-	const uint32_t a1 = Cma::ipv4Of(*fx.hca1, 1), a2 = Cma::ipv4Of(*fx.hca2, 1);
+	const uint32_t a1 = fx.host->cma().ipv4Of(*fx.hca1->node, 1), a2 = fx.host->cma().ipv4Of(*fx.hca2->node, 1);
 	/* handles: the Cma numbers IDs from 0 host-wide, in creation order */
 	{
 		Ucma u; /* a connection: A (ID 0) connects to B's listener (ID 1) */

@@ -28,16 +28,20 @@ namespace {
 
 /* one process's rdma_cm file, written to as librdmacm writes */
 struct CmClient {
-	VerbsFixture &fx;
+	emu::Host &host;
+	FakeAccess &ua;
 	std::unique_ptr<UcmaFile> file;
 	pid_t tid;
 
-	CmClient(VerbsFixture &f, pid_t t) : fx(f), file(std::make_unique<UcmaFile>(f.host->cma(), f.ua, t)), tid(t) {}
+	CmClient(emu::Host &h, FakeAccess &a, pid_t t)
+		: host(h), ua(a), file(std::make_unique<UcmaFile>(h.cma(), a, t)), tid(t)
+	{}
+	CmClient(VerbsFixture &f, pid_t t) : CmClient(*f.host, f.ua, t) {}
 	/* close() and open() again */
 	void reopen()
 	{
 		file.reset();
-		file = std::make_unique<UcmaFile>(fx.host->cma(), fx.ua, tid);
+		file = std::make_unique<UcmaFile>(host.cma(), ua, tid);
 	}
 
 	template <typename Cmd> ssize_t cmd(uint32_t command, const Cmd &c, uint16_t out = 0, bool nonblock = true)
@@ -146,8 +150,8 @@ struct CmPair : VerbsFixture {
 	TestSa sa;
 	CmClient client{ *this, 100 };
 	CmClient server{ *this, 200 };
-	uint32_t addr1 = Cma::ipv4Of(*hca1, 1);
-	uint32_t addr2 = Cma::ipv4Of(*hca2, 1);
+	uint32_t addr1 = host->cma().ipv4Of(*hca1->node, 1);
+	uint32_t addr2 = host->cma().ipv4Of(*hca2->node, 1);
 
 	/* the client's ID through ADDR_RESOLVED and ROUTE_RESOLVED to addr2:port */
 	uint32_t resolved(uint16_t port, uint16_t ps = RDMA_PS_TCP)
@@ -757,4 +761,84 @@ TEST_CASE("rdma_cm multicast: a join state nobody holds any more is left on its 
 	REQUIRE(p.sa.mc.size() == 4);
 	CHECK(p.sa.mc[3].method == 0x15);
 	CHECK(p.sa.mc[3].rec.joinState == 1);
+}
+
+TEST_CASE("rdma_cm in a split subnet: every daemon numbers every CA alike and resolves another host's",
+	  "[rdma_cm][remote-cable]")
+{
+	/* kSplitTopology's CAs in the file's order: H1 (host a), H3 (host a),
+	 * H2 (host b); daemon a makes H1 an HCA, daemon b H2 */
+	boost::asio::io_context io;
+	SplitSubnet net{ &io };
+	net.connect();
+	MiniSm sm(net.a, SplitSubnet::port(net.a, "H1", 1));
+	sm.run();
+	FakeAccess ua;
+	emu::Host hostA(io, net.a), hostB(io, net.b);
+	hostA.setAccess(&ua);
+	hostB.setAccess(&ua);
+	REQUIRE(hostA.addHca(*net.a.findNode("H1"), "ibemu0"));
+	REQUIRE(hostB.addHca(*net.b.findNode("H2"), "ibemu0"));
+	auto run = [&io] {
+		io.restart();
+		io.poll();
+	};
+
+	CHECK(hostA.cma().ipv4Of(*net.a.findNode("H1"), 1) == inet_addr("10.200.0.1"));
+	CHECK(hostA.cma().ipv4Of(*net.a.findNode("H2"), 1) == inet_addr("10.200.2.1"));
+	CHECK(hostB.cma().ipv4Of(*net.b.findNode("H2"), 1) == inet_addr("10.200.2.1"));
+	CHECK(hostB.cma().ipv4Of(*net.b.findNode("H3"), 1) == inet_addr("10.200.1.1"));
+	CHECK(hostB.cma().ipv4Of(*net.b.findNode("S2"), 1) == 0); /* a switch has none */
+
+	/* from a, H2's address is answered, through a's active port, and
+	 * the destination GID is H2's port GUID under the subnet's prefix */
+	CmClient c(hostA, ua, 100);
+	uint32_t id = c.create(1);
+	REQUIRE(c.resolveIp(id, nullptr, ip4(inet_addr("10.200.2.1"), 7000)) > 0);
+	run();
+	c.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	rdma_ucm_query_addr_resp r{};
+	rdma_ucm_query q{ uintptr_t(&r), id, RDMA_USER_CM_QUERY_GID };
+	REQUIRE(c.cmd(RDMA_USER_CM_CMD_QUERY, q, sizeof r) > 0);
+	CHECK(be64toh(r.node_guid) == net.a.findNode("H1")->nodeGuid);
+	CHECK(r.port_num == 1);
+	const auto *dst = reinterpret_cast<const sockaddr_ib *>(&r.dst_addr);
+	REQUIRE(dst->sib_family == kAfIb);
+	uint64_t prefix = 0, guid = 0;
+	for (int i = 0; i < 8; i++) {
+		prefix = prefix << 8 | dst->sib_addr[i];
+		guid = guid << 8 | dst->sib_addr[8 + i];
+	}
+	CHECK(prefix == SplitSubnet::port(net.a, "H1", 1).gidPrefix);
+	CHECK(guid == SplitSubnet::port(net.b, "H2", 1).guid);
+
+	/* and its IPv6 link-local address */
+	sockaddr_in6 v6{};
+	v6.sin6_family = AF_INET6;
+	v6.sin6_port = htons(7000);
+	auto ll = emu::Cma::ipv6Of(SplitSubnet::port(net.a, "H2", 1).guid);
+	memcpy(&v6.sin6_addr, ll.data(), 16);
+	uint32_t id6 = c.create(2);
+	REQUIRE(c.resolveIp(id6, nullptr, v6) > 0);
+	run();
+	c.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+
+	/* H3 is a's own CA but not an HCA there: nobody answers in a ... */
+	uint32_t id3 = c.create(3);
+	REQUIRE(c.resolveIp(id3, nullptr, ip4(inet_addr("10.200.1.1"), 7000), 500) > 0);
+	ManualClock::advance(std::chrono::milliseconds(500));
+	run();
+	CHECK(int(c.expect(RDMA_CM_EVENT_ADDR_ERROR).status) == -ETIMEDOUT);
+	/* ... while b, which cannot know, answers from the topology */
+	CmClient cb(hostB, ua, 200);
+	uint32_t idb = cb.create(4);
+	REQUIRE(cb.resolveIp(idb, nullptr, ip4(inet_addr("10.200.1.1"), 7000)) > 0);
+	run();
+	cb.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	/* a CA number past the subnet's CAs is nobody's */
+	uint32_t idn = cb.create(5);
+	REQUIRE(cb.resolveIp(idn, nullptr, ip4(inet_addr("10.200.3.1"), 7000), 500) > 0);
+	ManualClock::advance(std::chrono::milliseconds(500));
+	run();
+	CHECK(int(cb.expect(RDMA_CM_EVENT_ADDR_ERROR).status) == -ETIMEDOUT);
 }
