@@ -39,6 +39,7 @@ namespace ibemu::emu {
 
 class Host;
 struct Seg; /* a piece of process memory (verbs_wire.cpp) */
+struct FarRequest; /* a request from another daemon, read back (verbs_wire.cpp) */
 
 /* the destination QPN of every multicast packet (IBA 10.5.2.3) */
 constexpr uint32_t kMulticastQpn = 0xffffff;
@@ -167,6 +168,7 @@ private:
 			  const std::vector<Seg> &local, uint64_t len, unsigned mtu);
 	void replyArrived(fabric::Port &port, const fabric::PacketView &v, const fabric::DataPackets &packets);
 	void respondRemote(fabric::Port &port, const fabric::DataPackets &packets);
+	void respondTo(Qp &qp, fabric::Port &dst, const FarRequest &r);
 	void waitForRetry(Qp &qp, std::chrono::nanoseconds d);
 
 	boost::asio::io_context &io_;

@@ -900,8 +900,9 @@ WcStatus VerbsDevice::sendMulticast(Qp &qp, const SendWqe &w, fabric::Port &src,
 	if (!gather(host_.access(), local, len, payload))
 		return IB_WC_LOC_PROT_ERR;
 	std::vector<fabric::Port *> reached;
-	WirePackets wire; /* for a capture only */
-	if (host_.subnet().tappingData()) {
+	std::vector<fabric::Away> away;
+	WirePackets wire; /* for a capture, and for other daemons' copies */
+	if (host_.subnet().tappingData() || host_.subnet().split()) {
 		const uint16_t slid = static_cast<uint16_t>(src.lid | (w.ah.src_path_bits & ((1u << src.lmc) - 1)));
 		fabric::PacketHeaders base = wireBase(src, slid, w.ah.dlid, w.ah.sl, pkeyAt(src, qp.pkeyIndex),
 						      w.wr.wr.ud.remote_qpn, fabric::IB_OPCODE_UD, w.ah.is_global,
@@ -909,7 +910,9 @@ WcStatus VerbsDevice::sendMulticast(Qp &qp, const SendWqe &w, fabric::Port &src,
 		const unsigned mtu = mtuBytes(std::min(src.neighborMtu, src.mtuCap)); /* UD: one packet */
 		wire = requestPackets(base, w.wr, sendQkey(qp, w), qp.qpn, w.psn, mtu, len, payload);
 	}
-	host_.subnet().routeMulticast(src, w.ah.dlid, packets, wireBytes, reached, wire);
+	host_.subnet().routeMulticast(src, w.ah.dlid, packets, wireBytes, reached, wire, &away);
+	for (const fabric::Away &a : away)
+		host_.subnet().sendAway(a, wire);
 	if (w.wr.wr.ud.remote_qpn != kMulticastQpn)
 		return IB_WC_SUCCESS; /* receivers drop a multicast packet for any other QP (IBA 9.6.1.1) */
 	reached.push_back(&src); /* the HCA's own QPs on the port hear it too (loopback) */
@@ -1025,6 +1028,8 @@ uint64_t be64At(const uint8_t *p)
 	return uint64_t(be32At(p)) << 32 | be32At(p + 4);
 }
 
+} /* namespace */
+
 /* A request read back from its packets */
 struct FarRequest {
 	uint8_t transport = 0; /* IB_OPCODE_RC, _UC or _UD */
@@ -1043,6 +1048,8 @@ struct FarRequest {
 	uint32_t imm = 0; /* ImmDt as it came: network order */
 	std::vector<uint8_t> payload;
 };
+
+namespace {
 
 bool isSendOp(uint8_t op)
 {
@@ -1285,12 +1292,35 @@ void VerbsDevice::respondRemote(fabric::Port &dst, const fabric::DataPackets &pa
 	FarRequest r;
 	if (!readFarRequest(packets, r))
 		return;
+	if (r.dlid >= IB_MULTICAST_LID_BASE) {
+		/* every QP attached to the group on this port takes a copy
+		 * (IBA 10.5.2.3); a multicast packet for any other QP, or
+		 * without its GRH, is dropped (IBA 9.6.1.1) */
+		if (r.destQp != kMulticastQpn || !r.grh || r.transport != IB_OPCODE_UD)
+			return;
+		McastGroup group{ r.dlid, {} };
+		std::copy_n(r.grhBytes.begin() + 24, 16, group.mgid.begin());
+		auto it = mcast_.find(group);
+		if (it == mcast_.end())
+			return;
+		for (Qp *q : it->second) /* each with its own checks and receive */
+			respondTo(*q, dst, r);
+		return;
+	}
+	if (Qp *rqp = qp(r.destQp))
+		respondTo(*rqp, dst, r);
+}
+
+/* The request r from another daemon, to q behind port dst */
+void VerbsDevice::respondTo(Qp &q, fabric::Port &dst, const FarRequest &r)
+{
+	using namespace fabric;
 	UserAccess &ua = host_.access();
 	const QpType type = r.transport == IB_OPCODE_RC ? IB_QPT_RC
 		: r.transport == IB_OPCODE_UC           ? IB_QPT_UC
 							: IB_QPT_UD;
-	Qp *rqp = qp(r.destQp);
-	if (!rqp || rqp->qpType != type || rqp->portNum != dst.num || !(qpStateOps(rqp->state) & kProcessRecvOk))
+	Qp *rqp = &q;
+	if (rqp->qpType != type || rqp->portNum != dst.num || !(qpStateOps(rqp->state) & kProcessRecvOk))
 		return;
 	if (!pkeysMatch(r.pkey, pkeyAt(dst, rqp->pkeyIndex))) {
 		if (dst.pkeyViolations < 0xffff)

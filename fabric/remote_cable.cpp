@@ -115,6 +115,18 @@ void Subnet::arriveDataFromFar(Port &far, DataPackets packets, unsigned hops)
 	uint64_t bytes = 0;
 	for (const auto &p : packets)
 		bytes += p.size() - kVcrcBytes; /* the counters count LRH to ICRC */
+	if (v.dlid >= IB_MULTICAST_LID_BASE && v.dlid != IB_LID_PERMISSIVE) {
+		std::vector<Port *> reached;
+		std::vector<Away> aways;
+		carryMulticast(&far, v.dlid, static_cast<uint32_t>(packets.size()), bytes, reached, packets, true, hops,
+			       &aways);
+		for (Port *dst : reached)
+			if (dataListener_)
+				dataListener_(*dst, DataPackets(packets));
+		for (const Away &a : aways)
+			sendAway(a, DataPackets(packets));
+		return;
+	}
 	Away away;
 	Port *dst = carryData(&far, v.dlid, static_cast<uint32_t>(packets.size()), bytes, packets, true, hops, &away);
 	if (dst && dataListener_)

@@ -412,24 +412,52 @@ Port *Subnet::carryData(Port *out, uint16_t dlid, uint32_t packets, uint64_t wir
 }
 
 void Subnet::routeMulticast(Port &src, uint16_t mlid, uint32_t packets, uint64_t wireBytes,
-			    std::vector<Port *> &reached, std::span<const std::vector<uint8_t>> wire)
+			    std::vector<Port *> &reached, std::span<const std::vector<uint8_t>> wire,
+			    std::vector<Away> *away)
+{
+	carryMulticast(&src, mlid, packets, wireBytes, reached, wire, false, 0, away);
+}
+
+/* routeMulticast() from `out` on; `sent` and `hops` as for carry() */
+void Subnet::carryMulticast(Port *src, uint16_t mlid, uint32_t packets, uint64_t wireBytes,
+			    std::vector<Port *> &reached, std::span<const std::vector<uint8_t>> wire, bool sent,
+			    unsigned hops, std::vector<Away> *away)
 {
 	const uint64_t words = wireBytes / 4;
-	/* cables still to cross, breadth first; a switch relays one copy only,
-	 * so a loop in badly programmed MFTs ends */
-	std::vector<Port *> egress{ &src };
+	/* A message that crossed daemons is known by its first packet, so
+	 * that a switch relays it once even when a loop in badly programmed
+	 * MFTs brings it back through another daemon */
+	uint64_t id = 0;
+	if (split_ && !wire.empty() && wire.front().size() > kVcrcBytes + 8)
+		id = std::hash<std::string_view>{}(std::string_view(
+			reinterpret_cast<const char *>(wire.front().data()) + 8, wire.front().size() - 8 - kVcrcBytes));
+	/* cables still to cross, breadth first, with the cables crossed
+	 * before each; a switch relays one copy only, so a loop ends */
+	std::vector<std::pair<Port *, unsigned>> egress{ { src, hops } };
 	std::vector<const Node *> relayed;
-	for (size_t i = 0; i < egress.size(); i++) {
-		Port *out = egress[i];
+	for (size_t i = 0; i < egress.size(); i++, sent = false) {
+		auto [out, hop] = egress[i];
 		Port *in = out->peer;
-		if (!in || !out->linkUp() || !in->linkUp() || out->state != PortState::Active || in->node->foreign) {
-			addSaturating(out->counters.xmitDiscards, packets);
-			dropped_ += packets;
-			continue;
+		if (sent) { /* left `out` in another daemon: only the arrival is ours */
+			if (!in || !in->linkUp()) {
+				dropped_ += packets;
+				continue;
+			}
+		} else {
+			if (!in || !out->linkUp() || !in->linkUp() || out->state != PortState::Active ||
+			    hop >= kMaxHops || (in->node->foreign && (!away || !remote_))) {
+				addSaturating(out->counters.xmitDiscards, packets);
+				dropped_ += packets;
+				continue;
+			}
+			countTraffic(out->counters, true, packets, words, true);
+			if (tap_)
+				tapData(*out, true, wire, packets);
+			if (in->node->foreign) { /* in's daemon counts the arrival */
+				away->push_back({ in, hop });
+				continue;
+			}
 		}
-		countTraffic(out->counters, true, packets, words, true);
-		if (tap_)
-			tapData(*out, true, wire, packets);
 		if (in->errors || out->errors) {
 			if (uint64_t lost = lostOnCable(*out, *in, packets)) {
 				countTraffic(in->counters, false, packets - lost, words / packets * (packets - lost),
@@ -456,6 +484,8 @@ void Subnet::routeMulticast(Port &src, uint16_t mlid, uint32_t packets, uint64_t
 		if (std::find(relayed.begin(), relayed.end(), &node) != relayed.end())
 			continue;
 		relayed.push_back(&node);
+		if (id && !relayedOnce(id, node))
+			continue;
 		const SwitchState &st = *node.sw;
 		const unsigned positions = (node.numPorts + 16) / 16;
 		const size_t base = size_t(mlid - IB_MULTICAST_LID_BASE) * positions;
@@ -466,9 +496,23 @@ void Subnet::routeMulticast(Port &src, uint16_t mlid, uint32_t packets, uint64_t
 		}
 		for (unsigned num = 1; num <= node.numPorts; num++) {
 			if (num != in->num && (st.mft[base + num / 16] >> (num % 16) & 1))
-				egress.push_back(&node.port(num));
+				egress.push_back({ &node.port(num), hop + 1 });
 		}
 	}
+}
+
+bool Subnet::relayedOnce(uint64_t id, const Node &sw)
+{
+	constexpr size_t kRemembered = 4096;
+	const std::pair<uint64_t, uint32_t> key{ id, sw.index };
+	if (!farRelayed_.insert(key).second)
+		return false;
+	farRelayedOrder_.push_back(key);
+	if (farRelayedOrder_.size() > kRemembered) {
+		farRelayed_.erase(farRelayedOrder_.front());
+		farRelayedOrder_.pop_front();
+	}
+	return true;
 }
 
 namespace {

@@ -27,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -109,7 +110,9 @@ public:
 	void arriveFromFar(Port &far, Packet pkt, unsigned hops);
 	/* The same for a data message: routed on by its DLID, it reaches a
 	 * local CA port that owns it (handed to the data listener), leaves
-	 * for another daemon again, or is lost as routeData() loses it. */
+	 * for another daemon again, or is lost as routeData() loses it. A
+	 * multicast DLID follows the MFTs as routeMulticast(): every CA port
+	 * of this daemon it reaches takes a copy. */
 	void arriveDataFromFar(Port &far, DataPackets packets, unsigned hops);
 	/* The host side of a CA port takes data messages that came from
 	 * another daemon (the verbs responder, or a requester's replies). */
@@ -177,9 +180,15 @@ public:
 	 * (never back out of the port they came in by) and every CA port they
 	 * reach goes into `reached`, counted as multicast traffic. A switch
 	 * whose MFT has no entry for the MLID drops them
-	 * (PortRcvSwitchRelayErrors). `wire` as for routeData(). */
+	 * (PortRcvSwitchRelayErrors). `wire` as for routeData().
+	 *
+	 * Copies that reach another daemon's nodes go into `away` (when
+	 * given; otherwise they are lost there), for the sender to hand its
+	 * packets to sendAway(); in a split subnet `wire` must then hold
+	 * them, as it names the message to the switches of every daemon. */
 	void routeMulticast(Port &src, uint16_t mlid, uint32_t packets, uint64_t wireBytes,
-			    std::vector<Port *> &reached, std::span<const std::vector<uint8_t>> wire = {});
+			    std::vector<Port *> &reached, std::span<const std::vector<uint8_t>> wire = {},
+			    std::vector<Away> *away = nullptr);
 
 	/* A capture watching the wire, or null (fabric/packet_tap.h). The
 	 * tap outlives its being set. */
@@ -225,6 +234,11 @@ private:
 	void deliver(Port &port, const Packet &pkt);
 	Port *carryData(Port *out, uint16_t dlid, uint32_t packets, uint64_t wireBytes,
 			std::span<const std::vector<uint8_t>> wire, bool sent, unsigned hops, Away *away);
+	void carryMulticast(Port *out, uint16_t mlid, uint32_t packets, uint64_t wireBytes,
+			    std::vector<Port *> &reached, std::span<const std::vector<uint8_t>> wire, bool sent,
+			    unsigned hops, std::vector<Away> *away);
+	/* false if switch sw relayed the multicast message `id` lately */
+	bool relayedOnce(uint64_t id, const Node &sw);
 	void drop(Port *at, const char *why);
 	void countXmit(Port &p, const Packet &pkt);
 	void countRcv(Port &p, const Packet &pkt);
@@ -255,6 +269,9 @@ private:
 	PacketTap *tap_ = nullptr;
 	RemoteCables *remote_ = nullptr;
 	bool split_ = false;
+	/* multicast messages that crossed daemons, by switch (relayedOnce) */
+	std::set<std::pair<uint64_t, uint32_t>> farRelayed_;
+	std::deque<std::pair<uint64_t, uint32_t>> farRelayedOrder_;
 	DropFilter dropFilter_;
 	PortListener portListener_;
 	DataListener dataListener_;

@@ -14,53 +14,6 @@ using namespace ibemu;
 using namespace ibemu::emu;
 using namespace ibemu::test;
 
-namespace {
-
-constexpr uint16_t kMlid = 0xc001;
-const uint8_t kMgid[16] = { 0xff, 0x12, 0x40, 0x01, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0x0f, 1, 2, 3 };
-
-int attach(Client &c, uint32_t qp, const uint8_t *gid, uint16_t mlid, bool detach = false)
-{
-	ib_uverbs_attach_mcast req{};
-	memcpy(req.gid, gid, 16);
-	req.qp_handle = qp;
-	req.mlid = mlid;
-	return c.cmd(detach ? CMD_DETACH_MCAST : CMD_ATTACH_MCAST, req);
-}
-
-/* Every switch forwards the MLID out of all its ports, as an SM's
- * spanning tree does for a group with members everywhere. */
-void programMfts(fabric::Subnet &subnet, uint16_t mlid, uint16_t mask = 0xfffe)
-{
-	for (const auto &n : subnet.nodes()) {
-		if (!n->isSwitch())
-			continue;
-		unsigned positions = (n->numPorts + 16) / 16;
-		size_t base = size_t(mlid - 0xc000) * positions;
-		if (n->sw->mft.size() < base + positions)
-			n->sw->mft.resize(base + positions, 0);
-		for (unsigned pos = 0; pos < positions; pos++)
-			n->sw->mft[base + pos] = pos == 0 ? mask : 0xffff;
-	}
-}
-
-int createMcastAh(Client &c, uint32_t pd, uint32_t &ah)
-{
-	ib_uverbs_create_ah req{};
-	req.pd_handle = pd;
-	req.attr.dlid = kMlid;
-	req.attr.port_num = 1;
-	req.attr.is_global = 1;
-	req.attr.grh.hop_limit = 1;
-	memcpy(req.attr.grh.dgid, kMgid, 16);
-	ib_uverbs_create_ah_resp resp{};
-	int r = c.cmd(CMD_CREATE_AH, req, resp);
-	ah = resp.ah_handle;
-	return r;
-}
-
-} /* namespace */
-
 TEST_CASE("verbs multicast: attach and detach with the kernel's checks", "[verbs][mcast]")
 {
 	Pair ud(IB_QPT_UD);

@@ -311,3 +311,53 @@ TEST_CASE("verbs across daemons: UD SEND", "[verbs][remote-cable]")
 	CHECK(p.b->poll(p.cqB).empty());
 	CHECK(port2.qkeyViolations == before + 1);
 }
+
+TEST_CASE("verbs across daemons: a multicast send reaches the other daemon's members once", "[verbs][remote-cable]")
+{
+	/* every switch forwards the group out of every port: the two cables
+	 * between S1 (daemon a) and S2 (daemon b) make a loop that crosses
+	 * the daemons, which must end with one copy per member */
+	FarPair p(IB_QPT_UD);
+	programMfts(p.net.a, kMlid);
+	programMfts(p.net.b, kMlid);
+	REQUIRE(attach(*p.b, p.qpB.qp_handle, kMgid, kMlid) == 0);
+	for (uint64_t id = 1; id <= 3; id++)
+		REQUIRE(p.b->postRecv(p.qpB.qp_handle, id, { sge(p.bufB + 128 * id, 40 + 64, p.mrB.lkey) }) == 0);
+	uint32_t ah = 0;
+	REQUIRE(createMcastAh(*p.a, p.pdA, ah) == 0);
+	memset(p.bufA, 0x6b, 64);
+	auto w = FarPair::wr(IB_WR_SEND, 9);
+	w.wr.ud.ah = ah;
+	w.wr.ud.remote_qpn = kMulticastQpn;
+	w.wr.ud.remote_qkey = 0x11111111;
+	auto &s2In = SplitSubnet::port(p.net.b, "S2", 7);
+	const uint64_t before = s2In.counters.extMulticastRcvPkts +
+		SplitSubnet::port(p.net.b, "S2", 8).counters.extMulticastRcvPkts;
+	REQUIRE(p.a->postSend(p.qpA.qp_handle, w, { sge(p.bufA, 64, p.mrA.lkey) }) == 0);
+	p.run();
+
+	auto rb = p.b->poll(p.cqB);
+	REQUIRE(rb.size() == 1);
+	CHECK(rb[0].wr_id == 1);
+	CHECK(rb[0].status == IB_WC_SUCCESS);
+	CHECK(rb[0].byte_len == 40 + 64);
+	CHECK(rb[0].src_qp == p.qpA.qpn);
+	CHECK(rb[0].slid == p.lid1());
+	CHECK((rb[0].wc_flags & IB_WC_GRH) != 0);
+	CHECK(memcmp(p.bufB + 128 + 24, kMgid, 16) == 0); /* the GRH's destination is the group */
+	CHECK(p.bufB[128 + 40] == 0x6b);
+	CHECK(p.bufB[128 + 103] == 0x6b);
+	auto sa = p.a->poll(p.cqA);
+	REQUIRE(sa.size() == 1);
+	CHECK(sa[0].opcode == IB_WC_SEND);
+	/* S1 sent a copy down each cable to S2; S2 relayed the first only */
+	const uint64_t after = s2In.counters.extMulticastRcvPkts +
+		SplitSubnet::port(p.net.b, "S2", 8).counters.extMulticastRcvPkts;
+	CHECK(after - before == 2);
+
+	/* a member that left hears nothing more */
+	REQUIRE(attach(*p.b, p.qpB.qp_handle, kMgid, kMlid, true) == 0);
+	REQUIRE(p.a->postSend(p.qpA.qp_handle, w, { sge(p.bufA, 64, p.mrA.lkey) }) == 0);
+	p.run();
+	CHECK(p.b->poll(p.cqB).empty());
+}

@@ -3,6 +3,8 @@
 #include "tests/unit/verbs_helpers.h"
 
 #include "emu/ibemu_user_verbs.h"
+#include "fabric/node.h"
+#include "fabric/subnet.h"
 
 #include <catch2/catch.hpp>
 
@@ -372,6 +374,44 @@ int providerContext(Client &c, std::vector<ibemu_spare> spares, ibemu_get_contex
 	int r = c.cmd(CMD_GET_CONTEXT, req, resp);
 	if (out)
 		*out = resp.drv;
+	return r;
+}
+
+int attach(Client &c, uint32_t qp, const uint8_t *gid, uint16_t mlid, bool detach)
+{
+	ib_uverbs_attach_mcast req{};
+	memcpy(req.gid, gid, 16);
+	req.qp_handle = qp;
+	req.mlid = mlid;
+	return c.cmd(detach ? CMD_DETACH_MCAST : CMD_ATTACH_MCAST, req);
+}
+
+void programMfts(fabric::Subnet &subnet, uint16_t mlid, uint16_t mask)
+{
+	for (const auto &n : subnet.nodes()) {
+		if (!n->isSwitch())
+			continue;
+		unsigned positions = (n->numPorts + 16) / 16;
+		size_t base = size_t(mlid - 0xc000) * positions;
+		if (n->sw->mft.size() < base + positions)
+			n->sw->mft.resize(base + positions, 0);
+		for (unsigned pos = 0; pos < positions; pos++)
+			n->sw->mft[base + pos] = pos == 0 ? mask : 0xffff;
+	}
+}
+
+int createMcastAh(Client &c, uint32_t pd, uint32_t &ah)
+{
+	ib_uverbs_create_ah req{};
+	req.pd_handle = pd;
+	req.attr.dlid = kMlid;
+	req.attr.port_num = 1;
+	req.attr.is_global = 1;
+	req.attr.grh.hop_limit = 1;
+	memcpy(req.attr.grh.dgid, kMgid, 16);
+	ib_uverbs_create_ah_resp resp{};
+	int r = c.cmd(CMD_CREATE_AH, req, resp);
+	ah = resp.ah_handle;
 	return r;
 }
 

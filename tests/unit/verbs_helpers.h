@@ -109,6 +109,19 @@ struct Client {
  * pairs: emu/ibemu_user_verbs.h); out: the device's answer */
 int providerContext(Client &c, std::vector<ibemu_spare> spares, ibemu_get_context_resp *out = nullptr);
 
+/* A multicast group of the tests: its MLID and MGID */
+constexpr uint16_t kMlid = 0xc001;
+inline constexpr uint8_t kMgid[16] = { 0xff, 0x12, 0x40, 0x01, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0x0f, 1, 2, 3 };
+
+/* ATTACH_MCAST (DETACH_MCAST with detach) of a QP to gid and mlid */
+int attach(Client &c, uint32_t qp, const uint8_t *gid, uint16_t mlid, bool detach = false);
+/* Every switch forwards the MLID out of all its ports (`mask` at
+ * position 0): every CA port is reached, and the parallel cables between
+ * switches make loops that the data path must end. */
+void programMfts(fabric::Subnet &subnet, uint16_t mlid, uint16_t mask = 0xfffe);
+/* An AH on port 1 to the group kMgid, kMlid */
+int createMcastAh(Client &c, uint32_t pd, uint32_t &ah);
+
 inline ib_uverbs_sge sge(const void *addr, uint32_t len, uint32_t lkey)
 {
 	return { reinterpret_cast<uint64_t>(addr), len, lkey };
