@@ -37,8 +37,10 @@ Host::Host(boost::asio::io_context &io, fabric::Subnet &subnet)
 {
 	cma_ = std::make_unique<Cma>(io, *this, ibCm_, sa_, saMcast_);
 	subnet_.setPortListener([this](fabric::Port &p, bool rereg) {
-		if (VerbsDevice *v = verbsAt(p))
-			v->portChanged(p, rereg);
+		for (const auto &h : hcas_)
+			if (h->node == p.node && h->verbs)
+				for (AsyncEvent ev : h->verbs->portChanged(p, rereg))
+					portEvent(*h, p.num, ev);
 	});
 	/* verbs messages from other daemons (docs/multihost.md) */
 	subnet_.setDataListener([this](fabric::Port &p, fabric::DataPackets &&packets) {
@@ -133,6 +135,28 @@ void Host::reapRetired()
 				return false;
 		return true;
 	});
+}
+
+/* ib_dispatch_event(): to the verbs files (async events) and to the
+ * multicast memberships (multicast.c's mcast_event_handler) */
+void Host::portEvent(Hca &hca, unsigned portNum, AsyncEvent ev)
+{
+	hca.verbs->portEvent(portNum, ev);
+	if (portNum < 1 || portNum > hca.madPorts.size())
+		return;
+	MadPort &mp = *hca.madPorts[portNum - 1];
+	switch (ev) {
+	case IB_EVENT_PORT_ERR:
+	case IB_EVENT_LID_CHANGE:
+	case IB_EVENT_CLIENT_REREGISTER:
+		saMcast_.portEvent(mp, SaMulticast::PortEvent::Error);
+		break;
+	case IB_EVENT_PKEY_CHANGE:
+		saMcast_.portEvent(mp, SaMulticast::PortEvent::PkeyChange);
+		break;
+	default:
+		break;
+	}
 }
 
 VerbsDevice *Host::verbsAt(const fabric::Port &port) const

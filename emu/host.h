@@ -76,6 +76,8 @@ public:
 	fabric::Subnet &subnet() const { return subnet_; }
 
 private:
+	void portEvent(Hca &hca, unsigned portNum, AsyncEvent ev);
+
 	boost::asio::io_context &io_;
 	fabric::Subnet &subnet_;
 	MadClients clients_;

@@ -224,23 +224,25 @@ void VerbsDevice::portEvent(unsigned portNum, AsyncEvent ev)
 		f->asyncEvent(portNum, ev);
 }
 
-void VerbsDevice::portChanged(fabric::Port &p, bool clientReregister)
+std::vector<AsyncEvent> VerbsDevice::portChanged(fabric::Port &p, bool clientReregister)
 {
+	std::vector<AsyncEvent> events;
 	if (p.node != &node_ || p.num < 1 || p.num > seen_.size())
-		return;
+		return events;
 	PortSeen &was = seen_[p.num - 1];
 	PortSeen now{ p.state == fabric::PortState::Active, p.lid, p.lmc, p.smLid, p.masterSmSl, p.pkeys };
 	if (now.active != was.active)
-		portEvent(p.num, now.active ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR);
+		events.push_back(now.active ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR);
 	if (now.lid != was.lid || now.lmc != was.lmc)
-		portEvent(p.num, IB_EVENT_LID_CHANGE);
+		events.push_back(IB_EVENT_LID_CHANGE);
 	if (now.smLid != was.smLid || now.smSl != was.smSl)
-		portEvent(p.num, IB_EVENT_SM_CHANGE);
+		events.push_back(IB_EVENT_SM_CHANGE);
 	if (now.pkeys != was.pkeys)
-		portEvent(p.num, IB_EVENT_PKEY_CHANGE);
+		events.push_back(IB_EVENT_PKEY_CHANGE);
 	if (clientReregister)
-		portEvent(p.num, IB_EVENT_CLIENT_REREGISTER);
+		events.push_back(IB_EVENT_CLIENT_REREGISTER);
 	was = std::move(now);
+	return events;
 }
 
 } /* namespace ibemu::emu */

@@ -143,9 +143,10 @@ public:
 	/* Raises an async event about a port on every open file. */
 	void portEvent(unsigned portNum, AsyncEvent ev);
 	/* The fabric says a port may have changed: compares it with what was
-	 * last seen and raises PORT_ACTIVE, PORT_ERR, LID_CHANGE, SM_CHANGE,
-	 * PKEY_CHANGE, CLIENT_REREGISTER as the kernel's drivers do. */
-	void portChanged(fabric::Port &port, bool clientReregister);
+	 * last seen and returns the events the kernel's drivers would raise
+	 * (PORT_ACTIVE, PORT_ERR, LID_CHANGE, SM_CHANGE, PKEY_CHANGE,
+	 * CLIENT_REREGISTER), for the host to dispatch (Host::portEvent). */
+	std::vector<AsyncEvent> portChanged(fabric::Port &port, bool clientReregister);
 
 	/* A data message from another daemon reached `port`: a request for a
 	 * responder QP here, or the reply to a request of ours. */

@@ -763,6 +763,81 @@ TEST_CASE("rdma_cm multicast: a join state nobody holds any more is left on its 
 	CHECK(p.sa.mc[3].rec.joinState == 1);
 }
 
+TEST_CASE("rdma_cm multicast: port events fail the groups as multicast.c does; members join again", "[rdma_cm][mcast]")
+{
+	CmPair p;
+	const sockaddr_in6 group = ip4(inet_addr("239.1.2.5"), 0);
+	uint32_t id = p.client.create(0xa1, RDMA_PS_UDP);
+	REQUIRE(p.client.bindIp(id, ip4(p.addr1, 0)) > 0);
+	uint32_t mc = 0, reported = 0;
+	REQUIRE(joinMcast(p.client, id, group, 0x51, mc) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_MULTICAST_JOIN);
+	REQUIRE(p.sa.mc.size() == 1);
+	rdma_ucm_event_resp ev;
+
+	/* a new SM alone changes nothing (the kernel's multicast.c ignores
+	 * SM_CHANGE); one that asks the port to register again may have lost
+	 * the group: MULTICAST_ERROR, ENETRESET, and no Delete for it */
+	const uint16_t smLid = p.p1->smLid;
+	for (uint16_t lid : { uint16_t(smLid + 1), smLid }) { /* and back, where the test SA is */
+		p.p1->smLid = lid;
+		p.subnet.portChanged(*p.p1, false);
+		p.drain();
+		CHECK(p.client.getEvent(ev) == -EAGAIN);
+	}
+	p.subnet.portChanged(*p.p1, true);
+	p.drain();
+	ev = p.client.expect(RDMA_CM_EVENT_MULTICAST_ERROR);
+	CHECK(ev.uid == 0x51);
+	CHECK(ev.id == mc);
+	CHECK(int32_t(ev.status) == -ENETRESET);
+	p.subnet.portChanged(*p.p1, true); /* told once */
+	p.drain();
+	CHECK(p.client.getEvent(ev) == -EAGAIN);
+	CHECK(p.sa.mc.size() == 1);
+	/* the member held nothing any more: leaving sends nothing, joining
+	 * again asks the SA */
+	REQUIRE(leaveMcast(p.client, mc, reported) > 0);
+	p.drain();
+	CHECK(p.sa.mc.size() == 1);
+	REQUIRE(joinMcast(p.client, id, group, 0x52, mc) > 0);
+	p.drain();
+	REQUIRE(p.sa.mc.size() == 2);
+	CHECK(p.sa.mc[1].method == 0x02);
+	p.client.expect(RDMA_CM_EVENT_MULTICAST_JOIN);
+
+	/* a P_Key table change that leaves the group's P_Key where it was
+	 * fails nothing; one that moves it does */
+	p.p1->pkeys.push_back(0x8001);
+	p.subnet.portChanged(*p.p1, false);
+	p.drain();
+	CHECK(p.client.getEvent(ev) == -EAGAIN);
+	p.p1->pkeys.insert(p.p1->pkeys.begin(), 0x8002);
+	p.subnet.portChanged(*p.p1, false);
+	p.drain();
+	CHECK(int32_t(p.client.expect(RDMA_CM_EVENT_MULTICAST_ERROR).status) == -ENETRESET);
+	REQUIRE(leaveMcast(p.client, mc, reported) > 0);
+	REQUIRE(joinMcast(p.client, id, group, 0x53, mc) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_MULTICAST_JOIN);
+
+	/* a leave's Delete is awaited: a join meanwhile waits for its answer */
+	const size_t sets = p.sa.mc.size();
+	p.sa.silent = true;
+	const unsigned asked = p.sa.queries;
+	REQUIRE(leaveMcast(p.client, mc, reported) > 0);
+	REQUIRE(joinMcast(p.client, id, group, 0x54, mc) > 0);
+	p.drain();
+	CHECK(p.sa.queries == asked + 1); /* the Delete only */
+	p.sa.silent = false;
+	p.advance(300); /* the Delete's next try is answered, then the Set goes */
+	REQUIRE(p.sa.mc.size() == sets + 2);
+	CHECK(p.sa.mc[sets].method == 0x15);
+	CHECK(p.sa.mc[sets + 1].method == 0x02);
+	CHECK(p.client.expect(RDMA_CM_EVENT_MULTICAST_JOIN).uid == 0x54);
+}
+
 TEST_CASE("rdma_cm in a split subnet: every daemon numbers every CA alike and resolves another host's",
 	  "[rdma_cm][remote-cable]")
 {
