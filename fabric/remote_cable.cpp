@@ -116,6 +116,12 @@ void Subnet::arriveDataFromFar(Port &far, DataPackets packets, unsigned hops)
 	for (const auto &p : packets)
 		bytes += p.size() - kVcrcBytes; /* the counters count LRH to ICRC */
 	if (v.dlid >= IB_MULTICAST_LID_BASE && v.dlid != IB_LID_PERMISSIVE) {
+		/* multicast is UD, one packet a message: anything longer is no
+		 * message of a real HCA's, and would be copied to every port */
+		if (packets.size() != 1) {
+			dropped_ += packets.size();
+			return;
+		}
 		std::vector<Port *> reached;
 		std::vector<Away> aways;
 		carryMulticast(&far, v.dlid, static_cast<uint32_t>(packets.size()), bytes, reached, packets, true, hops,

@@ -369,6 +369,8 @@ void SplitWire::transmitData(const Port &far, DataPackets data, unsigned hops, O
 	Port *to = &there(far);
 	Port *from = to->peer ? to->peer : to->pulledPeer;
 	dataMessages++;
+	lastData = data;
+	lastFrom = from;
 	if (!io)
 		return other->arriveDataFromFar(*from, std::move(data), hops);
 	boost::asio::post(*io, [s = other, from, data = std::move(data), hops]() mutable {

@@ -128,6 +128,8 @@ struct SplitWire final : RemoteCables {
 	bool cut = false;
 	uint64_t packets = 0; /* MAD packets carried */
 	uint64_t dataMessages = 0;
+	DataPackets lastData; /* the last data message carried, and where it arrived from */
+	Port *lastFrom = nullptr;
 	/* hold: data messages stay "on their way out" (their OnWire kept in
 	 * held) until a test calls them */
 	bool hold = false;
