@@ -3,6 +3,7 @@
 #include "tools/fabric_picture.h"
 
 #include "fabric/subnet.h"
+#include "tools/fabric_source.h"
 
 #include <fmt/format.h>
 #include <graphviz/cgraph.h>
@@ -36,10 +37,12 @@ std::string escaped(std::string_view s)
 	return out;
 }
 
-std::string nodeLabel(const Node &n, bool live)
+std::string nodeLabel(const Node &n, const PictureOptions &o)
 {
 	std::string label = escaped(n.desc.empty() ? n.name : n.desc);
-	if (!live)
+	if (o.split && n.index < o.split->ownerOf.size() && o.split->ownerOf[n.index] >= 0)
+		label += "\\nhost " + escaped(o.split->hosts[size_t(o.split->ownerOf[n.index])].name);
+	if (!o.live || n.foreign) /* a stand-in's LIDs are its own daemon's */
 		return label;
 	if (n.isSwitch()) {
 		if (n.port(0).lid)
@@ -55,25 +58,28 @@ std::string nodeLabel(const Node &n, bool live)
 	return label;
 }
 
-/* How a cable looks: its colour and style by the state of its ends */
+/* How a cable looks: its colour and style by its state (cableState) */
 std::string cableStyle(const Port &a, bool live)
 {
 	if (!live)
 		return "color=\"gray30\"";
-	const Port &b = *a.cableEnd();
-	if (!a.peer || !a.linkUp() || !b.linkUp())
-		return "color=\"red\", style=dashed";
-	if (a.state == PortState::Active && b.state == PortState::Active)
+	const std::string_view state = cableState(a);
+	if (state == "elsewhere")
+		return "color=\"gray60\", style=dotted";
+	if (state == "active")
 		return "color=\"forestgreen\"";
-	return "color=\"orange\"";
+	if (state == "up")
+		return "color=\"orange\"";
+	return "color=\"red\", style=dashed";
 }
 
 std::string cableLabel(const Port &p, bool live)
 {
-	if (live && !p.peer)
-		return "pulled";
-	if (live && !p.linkUp())
-		return "down";
+	if (live) {
+		const std::string_view state = cableState(p);
+		if (state == "pulled" || state == "down")
+			return std::string(state);
+	}
 	unsigned lanes = fabric::widthLanes(p.linkWidthActive);
 	return fmt::format("{}x{}", lanes ? lanes : 4, fabric::speedName(p.speedActive));
 }
@@ -181,8 +187,10 @@ std::string drawWhole(const Subnet &s, const std::vector<int> &level, bool tree,
 				loose++;
 			continue;
 		}
-		out += fmt::format("\tn{} [id=\"n{}\", label=\"{}\", shape={}];\n", n->index, n->index,
-				   nodeLabel(*n, o.live), n->isSwitch() ? "box" : "ellipse");
+		out += fmt::format("\tn{} [id=\"n{}\", label=\"{}\", shape={}{}];\n", n->index, n->index,
+				   nodeLabel(*n, o), n->isSwitch() ? "box" : "ellipse",
+				   o.live && n->foreign ? ", style=dashed, color=\"gray60\", fontcolor=\"gray40\""
+							: "");
 	}
 	for (const auto &[sw, count] : casOf)
 		out += fmt::format("\tc{} [id=\"c{}\", label=\"{} CAs\", shape=ellipse, style=dashed];\n"
@@ -251,7 +259,7 @@ std::string drawGroups(const Subnet &s, const std::vector<int> &group, bool tree
 		g.switches++;
 		for (unsigned i = 1; i <= n->numPorts; i++) {
 			const Port &p = n->port(i);
-			if (p.state == PortState::Active)
+			if (p.state == PortState::Active && !n->foreign)
 				g.active++;
 			const Port *q = p.peer;
 			if (!q || !q->node->isSwitch() || q->node->index < n->index)
@@ -259,7 +267,8 @@ std::string drawGroups(const Subnet &s, const std::vector<int> &group, bool tree
 			auto key = std::minmax(group[n->index], group[q->node->index]);
 			Bundle &b = bundles[key];
 			b.cables++;
-			if (!p.linkUp())
+			const std::string_view state = cableState(p);
+			if (state == "down" || state == "pulled")
 				b.down++;
 		}
 	}
@@ -290,6 +299,24 @@ std::string drawGroups(const Subnet &s, const std::vector<int> &group, bool tree
 }
 
 } /* namespace */
+
+const char *cableState(const Port &p)
+{
+	const Port *q = p.cableEnd();
+	if (!p.peer || !q)
+		return "pulled";
+	if (p.node->foreign && q->node->foreign)
+		return "elsewhere";
+	if (p.node->foreign || q->node->foreign) { /* the local end knows */
+		const Port &local = p.node->foreign ? *q : p;
+		if (!local.linkUp())
+			return "down";
+		return local.state == PortState::Active ? "active" : "up";
+	}
+	if (!p.linkUp() || !q->linkUp())
+		return "down";
+	return p.state == PortState::Active && q->state == PortState::Active ? "active" : "up";
+}
 
 std::string fabricDot(const Subnet &subnet, const PictureOptions &o)
 {

@@ -22,6 +22,12 @@
 // Element ids are stable ("n<index>" for node index, "l<index>p<port>"
 // for the cable at that port, from its lower-indexed end), so a page can
 // recolour a drawn map as ports change.
+//
+// A subnet split across hosts (docs/multihost.md) names each node's host
+// in its label. In a daemon's live picture another host's nodes are
+// stand-ins whose state this daemon does not know: they are drawn gray
+// and dashed without LIDs, a cable between two of them gray and dotted,
+// and a cable to one of them by its local end alone.
 #pragma once
 
 #include <string>
@@ -29,15 +35,26 @@
 
 namespace ibemu::fabric {
 class Subnet;
+struct Port;
 }
 
 namespace ibemu::tools {
+
+struct SubnetSplit;
 
 struct PictureOptions {
 	size_t maxNodes = 200;
 	size_t maxSwitches = 150;
 	bool live = true; /* port states and LIDs (false: a file's fabric, not brought up) */
+	const SubnetSplit *split = nullptr; /* the file's host= lines, if any */
 };
+
+/* What the cable at p looks like, as the picture colours it and the live
+ * view reports it: "active" (both ends Active), "up" (trained, not both
+ * Active), "down", "pulled" (taken out), or "elsewhere" (between two
+ * other hosts' nodes: not known here). A cable to another host's node
+ * is judged by its local end, the one this daemon simulates. */
+const char *cableState(const fabric::Port &p);
 
 std::string fabricDot(const fabric::Subnet &subnet, const PictureOptions &o = {});
 

@@ -168,6 +168,7 @@ private:
 	std::unique_ptr<tools::PacketCapture> capture_; /* `ibemu capture` clients */
 	std::unique_ptr<tools::WebView> web_; /* --web */
 	tools::SubnetSplit split_; /* the topology's host= lines */
+	const tools::SubnetSplit *splitOrNull() const { return split_.hosts.empty() ? nullptr : &split_; }
 	std::unique_ptr<tools::PeerLinks> peers_; /* cables to the other hosts' daemons */
 	std::map<uint64_t, std::unique_ptr<tools::ScenarioRun>> scenarios_; /* by a number of their own */
 	uint64_t lastScenario_ = 0;
@@ -331,9 +332,12 @@ bool Daemon::startWeb()
 {
 	if (!opts_.webOn)
 		return true;
-	web_ = std::make_unique<tools::WebView>(io_, subnet_, *capture_, [this] {
-		return nlohmann::ordered_json{ { "instance", inst_.name }, { "faults", control_->state() } };
-	});
+	web_ = std::make_unique<tools::WebView>(
+		io_, subnet_, *capture_,
+		[this] {
+			return nlohmann::ordered_json{ { "instance", inst_.name }, { "faults", control_->state() } };
+		},
+		splitOrNull());
 	std::string err;
 	if (web_->listen(opts_.web, err) != 0) {
 		spdlog::error("{}", err);
@@ -358,7 +362,7 @@ void Daemon::control(const nlohmann::ordered_json &req, const nlohmann::ordered_
 	} else if (op == "state") {
 		reply({ { "ok", true }, { "faults", control_->state() }, { "scenarios", scenarioStates() } });
 	} else if (op == "picture") { /* ibemu topo show --instance */
-		reply({ { "ok", true }, { "dot", tools::fabricDot(subnet_) } });
+		reply({ { "ok", true }, { "dot", tools::fabricDot(subnet_, { .split = splitOrNull() }) } });
 	} else if (op == "scenario.stop") {
 		size_t n = scenarios_.size();
 		scenarios_.clear();

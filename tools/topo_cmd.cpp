@@ -300,7 +300,8 @@ void addTopoCommands(CLI::App &app, int &exitCode)
 				return;
 		} else {
 			Subnet subnet;
-			if (!loadFabric(s->file, subnet)) {
+			SubnetSplit split;
+			if (!loadFabric(s->file, subnet, nullptr, &split)) {
 				exitCode = 1;
 				return;
 			}
@@ -308,7 +309,7 @@ void addTopoCommands(CLI::App &app, int &exitCode)
 				showSubnet(subnet, s->file.empty() ? "(built-in default)" : s->file);
 				return;
 			}
-			dot = fabricDot(subnet, { .live = false });
+			dot = fabricDot(subnet, { .live = false, .split = split.hosts.empty() ? nullptr : &split });
 		}
 		std::string out = dot, err;
 		if (format != "dot" && !renderDot(dot, format, out, err)) {

@@ -27,6 +27,7 @@ tr:nth-child(even) { background: #f4f4f4; }
 #map g.edge[data-state=active] path { stroke: forestgreen; }
 #map g.edge[data-state=up] path { stroke: orange; }
 #map g.edge[data-state=down] path, #map g.edge[data-state=pulled] path { stroke: red; stroke-dasharray: 6,3; }
+#map g.edge[data-state=elsewhere] path { stroke: gray; stroke-dasharray: 2,3; }
 tr[data-state=Active] .state { color: forestgreen; } tr[data-state=Armed] .state, tr[data-state=Init] .state { color: darkorange; }
 tr[data-state=Down] .state { color: red; }
 .errors { color: red; } #mads { font-family: monospace; font-size: 11px; padding-left: 0; list-style: none; }
@@ -54,7 +55,7 @@ tr[data-state=Down] .state { color: red; }
 
 const char kWebScript[] = R"js("use strict";
 let picture = null;
-const cableColours = { active: "forestgreen", up: "orange", down: "red", pulled: "red" };
+const cableColours = { active: "forestgreen", up: "orange", down: "red", pulled: "red", elsewhere: "gray" };
 
 function el(tag, text, attrs) {
   const e = document.createElement(tag);

@@ -2,6 +2,8 @@
 // Copyright (c) 2026 the ibemu authors
 #include "tools/web_state.h"
 
+#include "tools/fabric_picture.h"
+
 #include "fabric/capability.h"
 #include "fabric/subnet.h"
 
@@ -32,16 +34,6 @@ const char *stateName(PortState s)
 	default:
 		return "?";
 	}
-}
-
-/* what a cable looks like, as the picture colours it */
-const char *cableState(const Port &p)
-{
-	if (!p.peer)
-		return "pulled";
-	if (!p.linkUp() || !p.peer->linkUp())
-		return "down";
-	return p.state == PortState::Active && p.peer->state == PortState::Active ? "active" : "up";
 }
 
 uint64_t portErrors(const fabric::PortCounters &c)
@@ -110,14 +102,16 @@ Json fabricState(const fabric::Subnet &subnet)
 	for (const auto &n : subnet.nodes()) {
 		for (unsigned i = 1; i <= n->numPorts; i++) {
 			const Port &p = n->port(i);
+			if (cableOwner(p))
+				cables[fmt::format("l{}p{}", n->index, p.num)] = cableState(p);
+			if (n->foreign) /* another host's: its daemon knows its state */
+				continue;
 			states[stateName(p.state)] = states.value(stateName(p.state), 0) + 1;
 			/* the SM: a CA port with IsSM whose LID the others point at */
 			if (!n->isSwitch() && (p.capMask & fabric::IB_PORT_SM) && p.lid && p.lid == p.smLid)
 				sm = { { "lid", p.lid }, { "node", nodeName(*n) }, { "port", p.num } };
 			if (total <= kMaxListedPorts)
 				ports.push_back(portJson(p));
-			if (cableOwner(p))
-				cables[fmt::format("l{}p{}", n->index, p.num)] = cableState(p);
 		}
 	}
 	Json j = { { "picture", pictureKey(subnet) }, { "cables", cables }, { "states", states } };

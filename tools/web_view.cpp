@@ -155,9 +155,9 @@ private:
 };
 
 WebView::WebView(boost::asio::io_context &io, fabric::Subnet &subnet, PacketCapture &capture,
-		 std::function<Json()> extra)
-	: io_(io), subnet_(subnet), capture_(capture), extra_(std::move(extra)), acceptor_(io), retry_(io),
-	  madsTimer_(io)
+		 std::function<Json()> extra, const SubnetSplit *split)
+	: io_(io), subnet_(subnet), capture_(capture), extra_(std::move(extra)), split_(split), acceptor_(io),
+	  retry_(io), madsTimer_(io)
 {}
 
 WebView::~WebView()
@@ -317,7 +317,7 @@ WebView::Answer WebView::get(const std::string &target)
 		const size_t key = pictureKey(subnet_);
 		if (picture_.empty() || key != pictureKey_) {
 			std::string svg, err;
-			if (!renderDot(fabricDot(subnet_), "svg", svg, err))
+			if (!renderDot(fabricDot(subnet_, { .split = split_ }), "svg", svg, err))
 				return { 500, "text/plain", err + "\n" };
 			picture_ = std::move(svg);
 			pictureKey_ = key;

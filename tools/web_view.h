@@ -38,6 +38,7 @@ class Subnet;
 namespace ibemu::tools {
 
 class PacketCapture;
+struct SubnetSplit;
 
 class WebView {
 public:
@@ -49,7 +50,7 @@ public:
 	/* `extra` adds to /api/state what the daemon knows (the instance,
 	 * its faults and events). */
 	WebView(boost::asio::io_context &io, fabric::Subnet &subnet, PacketCapture &capture,
-		std::function<nlohmann::ordered_json()> extra);
+		std::function<nlohmann::ordered_json()> extra, const SubnetSplit *split = nullptr);
 	~WebView();
 	WebView(const WebView &) = delete;
 	WebView &operator=(const WebView &) = delete;
@@ -83,6 +84,7 @@ private:
 	fabric::Subnet &subnet_;
 	PacketCapture &capture_;
 	std::function<nlohmann::ordered_json()> extra_;
+	const SubnetSplit *split_; /* the topology's hosts, for the picture */
 	boost::asio::ip::tcp::acceptor acceptor_;
 	boost::asio::steady_timer retry_;
 	std::string url_;

@@ -99,6 +99,12 @@ out=$(inst "$I-c" ibnetdiscover)
 expect_eq "ibnetdiscover in c sees both switches" 2 "$(grep -c '^Switch' <<<"$out")"
 expect_eq "... and the four CAs" 4 "$(grep -c '^Ca' <<<"$out")"
 expect_match "... and the cables between a and b" '^\[7\][[:space:]]+"S-0002c90200000002"\[7\]' "$out"
+# a's picture: its own nodes with LIDs, b's and c's as stand-ins it does
+# not know the state of; the cables from a to b green by a's Active ends
+out=$("$ibemu" topo show --instance "$I-a" --format dot)
+expect_match "a's picture: sw1 is a's, with its LID" 'label="ibemu-sw1\\nhost a\\nLID [0-9]+", shape=box\]' "$out"
+expect_match "... sw2 is b's, drawn as not known here" 'label="ibemu-sw2\\nhost b", shape=box, style=dashed' "$out"
+expect_match "... the cables from a to b green" 'taillabel="7", headlabel="7", label="[^"]*", color="forestgreen"' "$out"
 out=$(inst "$I-b" sminfo)
 expect_match "b sees the master SM (in a)" 'sm lid [0-9]+ sm guid 0x2c90300000101.*state 3 SMINFO_MASTER' "$out"
 h1lid=$(inst "$I-a" smpquery -G portinfo 0x0002c90300000101 1 | sed -n 's/^Lid:\.*//p')

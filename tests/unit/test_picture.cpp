@@ -8,6 +8,7 @@
 #include "fabric/capability.h"
 #include "fabric/generators.h"
 #include "tools/fabric_picture.h"
+#include "tools/fabric_source.h"
 #include "tools/packet_capture.h"
 #include "tools/web_view.h"
 
@@ -50,6 +51,58 @@ TEST_CASE("picture: cables coloured by their ends' states", "[picture]")
 	dot = tools::fabricDot(f.s, { .live = false });
 	CHECK(count(dot, "color=\"gray30\"") == 8);
 	CHECK(dot.find("LID") == std::string::npos);
+}
+
+TEST_CASE("picture: a split subnet names hosts and draws another host's nodes as not known here",
+	  "[picture][remote-cable]")
+{
+	SplitSubnet net;
+	net.connect();
+	MiniSm sm(net.a, SplitSubnet::port(net.a, "H1", 1));
+	sm.run();
+	tools::SubnetSplit split;
+	split.hosts = { { "a", "127.0.0.1:7701" }, { "b", "127.0.0.1:7702" } };
+	for (const auto &n : net.a.nodes())
+		split.ownerOf.push_back(n->foreign ? 1 : 0);
+	Subnet &a = net.a;
+	const std::string s1 = std::to_string(a.findNode("S1")->index), s2 = std::to_string(a.findNode("S2")->index);
+	const std::string h2 = std::to_string(a.findNode("H2")->index);
+	auto cable = [&](const char *node, unsigned port) {
+		const Port &p = SplitSubnet::port(a, node, port);
+		const Port &q = *p.peer;
+		const Port &owner = q.node->index < p.node->index ? q : p; /* drawn from the lower index */
+		return "l" + std::to_string(owner.node->index) + "p" + std::to_string(owner.num);
+	};
+
+	std::string dot = tools::fabricDot(a, { .split = &split });
+	/* daemon a's own switch with its LID and host; b's stand-ins without */
+	CHECK(dot.find("label=\"sw1\\nhost a\\nLID " + std::to_string(a.findNode("S1")->port(0).lid) +
+		       "\", shape=box]") != std::string::npos);
+	CHECK(dot.find("n" + s2 + " [id=\"n" + s2 + "\", label=\"sw2\\nhost b\", shape=box, style=dashed") !=
+	      std::string::npos);
+	CHECK(dot.find("n" + h2 + " [id=\"n" + h2 + "\", label=\"h2 HCA-1\\nhost b\", shape=ellipse, style=dashed") !=
+	      std::string::npos);
+	/* the cables to b, Active at a's end, are green; b's own is not known here */
+	CHECK(dot.find("id=\"" + cable("S1", 7) + "\"") != std::string::npos);
+	CHECK(count(dot, "color=\"forestgreen\"") == 4); /* S1-H1, S1-S2 twice, S2-H3 */
+	CHECK(count(dot, "color=\"gray60\", style=dotted") == 1); /* S2-H2 */
+
+	tools::PacketCapture cap(a);
+	boost::asio::io_context io;
+	tools::WebView web(
+		io, a, cap, [] { return nlohmann::ordered_json{}; }, &split);
+	auto st = nlohmann::json::parse(web.get("/api/state").body);
+	CHECK(st["cables"][cable("S1", 7)] == "active");
+	CHECK(st["cables"][cable("S2", 1)] == "elsewhere");
+	CHECK(st["cables"][cable("H3", 1)] == "active");
+	CHECK(st["states"]["Active"] == 5); /* a's own: S1's three cabled ports, H1's and H3's */
+	for (const auto &port : st["ports"])
+		CHECK(port["node"] != "n" + s2); /* another host's ports are its daemon's to show */
+	/* a's end goes down: the cable to b is down, whatever b's stand-in says */
+	a.setDisabled(SplitSubnet::port(a, "S1", 7), true);
+	st = nlohmann::json::parse(web.get("/api/state").body);
+	CHECK(st["cables"][cable("S1", 7)] == "down");
+	CHECK(web.get("/api/picture.svg").body.find("host b") != std::string::npos);
 }
 
 TEST_CASE("picture: names are quoted safely and Graphviz draws them", "[picture]")
