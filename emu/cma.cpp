@@ -246,9 +246,15 @@ const fabric::Port *Cma::farPort(const CmaAddr &addr) const
 		uint64_t iid = 0;
 		for (int i = 8; i < 16; i++)
 			iid = iid << 8 | a[i];
-		const fabric::Port *p = subnet.findPortByGuid(iid & ~0x0200000000000000ull);
-		if (p && memcmp(ipv6Of(p->guid).data(), a, 16) == 0)
-			port = p;
+		/* the universal/local bit is set in the address: the GUID had it
+		 * clear, or already set */
+		for (uint64_t guid : { iid & ~uint64_t(0x0200000000000000), iid }) {
+			const fabric::Port *p = subnet.findPortByGuid(guid);
+			if (p && memcmp(ipv6Of(p->guid).data(), a, 16) == 0) {
+				port = p;
+				break;
+			}
+		}
 	}
 	if (!port || !port->node->foreign || port->node->type != fabric::NodeType::CA)
 		return nullptr;

@@ -191,10 +191,11 @@ void SaMulticast::sendLeave(Group &g, uint8_t joinState)
 void SaMulticast::left(Group &g, int status)
 {
 	if (status && g.leaveRetries > 0) {
-		g.leaveRetries--;
 		sendLeave(g, g.leaving);
-		if (g.query)
+		if (g.query) {
+			g.leaveRetries--;
 			return;
+		}
 	}
 	g.leaving = 0;
 	if (g.failed)

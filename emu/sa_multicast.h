@@ -18,8 +18,9 @@
 //
 // Lifetime rules: a member's done is called from the io_context, never
 // after leave(): once with the join's outcome, and once more with
-// -ENETRESET if its group fails after a successful join. SaMulticast owns
-// groups and members.
+// -ENETRESET if its group fails after a successful join. done must not
+// call join() or leave() (it runs while the group's members are walked);
+// rdma_cm's queues an event. SaMulticast owns groups and members.
 #pragma once
 
 #include "emu/sa_query.h"

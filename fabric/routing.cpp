@@ -424,13 +424,17 @@ void Subnet::carryMulticast(Port *src, uint16_t mlid, uint32_t packets, uint64_t
 			    unsigned hops, std::vector<Away> *away)
 {
 	const uint64_t words = wireBytes / 4;
-	/* A message that crossed daemons is known by its first packet, so
+	/* A message that crosses daemons is known by its first packet, so
 	 * that a switch relays it once even when a loop in badly programmed
-	 * MFTs brings it back through another daemon */
+	 * MFTs brings it back through another daemon: an arrival asks
+	 * relayedOnce() at every switch, and a message that leaves for
+	 * another daemon records the switches that relayed it here */
 	uint64_t id = 0;
 	if (split_ && !wire.empty() && wire.front().size() > kVcrcBytes + 8)
 		id = std::hash<std::string_view>{}(std::string_view(
 			reinterpret_cast<const char *>(wire.front().data()) + 8, wire.front().size() - 8 - kVcrcBytes));
+	const bool arrived = sent;
+	const size_t awayBefore = away ? away->size() : 0;
 	/* cables still to cross, breadth first, with the cables crossed
 	 * before each; a switch relays one copy only, so a loop ends */
 	std::vector<std::pair<Port *, unsigned>> egress{ { src, hops } };
@@ -484,7 +488,7 @@ void Subnet::carryMulticast(Port *src, uint16_t mlid, uint32_t packets, uint64_t
 		if (std::find(relayed.begin(), relayed.end(), &node) != relayed.end())
 			continue;
 		relayed.push_back(&node);
-		if (id && !relayedOnce(id, node))
+		if (id && arrived && !relayedOnce(id, node))
 			continue;
 		const SwitchState &st = *node.sw;
 		const unsigned positions = (node.numPorts + 16) / 16;
@@ -499,6 +503,15 @@ void Subnet::carryMulticast(Port *src, uint16_t mlid, uint32_t packets, uint64_t
 				egress.push_back({ &node.port(num), hop + 1 });
 		}
 	}
+	if (id && !arrived && away && away->size() > awayBefore)
+		for (const Node *sw : relayed)
+			relayedOnce(id, *sw);
+}
+
+void Subnet::forgetRelayed()
+{
+	farRelayed_.clear();
+	farRelayedOrder_.clear();
 }
 
 bool Subnet::relayedOnce(uint64_t id, const Node &sw)

@@ -114,6 +114,11 @@ public:
 	 * multicast DLID follows the MFTs as routeMulticast(): every CA port
 	 * of this daemon it reaches takes a copy. */
 	void arriveDataFromFar(Port &far, DataPackets packets, unsigned hops);
+	/* A daemon connected anew: one that restarted sends from the same QP
+	 * numbers and PSNs again, so the multicast messages remembered as
+	 * relayed (the loop guard of routeMulticast) are forgotten, lest its
+	 * first messages be taken for a loop's copies. */
+	void forgetRelayed();
 	/* The host side of a CA port takes data messages that came from
 	 * another daemon (the verbs responder, or a requester's replies). */
 	using DataListener = std::function<void(Port &dst, DataPackets &&packets)>;
@@ -269,7 +274,8 @@ private:
 	PacketTap *tap_ = nullptr;
 	RemoteCables *remote_ = nullptr;
 	bool split_ = false;
-	/* multicast messages that crossed daemons, by switch (relayedOnce) */
+	/* (multicast message, switch) pairs that crossed daemons, the last
+	 * 4,096 (relayedOnce) */
 	std::set<std::pair<uint64_t, uint32_t>> farRelayed_;
 	std::deque<std::pair<uint64_t, uint32_t>> farRelayedOrder_;
 	DropFilter dropFilter_;

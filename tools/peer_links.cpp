@@ -605,6 +605,7 @@ void PeerLinks::attach(const std::shared_ptr<Conn> &c)
 	peer.backoff = kFirstRedial;
 	peer.lastError.clear();
 	spdlog::info("peers: host \"{}\" ({}) is up: {} cables", peer.name, c->remote, peer.cables.size());
+	subnet_.forgetRelayed();
 	forEachCable(peer, [&](Port &local, Port &far) { sendEnd(peer, local, far); });
 }
 

@@ -97,7 +97,8 @@ Json fabricState(const fabric::Subnet &subnet)
 	Json cables = Json::object(), ports = Json::array(), states = Json::object();
 	size_t total = 0;
 	for (const auto &n : subnet.nodes())
-		total += n->numPorts;
+		if (!n->foreign)
+			total += n->numPorts;
 	Json sm;
 	for (const auto &n : subnet.nodes()) {
 		for (unsigned i = 1; i <= n->numPorts; i++) {

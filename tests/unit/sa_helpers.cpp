@@ -70,7 +70,7 @@ void TestSa::mcMember(MadAgent &a, const MadRecv &recv)
 	resp.rate = 3;
 	resp.hopLimit = 0;
 	bool set = r.method == 0x02;
-	answer(a, recv, set ? 0x81 : 0x95 /* GetResp, DeleteResp */, set ? mcStatus : 0,
+	answer(a, recv, set ? 0x81 : 0x95 /* GetResp, DeleteResp */, set ? mcStatus : deleteStatus,
 	       [&](uint8_t *rec) { resp.encode(rec); });
 }
 

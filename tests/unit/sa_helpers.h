@@ -32,6 +32,7 @@ struct TestSa final : emu::AgentClient {
 	};
 	std::vector<McRequest> mc;
 	uint16_t mcStatus = 0; /* the MAD status to answer Sets with */
+	uint16_t deleteStatus = 0; /* ... and Deletes */
 	emu::MadPort &at;
 
 	/* on host1's port, or host2's; both ports' SM LID becomes its LID */

@@ -836,6 +836,22 @@ TEST_CASE("rdma_cm multicast: port events fail the groups as multicast.c does; m
 	CHECK(p.sa.mc[sets].method == 0x15);
 	CHECK(p.sa.mc[sets + 1].method == 0x02);
 	CHECK(p.client.expect(RDMA_CM_EVENT_MULTICAST_JOIN).uid == 0x54);
+
+	/* a Delete the SA refuses goes again, three times more, then the
+	 * group goes and a join starts afresh */
+	p.sa.deleteStatus = 0x0200;
+	const size_t before = p.sa.mc.size();
+	REQUIRE(leaveMcast(p.client, mc, reported) > 0);
+	p.drain();
+	REQUIRE(p.sa.mc.size() == before + 4);
+	for (size_t i = before; i < before + 4; i++)
+		CHECK(p.sa.mc[i].method == 0x15);
+	p.sa.deleteStatus = 0;
+	REQUIRE(joinMcast(p.client, id, group, 0x55, mc) > 0);
+	p.drain();
+	REQUIRE(p.sa.mc.size() == before + 5);
+	CHECK(p.sa.mc.back().method == 0x02);
+	p.client.expect(RDMA_CM_EVENT_MULTICAST_JOIN);
 }
 
 TEST_CASE("rdma_cm in a split subnet: every daemon numbers every CA alike and resolves another host's",
