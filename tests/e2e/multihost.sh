@@ -168,10 +168,13 @@ head -c 32 /dev/urandom | base64 >"$work/wrong.key"
 chmod 600 "$work/wrong.key"
 out=$(up_host c "$work/wrong.key")
 expect_eq "c comes up with a wrong key" 0 $?
-sleep 3
+# a redials c with its backoff (up to 2 s between tries): wait for a try
+alog() { cat "$IBEMU_RUN_DIR/$I-a/ibemud.log" 2>/dev/null || true; }
+end=$((SECONDS + 20))
+while ! alog | grep -q 'authentication failed' && [ $SECONDS -lt $end ]; do sleep 0.2; done
 expect_eq "a does not let it in" 1 "$(peers_up "$I-a")"
 expect_eq "c has no peer up" 0 "$(peers_up "$I-c")"
-expect_match "a logs why" 'authentication failed' "$(cat "$IBEMU_RUN_DIR/$I-a/ibemud.log" 2>/dev/null || true)"
+expect_match "a logs why" 'authentication failed' "$(alog)"
 down_inst "$I-c"
 out=$(up_host c)
 expect_eq "c back with the right key" 0 $?
