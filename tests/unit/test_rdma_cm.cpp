@@ -870,9 +870,17 @@ TEST_CASE("rdma_cm in a split subnet: every daemon numbers every CA alike and re
 	hostB.setAccess(&ua);
 	REQUIRE(hostA.addHca(*net.a.findNode("H1"), "ibemu0"));
 	REQUIRE(hostB.addHca(*net.b.findNode("H2"), "ibemu0"));
-	auto run = [&io] {
+	/* an ID of cl's resolving dst: its handle, and its event once the
+	 * 500 ms it gives ARP have passed */
+	auto resolve = [&io](CmClient &cl, uint64_t uid, sockaddr_in6 dst, uint32_t &id) {
+		id = cl.create(uid);
+		REQUIRE(cl.resolveIp(id, nullptr, dst, 500) > 0);
+		ManualClock::advance(std::chrono::milliseconds(500));
 		io.restart();
 		io.poll();
+		rdma_ucm_event_resp ev;
+		REQUIRE(cl.getEvent(ev) > 0);
+		return ev;
 	};
 
 	CHECK(hostA.cma().ipv4Of(*net.a.findNode("H1"), 1) == inet_addr("10.200.0.1"));
@@ -884,10 +892,8 @@ TEST_CASE("rdma_cm in a split subnet: every daemon numbers every CA alike and re
 	/* from a, H2's address is answered, through a's active port, and
 	 * the destination GID is H2's port GUID under the subnet's prefix */
 	CmClient c(hostA, ua, 100);
-	uint32_t id = c.create(1);
-	REQUIRE(c.resolveIp(id, nullptr, ip4(inet_addr("10.200.2.1"), 7000)) > 0);
-	run();
-	c.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	uint32_t id = 0, other = 0;
+	REQUIRE(resolve(c, 1, ip4(inet_addr("10.200.2.1"), 7000), id).event == RDMA_CM_EVENT_ADDR_RESOLVED);
 	rdma_ucm_query_addr_resp r{};
 	rdma_ucm_query q{ uintptr_t(&r), id, RDMA_USER_CM_QUERY_GID };
 	REQUIRE(c.cmd(RDMA_USER_CM_CMD_QUERY, q, sizeof r) > 0);
@@ -909,27 +915,17 @@ TEST_CASE("rdma_cm in a split subnet: every daemon numbers every CA alike and re
 	v6.sin6_port = htons(7000);
 	auto ll = emu::Cma::ipv6Of(SplitSubnet::port(net.a, "H2", 1).guid);
 	memcpy(&v6.sin6_addr, ll.data(), 16);
-	uint32_t id6 = c.create(2);
-	REQUIRE(c.resolveIp(id6, nullptr, v6) > 0);
-	run();
-	c.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(resolve(c, 2, v6, other).event == RDMA_CM_EVENT_ADDR_RESOLVED);
 
 	/* H3 is a's own CA but not an HCA there: nobody answers in a ... */
-	uint32_t id3 = c.create(3);
-	REQUIRE(c.resolveIp(id3, nullptr, ip4(inet_addr("10.200.1.1"), 7000), 500) > 0);
-	ManualClock::advance(std::chrono::milliseconds(500));
-	run();
-	CHECK(int(c.expect(RDMA_CM_EVENT_ADDR_ERROR).status) == -ETIMEDOUT);
+	rdma_ucm_event_resp ev = resolve(c, 3, ip4(inet_addr("10.200.1.1"), 7000), other);
+	CHECK(ev.event == RDMA_CM_EVENT_ADDR_ERROR);
+	CHECK(int(ev.status) == -ETIMEDOUT);
 	/* ... while b, which cannot know, answers from the topology */
 	CmClient cb(hostB, ua, 200);
-	uint32_t idb = cb.create(4);
-	REQUIRE(cb.resolveIp(idb, nullptr, ip4(inet_addr("10.200.1.1"), 7000)) > 0);
-	run();
-	cb.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(resolve(cb, 4, ip4(inet_addr("10.200.1.1"), 7000), other).event == RDMA_CM_EVENT_ADDR_RESOLVED);
 	/* a CA number past the subnet's CAs is nobody's */
-	uint32_t idn = cb.create(5);
-	REQUIRE(cb.resolveIp(idn, nullptr, ip4(inet_addr("10.200.3.1"), 7000), 500) > 0);
-	ManualClock::advance(std::chrono::milliseconds(500));
-	run();
-	CHECK(int(cb.expect(RDMA_CM_EVENT_ADDR_ERROR).status) == -ETIMEDOUT);
+	ev = resolve(cb, 5, ip4(inet_addr("10.200.3.1"), 7000), other);
+	CHECK(ev.event == RDMA_CM_EVENT_ADDR_ERROR);
+	CHECK(int(ev.status) == -ETIMEDOUT);
 }
