@@ -307,15 +307,13 @@ const char *cableState(const Port &p)
 		return "pulled";
 	if (p.node->foreign && q->node->foreign)
 		return "elsewhere";
-	if (p.node->foreign || q->node->foreign) { /* the local end knows */
-		const Port &local = p.node->foreign ? *q : p;
-		if (!local.linkUp())
-			return "down";
-		return local.state == PortState::Active ? "active" : "up";
-	}
-	if (!p.linkUp() || !q->linkUp())
+	/* an end another daemon simulates tells nothing here: the local one
+	 * stands for both */
+	const Port &a = p.node->foreign ? *q : p;
+	const Port &b = q->node->foreign ? a : *q;
+	if (!a.linkUp() || !b.linkUp())
 		return "down";
-	return p.state == PortState::Active && q->state == PortState::Active ? "active" : "up";
+	return a.state == PortState::Active && b.state == PortState::Active ? "active" : "up";
 }
 
 std::string fabricDot(const Subnet &subnet, const PictureOptions &o)
