@@ -137,13 +137,17 @@ void ProcessAccess::closeMemory(int mem)
 
 namespace {
 
-/* pread/pwrite until done: 0, or -errno (-EFAULT for a hole) */
+/* pread/pwrite on /proc/PID/mem until done: 0, -EFAULT for a hole (the
+ * kernel says EIO), -ESRCH once the address space is gone (the kernel
+ * then transfers nothing and says nothing: mem_rw() finds no mm users) */
 template <typename Io, typename Ptr> int wholeIo(Io io, int fd, Ptr p, size_t len, uint64_t addr)
 {
 	while (len) {
 		ssize_t n = io(fd, p, len, static_cast<off_t>(addr));
-		if (n <= 0)
-			return n < 0 ? -errno : -EFAULT;
+		if (n == 0)
+			return -ESRCH;
+		if (n < 0)
+			return errno == EIO ? -EFAULT : -errno;
 		p += n;
 		addr += uint64_t(n);
 		len -= size_t(n);

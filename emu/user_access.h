@@ -58,7 +58,10 @@ public:
 	/* The address space tid's process has now, as a handle (>= 0) that
 	 * stays bound to it: after the process exits or execs, reads and
 	 * writes through it fail instead of reaching whoever has the PID
-	 * then. Memory regions keep one for the data path. */
+	 * then. Memory regions keep one for the data path. readMemory and
+	 * writeMemory: 0, -EFAULT for an unmapped range, -ESRCH once that
+	 * address space is gone (the process exited or exec'd; its files,
+	 * and so its memory regions, are released only after that). */
 	virtual int openMemory(pid_t tid) = 0;
 	virtual void closeMemory(int mem) = 0;
 	virtual int readMemory(int mem, uint64_t addr, void *buf, size_t len) = 0;

@@ -42,8 +42,28 @@ struct Seg {
 
 namespace {
 
+/* Writes into a memory region: the pages are pinned (ib_umem) until the MR
+ * is deregistered, and a dying process's files, its MRs with them, are
+ * released only after its address space is gone (do_exit: exit_mm, then
+ * exit_files). In between, a hardware HCA still writes into those pages,
+ * for nobody: so a write to a process that is gone succeeds here too, its
+ * bytes dropped. (Reads cannot be served so: ibemu has no copy of what
+ * the pages last held. See kSourceGone.) */
+int dmaWrite(UserAccess &ua, int mem, uint64_t addr, const void *buf, size_t len)
+{
+	int e = ua.writeMemory(mem, addr, buf, len);
+	return e == -ESRCH ? 0 : e;
+}
+
+/* What copySegs says besides 0 */
+constexpr int kSourceFault = -1; /* a source piece could not be read */
+constexpr int kDestFault = -2; /* nor a destination piece written */
+constexpr int kSourceGone = -3; /* the source's process has no address space any more */
+
 /* Copies len bytes from the src pieces to the dst pieces through a bounce
- * buffer. 0, or -1 when reading the source failed, -2 for the destination. */
+ * buffer: 0 or one of the above. A responder whose source is gone answers
+ * nothing, as if its response were lost: the requester retries until the
+ * QP goes with the file, or the peer's DREQ comes first. */
 int copySegs(UserAccess &ua, const std::vector<Seg> &src, const std::vector<Seg> &dst, uint64_t len)
 {
 	constexpr size_t kChunk = 256 * 1024;
@@ -60,15 +80,16 @@ int copySegs(UserAccess &ua, const std::vector<Seg> &src, const std::vector<Seg>
 			dOff = 0;
 		}
 		if (si == src.size() || di == dst.size())
-			return -2;
+			return kDestFault;
 		uint64_t n = std::min({ len, uint64_t(buf.size()), src[si].len - so, dst[di].len - dOff });
 		const Seg &s = src[si];
-		if (s.local)
+		if (s.local) {
 			memcpy(buf.data(), s.local + s.addr + so, n);
-		else if (ua.readMemory(s.mem, s.addr + so, buf.data(), n) != 0)
-			return -1;
-		if (ua.writeMemory(dst[di].mem, dst[di].addr + dOff, buf.data(), n) != 0)
-			return -2;
+		} else if (int e = ua.readMemory(s.mem, s.addr + so, buf.data(), n); e != 0) {
+			return e == -ESRCH ? kSourceGone : kSourceFault;
+		}
+		if (dmaWrite(ua, dst[di].mem, dst[di].addr + dOff, buf.data(), n) != 0)
+			return kDestFault;
 		so += n;
 		dOff += n;
 		len -= n;
@@ -120,9 +141,10 @@ bool pkeysMatch(uint16_t a, uint16_t b)
 	return (a & 0x7fff) && (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000);
 }
 
-/* The first len bytes the pieces hold, into out; false when a piece
- * cannot be read (what was read stays, the rest reads as zeros) */
-bool gather(UserAccess &ua, const std::vector<Seg> &segs, uint64_t len, std::vector<uint8_t> &out)
+/* The first len bytes the pieces hold, into out: 0, or kSourceFault or
+ * kSourceGone when a piece cannot be read (what was read stays, the rest
+ * reads as zeros) */
+int gather(UserAccess &ua, const std::vector<Seg> &segs, uint64_t len, std::vector<uint8_t> &out)
 {
 	out.assign(len, 0);
 	uint64_t off = 0;
@@ -132,11 +154,11 @@ bool gather(UserAccess &ua, const std::vector<Seg> &segs, uint64_t len, std::vec
 		uint64_t n = std::min(s.len, len - off);
 		if (s.local)
 			memcpy(out.data() + off, s.local + s.addr, n);
-		else if (ua.readMemory(s.mem, s.addr, out.data() + off, n) != 0)
-			return false;
+		else if (int e = ua.readMemory(s.mem, s.addr, out.data() + off, n); e != 0)
+			return e == -ESRCH ? kSourceGone : kSourceFault;
 		off += n;
 	}
-	return true;
+	return 0;
 }
 
 /* The same, for a capture: an unreadable piece reads as zeros (the
@@ -782,7 +804,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 
 		if (isWrite) {
 			int c = len ? copySegs(ua, local, { remote }, len) : 0;
-			if (c == -1) {
+			if (c == kSourceFault || c == kSourceGone) { /* our own data */
 				status = IB_WC_LOC_PROT_ERR;
 				return Outcome::Error;
 			}
@@ -795,19 +817,24 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 				  WireReply::ReadResponse, 0,
 				  subnet.tappingData() ? gather(ua, { remote }, len) : std::vector<uint8_t>()))
 				return lost();
-			if (len && copySegs(ua, { remote }, local, len) != 0) {
+			int c = len ? copySegs(ua, { remote }, local, len) : 0;
+			if (c == kSourceGone)
+				return lost();
+			if (c != 0) {
 				status = IB_WC_LOC_PROT_ERR;
 				return Outcome::Error;
 			}
 			return Outcome::Done;
 		} else { /* atomics on the responder's 8 bytes; the original goes back */
 			uint64_t orig;
-			if (ua.readMemory(remote.mem, remote.addr, &orig, 8) != 0)
+			if (int e = ua.readMemory(remote.mem, remote.addr, &orig, 8); e == -ESRCH)
+				return lost(); /* see kSourceGone */
+			else if (e != 0)
 				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
 			uint64_t v = op == IB_WR_ATOMIC_CMP_AND_SWP
 				? (orig == w.wr.wr.atomic.compare_add ? w.wr.wr.atomic.swap : orig)
 				: orig + w.wr.wr.atomic.compare_add;
-			if (ua.writeMemory(remote.mem, remote.addr, &v, 8) != 0)
+			if (dmaWrite(ua, remote.mem, remote.addr, &v, 8) != 0)
 				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
 			w.delivered = true;
 			w.atomicOrig = orig;
@@ -866,7 +893,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			if (room < len)
 				return recvError(IB_WC_LOC_LEN_ERR, IB_WC_REM_INV_REQ_ERR);
 			int c = len ? copySegs(ua, local, dstSegs, len) : 0;
-			if (c == -1) { /* our own data could not be read: the receive stays */
+			if (c == kSourceFault || c == kSourceGone) { /* our own data: the receive stays */
 				rq->push_front(std::move(recv));
 				retired(*rqp);
 				status = IB_WC_LOC_PROT_ERR;
@@ -897,7 +924,7 @@ WcStatus VerbsDevice::sendMulticast(Qp &qp, const SendWqe &w, fabric::Port &src,
 	/* the payload once, so that every copy is the same and a sender whose
 	 * own buffer is bad fails before anything moves */
 	std::vector<uint8_t> payload;
-	if (!gather(host_.access(), local, len, payload))
+	if (gather(host_.access(), local, len, payload) != 0)
 		return IB_WC_LOC_PROT_ERR;
 	std::vector<fabric::Port *> reached;
 	std::vector<fabric::Away> away;
@@ -1164,7 +1191,7 @@ WcStatus VerbsDevice::sendAway(Qp &qp, const SendWqe &w, const fabric::Away &awa
 	const bool carries = op != IB_WR_RDMA_READ && op != IB_WR_ATOMIC_CMP_AND_SWP &&
 		op != IB_WR_ATOMIC_FETCH_AND_ADD;
 	std::vector<uint8_t> payload;
-	if (carries && !gather(host_.access(), local, len, payload))
+	if (carries && gather(host_.access(), local, len, payload) != 0)
 		return IB_WC_LOC_PROT_ERR;
 	fabric::OnWire onWire;
 	if (qp.qpType == IB_QPT_RC) {
@@ -1445,7 +1472,9 @@ void VerbsDevice::respondTo(Qp &q, fabric::Port &dst, const FarRequest &r)
 				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
 		} else if (isRead) {
 			std::vector<uint8_t> data;
-			if (!gather(ua, { remote }, len, data))
+			if (int e = gather(ua, { remote }, len, data); e == kSourceGone)
+				return; /* no answer: see kSourceGone */
+			else if (e != 0)
 				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
 			if (psnDiff(lastPsn, rqp->rqPsn) >= 0)
 				executed();
@@ -1453,11 +1482,13 @@ void VerbsDevice::respondTo(Qp &q, fabric::Port &dst, const FarRequest &r)
 			return;
 		} else {
 			uint64_t orig;
-			if (ua.readMemory(remote.mem, remote.addr, &orig, 8) != 0)
+			if (int e = ua.readMemory(remote.mem, remote.addr, &orig, 8); e == -ESRCH)
+				return; /* no answer: see kSourceGone */
+			else if (e != 0)
 				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
 			const uint64_t v = op == IB_OPCODE_COMPARE_SWAP ? (orig == r.compare ? r.swapAdd : orig)
 									: orig + r.swapAdd;
-			if (ua.writeMemory(remote.mem, remote.addr, &v, 8) != 0)
+			if (dmaWrite(ua, remote.mem, remote.addr, &v, 8) != 0)
 				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
 			rqp->lastAtomicPsn = r.psn;
 			rqp->lastAtomicOrig = orig;

@@ -273,6 +273,58 @@ TEST_CASE("verbs RC: a down link or a wrong LFT ends in RETRY_EXC_ERR", "[verbs]
 	CHECK(q.b.poll(q.cqB).size() == 1);
 }
 
+/* A process killed mid-transfer loses its address space before its files
+ * (do_exit: exit_mm, then exit_files): its QPs and MRs live on a moment.
+ * A hardware HCA writes into the still-pinned pages then, and the peer's
+ * SEND or RDMA WRITE succeeds; a READ or atomic ibemu cannot serve, so
+ * it goes unanswered and the requester retries until it gives up. */
+TEST_CASE("verbs RC: a responder whose process is gone takes writes, answers no reads", "[verbs]")
+{
+	Pair p;
+	REQUIRE(p.b.postRecv(p.qpB.qp_handle, 1, { sge(p.bufB, 64, p.mrB.lkey) }) == 0);
+	p.ua.proc(p.b.tid).gone = true;
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, p.wr(IB_WR_SEND, 1), { sge(p.bufA, 8, p.mrA.lkey) }) == 0);
+	auto w = p.wr(IB_WR_RDMA_WRITE, 2);
+	w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(p.bufB);
+	w.wr.rdma.rkey = p.mrB.rkey;
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA, 8, p.mrA.lkey) }) == 0);
+	auto c = p.a.poll(p.cqA);
+	REQUIRE(c.size() == 2);
+	CHECK(c[0].status == IB_WC_SUCCESS);
+	CHECK(c[1].status == IB_WC_SUCCESS);
+	auto r = p.b.poll(p.cqB);
+	REQUIRE(r.size() == 1); /* the receive was used, for nobody */
+	CHECK(r[0].status == IB_WC_SUCCESS);
+
+	w = p.wr(IB_WR_RDMA_READ, 3);
+	w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(p.bufB);
+	w.wr.rdma.rkey = p.mrB.rkey;
+	REQUIRE(p.a.postSend(p.qpA.qp_handle, w, { sge(p.bufA, 8, p.mrA.lkey) }) == 0);
+	for (int i = 0; i < 7; i++) /* timeout 14: 67 ms per try, eight tries */
+		p.advance(68);
+	CHECK(p.a.poll(p.cqA).empty());
+	p.advance(68);
+	c = p.a.poll(p.cqA);
+	REQUIRE(c.size() == 1);
+	CHECK(c[0].status == IB_WC_RETRY_EXC_ERR);
+
+	Pair q; /* an atomic likewise */
+	q.ua.proc(q.b.tid).gone = true;
+	w = q.wr(IB_WR_ATOMIC_FETCH_AND_ADD, 4);
+	w.wr.atomic.remote_addr = reinterpret_cast<uint64_t>(q.bufB);
+	w.wr.atomic.rkey = q.mrB.rkey;
+	w.wr.atomic.compare_add = 1;
+	REQUIRE(q.a.postSend(q.qpA.qp_handle, w, { sge(q.bufA, 8, q.mrA.lkey) }) == 0);
+	q.advance(68);
+	CHECK(q.a.poll(q.cqA).empty());
+	q.ua.proc(q.b.tid).gone = false; /* (not possible in life: to see that it was only waiting) */
+	q.advance(68);
+	c = q.a.poll(q.cqA);
+	REQUIRE(c.size() == 1);
+	CHECK(c[0].status == IB_WC_SUCCESS);
+	CHECK(q.bufB[0] == 1);
+}
+
 /* The request arrives and executes, its ACK (or atomic response) is lost
  * on the way back: the requester retries after its ACK timeout and the
  * responder answers the duplicate without executing it again. */

@@ -190,6 +190,36 @@ TEST_CASE("verbs across daemons: RDMA WRITE, READ and atomics", "[verbs][remote-
 	CHECK(got == 1005);
 }
 
+/* As in one daemon (test_verbs_data.cpp): writes land, reads go unanswered */
+TEST_CASE("verbs across daemons: a responder whose process is gone", "[verbs][remote-cable]")
+{
+	FarPair p;
+	REQUIRE(p.b->postRecv(p.qpB.qp_handle, 1, { sge(p.bufB, 64, p.mrB.lkey) }) == 0);
+	p.ua.proc(p.b->tid).gone = true;
+	REQUIRE(p.a->postSend(p.qpA.qp_handle, FarPair::wr(IB_WR_SEND, 1), { sge(p.bufA, 8, p.mrA.lkey) }) == 0);
+	auto w = FarPair::wr(IB_WR_RDMA_WRITE, 2);
+	w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(p.bufB);
+	w.wr.rdma.rkey = p.mrB.rkey;
+	REQUIRE(p.a->postSend(p.qpA.qp_handle, w, { sge(p.bufA, 8, p.mrA.lkey) }) == 0);
+	p.run();
+	auto c = p.a->poll(p.cqA);
+	REQUIRE(c.size() == 2);
+	CHECK(c[0].status == IB_WC_SUCCESS);
+	CHECK(c[1].status == IB_WC_SUCCESS);
+
+	w = FarPair::wr(IB_WR_RDMA_READ, 3);
+	w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(p.bufB);
+	w.wr.rdma.rkey = p.mrB.rkey;
+	REQUIRE(p.a->postSend(p.qpA.qp_handle, w, { sge(p.bufA, 8, p.mrA.lkey) }) == 0);
+	p.run();
+	CHECK(p.a->poll(p.cqA).empty());
+	for (int i = 0; i < 8; i++) /* timeout 14: 67 ms per try, eight tries */
+		p.advance(68);
+	c = p.a->poll(p.cqA);
+	REQUIRE(c.size() == 1);
+	CHECK(c[0].status == IB_WC_RETRY_EXC_ERR);
+}
+
 TEST_CASE("verbs across daemons: a remote access error NAKs, both QPs to Error", "[verbs][remote-cable]")
 {
 	FarPair p(IB_QPT_RC, IB_ACCESS_LOCAL_WRITE); /* B's buffer: no remote access */

@@ -11,6 +11,7 @@
 #include "emu/uverbs_abi.h"
 #include "emu/uverbs_file.h"
 
+#include <cerrno>
 #include <map>
 #include <set>
 #include <vector>
@@ -26,6 +27,7 @@ struct FakeProcess {
 	bool capIpcLock = false;
 	std::vector<std::pair<uint64_t, uint64_t>> unmapped; /* [start, end) */
 	std::vector<std::pair<uint64_t, uint64_t>> readOnly;
+	bool gone = false; /* exited, its files not yet released: its memory handles say ESRCH */
 };
 
 class FakeAccess final : public UserAccess {
@@ -51,10 +53,13 @@ public:
 	/* the handle of a process's memory is its tid; openMems counts them */
 	int openMemory(pid_t tid) override;
 	void closeMemory(int mem) override;
-	int readMemory(int mem, uint64_t addr, void *buf, size_t len) override { return read(mem, addr, buf, len); }
+	int readMemory(int mem, uint64_t addr, void *buf, size_t len) override
+	{
+		return proc(mem).gone ? -ESRCH : read(mem, addr, buf, len);
+	}
 	int writeMemory(int mem, uint64_t addr, const void *buf, size_t len) override
 	{
-		return write(mem, addr, buf, len);
+		return proc(mem).gone ? -ESRCH : write(mem, addr, buf, len);
 	}
 	int openMems = 0;
 
