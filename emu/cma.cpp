@@ -710,6 +710,17 @@ int Cma::resolveRoute(CmaId &id, uint32_t timeoutMs)
 	return 0;
 }
 
+int Cma::setIbPath(CmaId &id, const PathRecord &path)
+{
+	if (!id.hca || id.state != CmaState::AddrResolved)
+		return -EINVAL;
+	id.path = path;
+	id.havePath = true;
+	id.state = CmaState::RouteResolved;
+	post(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	return 0;
+}
+
 /* ---------------- connections ---------------- */
 
 int Cma::listen(CmaId &id, uint32_t backlog)

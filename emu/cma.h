@@ -171,6 +171,9 @@ public:
 	int bind(CmaId &id, const CmaAddr &addr);
 	int resolveAddr(CmaId &id, const CmaAddr *src, const CmaAddr &dst, uint32_t timeoutMs);
 	int resolveRoute(CmaId &id, uint32_t timeoutMs);
+	/* rdma_set_ib_path(): a route the program brings (from ibacm, or its
+	 * own SA query) instead of asking the SM; ROUTE_RESOLVED follows */
+	int setIbPath(CmaId &id, const PathRecord &path);
 	int listen(CmaId &id, uint32_t backlog);
 	int connect(CmaId &id, const rdma_ucm_conn_param &p);
 	/* p null: the active side's RTU after its REP */

@@ -451,9 +451,12 @@ ssize_t UcmaFile::setOption(Request &r)
 	CmaId *id;
 	if (int rc = get(cmd.id, id))
 		return rc;
-	uint8_t val[8] = {};
-	if (cmd.optlen && cmd.optlen <= sizeof val && ua_.read(r.tid, cmd.optval, val, cmd.optlen))
+	/* the whole value first, whatever the option (memdup_user) */
+	std::vector<uint8_t> opt(cmd.optlen);
+	if (cmd.optlen && ua_.read(r.tid, cmd.optval, opt.data(), cmd.optlen))
 		return -EFAULT;
+	uint8_t val[8] = {};
+	memcpy(val, opt.data(), std::min(opt.size(), sizeof val));
 	int iv = 0;
 	memcpy(&iv, val, sizeof iv);
 	switch (cmd.level) {
@@ -488,8 +491,19 @@ ssize_t UcmaFile::setOption(Request &r)
 			return -ENOSYS;
 		}
 	case RDMA_OPTION_IB:
-		/* IB_PATH: a route from ibacm; not modelled (docs/rdma-cm.md) */
-		return -ENOSYS;
+		if (cmd.optname != RDMA_OPTION_IB_PATH)
+			return -ENOSYS;
+		/* ucma_set_ib_path(): whole records, the first one that is the
+		 * primary path for GMPs both ways is the route */
+		if (opt.size() % sizeof(ib_path_rec_data))
+			return -EINVAL;
+		for (size_t at = 0; at < opt.size(); at += sizeof(ib_path_rec_data)) {
+			ib_path_rec_data pd;
+			memcpy(&pd, opt.data() + at, sizeof pd);
+			if (pd.flags == (IB_PATH_GMP | IB_PATH_PRIMARY | IB_PATH_BIDIRECTIONAL))
+				return cma_.setIbPath(*id, PathRecord::decode(pd.path_rec));
+		}
+		return -EINVAL;
 	default:
 		return -ENOSYS;
 	}

@@ -6,11 +6,13 @@
 # middlewares (UCX's verbs transports, libfabric's verbs provider) between
 # the two local CAs (addresses 10.200.N.1, routes from OpenSM, the IB CM on
 # the wire), a connection whose client is killed, a link that goes down
-# mid-connection, and the error cases next
-# to rdma_rxe, which must give the same events.
-# usage: rdma_cm_tools.sh IBEMU_BINARY
+# mid-connection, a route given with RDMA_OPTION_IB_PATH (as librdmacm
+# does with ibacm's routes: tests/tools/ucma_probe.cpp), and the error
+# cases next to rdma_rxe, which must give the same events.
+# usage: rdma_cm_tools.sh IBEMU_BINARY UCMA_PROBE
 set -u
 ibemu=$1
+probe=$2
 . "$(dirname "$0")/lib.sh"
 e2e_setup cuse-rdma-cm
 [ -w /dev/cuse ] || { echo "cuse-rdma-cm: no /dev/cuse; skipped"; exit 77; }
@@ -204,6 +206,13 @@ ibemu_unreach=$(grep -m1 'rdma_resolve_addr' "$work/offnet.client")
 expect_eq "an address off every subnet: rdma_resolve_addr fails, ENETUNREACH" \
 	"rdma_resolve_addr: Network is unreachable" "$ibemu_unreach"
 
+# a route the program brings (SET_OPTION IB_PATH), checked byte by byte
+# with the kernel's errnos; the same run on rxe below must print the same
+inst $V "$probe" ib-path 10.200.0.1 10.200.1.1 >"$work/ib_path.ibemu"
+rc=$?
+expect_eq "IB_PATH: the probe's checks pass" 0 $rc
+[ $rc -eq 0 ] || sed 's/^/    /' "$work/ib_path.ibemu"
+
 # the SM goes: a route query nobody answers ends in ROUTE_ERROR
 stop_opensm $V
 pair nosm true -- rping -c -a 10.200.1.1 -I 10.200.0.1 -C 1 >/dev/null
@@ -223,6 +232,9 @@ if modprobe crc32_generic 2>/dev/null && modprobe rdma_rxe 2>/dev/null && modpro
 	pair rxe_offnet true -- rping -c -a 192.0.2.1 -C 1 >/dev/null
 	expect_eq "rxe: an unroutable address gives the error ibemu gives" "$ibemu_unreach" \
 		"$(grep -m1 'rdma_resolve_addr' "$work/rxe_offnet.client")"
+	"$probe" ib-path 10.55.0.1 10.55.0.1 >"$work/ib_path.rxe"
+	expect_eq "rxe: the IB_PATH probe prints what it printed on ibemu" "$(cat "$work/ib_path.ibemu")" \
+		"$(cat "$work/ib_path.rxe")"
 	rdma link delete rxe0
 else
 	bad "rdma_rxe reference device: could not be set up"

@@ -263,6 +263,74 @@ TEST_CASE("rdma_cm: a route is a PathRecord from the SM; no answer is ROUTE_ERRO
 	CHECK(p.sa.queries == 1 + 11);
 }
 
+/* What librdmacm does with a route from ibacm: SET_OPTION(IB, IB_PATH)
+ * with the records, after the address and instead of RESOLVE_ROUTE */
+TEST_CASE("rdma_cm: RDMA_OPTION_IB_PATH is the route, without asking the SM", "[rdma_cm]")
+{
+	CmPair p;
+	uint32_t a = p.resolved(7471);
+	CHECK(p.sa.queries == 1);
+	uint8_t got[8 + 72]{};
+	rdma_ucm_query q{ uintptr_t(got), a, RDMA_USER_CM_QUERY_PATH };
+	REQUIRE(p.client.cmd(RDMA_USER_CM_CMD_QUERY, q, sizeof got) > 0);
+
+	/* two records: one not for GMPs, then the SM's path with another SL */
+	ib_path_rec_data recs[2]{};
+	memcpy(&recs[1], got + 8, sizeof recs[1]);
+	PathRecord path = PathRecord::decode(recs[1].path_rec);
+	REQUIRE(path.dlid == p.lid2());
+	path.sl = 3;
+	path.encode(recs[1].path_rec);
+	recs[0] = recs[1];
+	recs[0].flags = IB_PATH_PRIMARY | IB_PATH_BIDIRECTIONAL;
+	auto set = [&](uint32_t id, const void *val, uint32_t len, uint32_t name = RDMA_OPTION_IB_PATH) {
+		rdma_ucm_set_option o{ uintptr_t(val), id, RDMA_OPTION_IB, name, len };
+		return p.client.cmd(RDMA_USER_CM_CMD_SET_OPTION, o);
+	};
+
+	uint32_t b = p.client.create(0xc2);
+	CHECK(set(b, recs, sizeof recs) == -EINVAL); /* no device yet */
+	sockaddr_in6 src = ip4(p.addr1, 0);
+	REQUIRE(p.client.resolveIp(b, &src, ip4(p.addr2, 7471)) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(set(b, recs, sizeof recs - 1) == -EINVAL); /* not whole records */
+	CHECK(set(b, recs, sizeof recs[0]) == -EINVAL); /* no GMP, primary, bidirectional record */
+	CHECK(set(b, recs, sizeof recs, 2) == -ENOSYS);
+	p.ua.proc(p.client.tid).unmapped.push_back({ 0x1000, 0x2000 });
+	CHECK(set(b, reinterpret_cast<void *>(0x1000), sizeof recs) == -EFAULT);
+	rdma_ucm_event_resp ev;
+	CHECK(p.client.getEvent(ev) == -EAGAIN);
+
+	REQUIRE(set(b, recs, sizeof recs) > 0);
+	auto routed = p.client.expect(RDMA_CM_EVENT_ROUTE_RESOLVED); /* queued by the command itself */
+	CHECK(routed.id == b);
+	CHECK(routed.status == 0);
+	CHECK(set(b, recs, sizeof recs) == -EINVAL); /* routed already */
+	CHECK(p.client.resolveRoute(b) == -EINVAL);
+	p.drain();
+	CHECK(p.sa.queries == 1);
+	REQUIRE(p.client.cmd(RDMA_USER_CM_CMD_QUERY, rdma_ucm_query{ uintptr_t(got), b, RDMA_USER_CM_QUERY_PATH },
+			     sizeof got) > 0);
+	CHECK(memcmp(got + 16, recs[1].path_rec, 64) == 0);
+
+	/* the connection follows that path, and its REQ tells the server */
+	uint32_t lid = p.server.create(0x5e);
+	REQUIRE(p.server.bindIp(lid, ip4(p.addr2, 7471)) > 0);
+	REQUIRE(p.server.listen(lid) > 0);
+	REQUIRE(p.client.connect(b, 0x123) > 0);
+	p.drain();
+	uint32_t sid = p.server.expect(RDMA_CM_EVENT_CONNECT_REQUEST).id;
+	REQUIRE(p.server.accept(sid, 0xacce, 0x456) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_CONNECT_RESPONSE);
+	ib_uverbs_qp_attr c = p.client.qpAttr(b, IB_QPS_RTR), s = p.server.qpAttr(sid, IB_QPS_RTR);
+	CHECK(c.ah_attr.sl == 3);
+	CHECK(c.ah_attr.dlid == p.lid2());
+	CHECK(s.ah_attr.sl == 3);
+	CHECK(s.ah_attr.dlid == p.lid1());
+}
+
 TEST_CASE("rdma_cm: a connection through the IB CM, and its end", "[rdma_cm]")
 {
 	CmPair p;
