@@ -16,6 +16,17 @@ Clock::time_point Clock::now() noexcept
 	return current;
 }
 
+/* a timer is never waited for: the reactor checks its timers each turn */
+Clock::duration ClockWaitTraits::to_wait_duration(const Clock::duration &)
+{
+	return Clock::duration::zero();
+}
+
+Clock::duration ClockWaitTraits::to_wait_duration(const Clock::time_point &)
+{
+	return Clock::duration::zero();
+}
+
 } /* namespace ibemu::emu */
 
 namespace ibemu::test {
