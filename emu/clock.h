@@ -26,15 +26,6 @@ struct Clock {
 	static time_point now() noexcept;
 };
 
-/* How long the reactor may sleep for a timer due in d. The daemon's is d
- * itself (emu/clock.cpp); the test binaries' is zero, since their clock
- * moves only when a test says so: the reactor then looks at its timers on
- * every turn, whichever way it waits (epoll's timerfd included). */
-struct ClockWaitTraits {
-	static Clock::duration to_wait_duration(const Clock::duration &d);
-	static Clock::duration to_wait_duration(const Clock::time_point &t);
-};
-
-using Timer = boost::asio::basic_waitable_timer<Clock, ClockWaitTraits>;
+using Timer = boost::asio::basic_waitable_timer<Clock>;
 
 } /* namespace ibemu::emu */

@@ -2,6 +2,9 @@
 // Copyright (c) 2026 the ibemu authors
 #include "tests/unit/manual_clock.h"
 
+#include <cerrno>
+#include <sys/timerfd.h>
+
 namespace {
 
 /* an hour after the epoch: no timer ever computes a time before zero */
@@ -16,17 +19,6 @@ Clock::time_point Clock::now() noexcept
 	return current;
 }
 
-/* a timer is never waited for: the reactor checks its timers each turn */
-Clock::duration ClockWaitTraits::to_wait_duration(const Clock::duration &)
-{
-	return Clock::duration::zero();
-}
-
-Clock::duration ClockWaitTraits::to_wait_duration(const Clock::time_point &)
-{
-	return Clock::duration::zero();
-}
-
 } /* namespace ibemu::emu */
 
 namespace ibemu::test {
@@ -37,3 +29,15 @@ void ManualClock::advance(emu::Clock::duration d) noexcept
 }
 
 } /* namespace ibemu::test */
+
+/* Asio's epoll reactor waits for its timers on a timerfd, which counts real
+ * time and would fire late, or never, for a clock that only tests move.
+ * When it has none it does what the select reactor does: it looks at the
+ * timers on every turn and sleeps for what they ask. So the test binaries
+ * have none: this definition stands in for the C library's (the reactor's
+ * calls bind to the executable's own symbol first). */
+extern "C" int timerfd_create(clockid_t, int) noexcept
+{
+	errno = ENOSYS;
+	return -1;
+}

@@ -2,7 +2,8 @@
 // Copyright (c) 2026 the ibemu authors
 // The emu::Clock of the test binaries: it stands still until a test moves
 // it. manual_clock.cpp defines emu::Clock::now(), which replaces the steady
-// clock of emu/clock.cpp in every binary that links it (a link seam).
+// clock of emu/clock.cpp in every binary that links it (a link seam), and
+// takes Asio's timerfd away (see there).
 #pragma once
 
 #include "emu/clock.h"
