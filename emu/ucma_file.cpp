@@ -16,6 +16,7 @@ namespace ibemu::emu {
 namespace {
 
 constexpr uint32_t kMaxBacklog = 1024; /* ucma's max_backlog */
+constexpr uint32_t kMaxOptionBytes = 4u << 20; /* KMALLOC_MAX_SIZE (x86-64): memdup_user's limit */
 
 } /* namespace */
 
@@ -446,7 +447,7 @@ ssize_t UcmaFile::getEvent(Request &r)
 ssize_t UcmaFile::setOption(Request &r)
 {
 	auto cmd = r.cmd<rdma_ucm_set_option>();
-	if (cmd.optlen > 4096)
+	if (cmd.optlen > kMaxOptionBytes)
 		return -EINVAL;
 	CmaId *id;
 	if (int rc = get(cmd.id, id))

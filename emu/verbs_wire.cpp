@@ -811,14 +811,16 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			if (c != 0)
 				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
 		} else if (isRead) {
+			/* read before anything answers: a responder whose process
+			 * is gone sends nothing (kSourceGone) */
+			int c = len ? copySegs(ua, { remote }, local, len) : 0;
+			if (c == kSourceGone)
+				return lost();
 			responderDone();
 			if (rc &&
 			    !back(len, packetsFor(len, mtu) > 1 ? 2 * fabric::kAethBytes : fabric::kAethBytes,
 				  WireReply::ReadResponse, 0,
 				  subnet.tappingData() ? gather(ua, { remote }, len) : std::vector<uint8_t>()))
-				return lost();
-			int c = len ? copySegs(ua, { remote }, local, len) : 0;
-			if (c == kSourceGone)
 				return lost();
 			if (c != 0) {
 				status = IB_WC_LOC_PROT_ERR;
