@@ -457,7 +457,8 @@ ssize_t UcmaFile::setOption(Request &r)
 	if (cmd.optlen && ua_.read(r.tid, cmd.optval, opt.data(), cmd.optlen))
 		return -EFAULT;
 	uint8_t val[8] = {};
-	memcpy(val, opt.data(), std::min(opt.size(), sizeof val));
+	if (!opt.empty()) /* an empty vector's data() may be null */
+		memcpy(val, opt.data(), std::min(opt.size(), sizeof val));
 	int iv = 0;
 	memcpy(&iv, val, sizeof iv);
 	switch (cmd.level) {

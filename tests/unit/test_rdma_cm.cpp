@@ -294,6 +294,7 @@ TEST_CASE("rdma_cm: RDMA_OPTION_IB_PATH is the route, without asking the SM", "[
 	REQUIRE(p.client.resolveIp(b, &src, ip4(p.addr2, 7471)) > 0);
 	p.drain();
 	p.client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(set(b, nullptr, 0) == -EINVAL); /* no records at all */
 	CHECK(set(b, recs, sizeof recs - 1) == -EINVAL); /* not whole records */
 	CHECK(set(b, recs, sizeof recs[0]) == -EINVAL); /* no GMP, primary, bidirectional record */
 	CHECK(set(b, recs, sizeof recs, 2) == -ENOSYS);
