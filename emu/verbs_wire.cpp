@@ -62,8 +62,8 @@ constexpr int kSourceGone = -3; /* the source's process has no address space any
 
 /* Copies len bytes from the src pieces to the dst pieces through a bounce
  * buffer: 0 or one of the above. A responder whose source is gone answers
- * nothing, as if its response were lost: the requester retries until the
- * QP goes with the file, or the peer's DREQ comes first. */
+ * nothing, as if its response were lost: the requester retries, and gives
+ * up after retry_cnt timeouts (docs/verbs.md). */
 int copySegs(UserAccess &ua, const std::vector<Seg> &src, const std::vector<Seg> &dst, uint64_t len)
 {
 	constexpr size_t kChunk = 256 * 1024;
