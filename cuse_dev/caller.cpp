@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -39,13 +40,14 @@ pid_t tgidOf(pid_t tid, uint64_t *capEff)
 namespace {
 
 /* /proc/TID/syscall of the threads that made the latest requests, kept
- * open: every write asks (callerIo), and an open, read and close costs
- * five times a pread (26 against 5 us in the TCG guest). An open /proc
- * file stays with the thread it was opened for, not with its number: once
- * that thread has exited, reading gives ESRCH, so a number the kernel
- * gave to a newcomer is never read through the old thread's descriptor.
- * Requests come from a few threads at a time; the least recently used
- * slot makes room. */
+ * open by each thread that serves requests: every uverbs write and some
+ * umad reads ask (callerIo), and an open, read and close costs five times
+ * a pread (26 against 5 us in the TCG guest). An open /proc file stays
+ * with the thread it was opened for, not with its number: once that
+ * thread has been reaped, reading gives ESRCH, and the number is not
+ * reused before then, so a newcomer's number is never read through the
+ * old thread's descriptor. Requests come from a few threads at a time;
+ * the least recently used slot makes room. */
 class SyscallFiles {
 public:
 	SyscallFiles() = default;
@@ -111,17 +113,25 @@ private:
 int callerSyscall(pid_t tid, long &nr, uint64_t args[6])
 {
 	/* "NR ARG0 ... ARG5 SP PC", or "running" while the caller has not yet
-	 * gone to sleep in its request. Give it a moment then: a few hundred
-	 * yields, a millisecond or two at most for the io thread. */
+	 * gone to sleep in its request: it was preempted on its way, often by
+	 * us. Give it the CPU for a while, by time and not by tries (a try
+	 * costs from 2 to 30 us): yields first, then naps, which also let it
+	 * in past a busy competitor; 10 ms at most for the serving thread. */
 	static thread_local SyscallFiles files;
-	for (int attempt = 0; attempt < 200; attempt++) {
+	const auto giveUp = std::chrono::steady_clock::now() + std::chrono::milliseconds(10);
+	for (int attempt = 0;; attempt++) {
 		char text[256];
 		ssize_t n = files.read(tid, text, sizeof text - 1);
 		if (n < 0)
 			return static_cast<int>(n);
 		text[n] = 0;
 		if (strncmp(text, "running", 7) == 0) {
-			sched_yield();
+			if (std::chrono::steady_clock::now() >= giveUp)
+				return -EAGAIN;
+			if (attempt < 16)
+				sched_yield();
+			else
+				usleep(100);
 			continue;
 		}
 		char *p = text, *end;
@@ -136,7 +146,6 @@ int callerSyscall(pid_t tid, long &nr, uint64_t args[6])
 		}
 		return 0;
 	}
-	return -EAGAIN;
 }
 
 int readCaller(pid_t tid, uint64_t addr, void *data, size_t len)
