@@ -57,11 +57,12 @@ wait_for() {
 	return 1
 }
 
-# start_opensm INSTANCE PORT_GUID: the master SM, in the background
+# start_opensm INSTANCE PORT_GUID: the master SM, in the background (its log
+# kept under 64 MB: an SM left behind by a killed run must not fill a disk)
 start_opensm() {
 	mkdir -p "$work/$1.osm"
 	OSM_CACHE_DIR=$work/$1.osm "$ibemu" exec --instance "$1" -- \
-		opensm -g "$2" -f "$work/$1.osm/opensm.log" -s 0 >"$work/$1.osm/out" 2>&1 &
+		opensm -g "$2" -f "$work/$1.osm/opensm.log" -L 64 -s 0 >"$work/$1.osm/out" 2>&1 &
 	echo $! >"$work/$1.opensm.pid"
 }
 
