@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -108,30 +107,32 @@ private:
 	uint64_t clock_ = 0;
 };
 
+thread_local SyscallFiles syscallFiles;
+
 } /* namespace */
+
+bool callerRunning(pid_t tid)
+{
+	char text[16];
+	ssize_t n = syscallFiles.read(tid, text, sizeof text - 1);
+	return n >= 7 && strncmp(text, "running", 7) == 0;
+}
 
 int callerSyscall(pid_t tid, long &nr, uint64_t args[6])
 {
 	/* "NR ARG0 ... ARG5 SP PC", or "running" while the caller has not yet
-	 * gone to sleep in its request: it was preempted on its way, often by
-	 * us. Give it the CPU for a while, by time and not by tries (a try
-	 * costs from 2 to 30 us): yields first, then naps, which also let it
-	 * in past a busy competitor; 10 ms at most for the serving thread. */
-	static thread_local SyscallFiles files;
-	const auto giveUp = std::chrono::steady_clock::now() + std::chrono::milliseconds(10);
-	for (int attempt = 0;; attempt++) {
+	 * gone to sleep in its request. Give it a moment then: a few hundred
+	 * yields, a millisecond or two at most for the serving thread. (The
+	 * uverbs write path, whose GET_CONTEXT cannot do without an answer,
+	 * waits on a timer until callerRunning() says no before it asks.) */
+	for (int attempt = 0; attempt < 200; attempt++) {
 		char text[256];
-		ssize_t n = files.read(tid, text, sizeof text - 1);
+		ssize_t n = syscallFiles.read(tid, text, sizeof text - 1);
 		if (n < 0)
 			return static_cast<int>(n);
 		text[n] = 0;
 		if (strncmp(text, "running", 7) == 0) {
-			if (std::chrono::steady_clock::now() >= giveUp)
-				return -EAGAIN;
-			if (attempt < 16)
-				sched_yield();
-			else
-				usleep(100);
+			sched_yield();
 			continue;
 		}
 		char *p = text, *end;
@@ -146,6 +147,7 @@ int callerSyscall(pid_t tid, long &nr, uint64_t args[6])
 		}
 		return 0;
 	}
+	return -EAGAIN;
 }
 
 int readCaller(pid_t tid, uint64_t addr, void *data, size_t len)
