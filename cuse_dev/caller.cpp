@@ -3,7 +3,6 @@
 #include "cuse_dev/caller.h"
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -36,100 +35,23 @@ pid_t tgidOf(pid_t tid, uint64_t *capEff)
 	return tgid;
 }
 
-namespace {
-
-/* /proc/TID/syscall of the threads that made the latest requests, kept
- * open by each thread that serves requests: every uverbs write and some
- * umad reads ask (callerIo), and an open, read and close costs five times
- * a pread (26 against 5 us in the TCG guest). An open /proc file stays
- * with the thread it was opened for, not with its number: once that
- * thread has been reaped, reading gives ESRCH, and the number is not
- * reused before then, so a newcomer's number is never read through the
- * old thread's descriptor. Requests come from a few threads at a time;
- * the least recently used slot makes room. */
-class SyscallFiles {
-public:
-	SyscallFiles() = default;
-	SyscallFiles(const SyscallFiles &) = delete;
-	SyscallFiles &operator=(const SyscallFiles &) = delete;
-	~SyscallFiles()
-	{
-		for (Slot &s : slots_)
-			if (s.fd >= 0)
-				close(s.fd);
-	}
-
-	/* Reads thread tid's file from its start: bytes read, or -errno. */
-	ssize_t read(pid_t tid, char *text, size_t len)
-	{
-		Slot &s = slotFor(tid);
-		s.used = ++clock_;
-		if (s.fd >= 0) {
-			ssize_t n = pread(s.fd, text, len, 0);
-			if (n > 0)
-				return n;
-			/* that thread is gone: tid may name another one now */
-			close(s.fd);
-			s.fd = -1;
-		}
-		char path[64];
-		snprintf(path, sizeof path, "/proc/%d/syscall", static_cast<int>(tid));
-		s.fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (s.fd < 0)
-			return -errno;
-		ssize_t n = pread(s.fd, text, len, 0);
-		return n > 0 ? n : -ESRCH;
-	}
-
-private:
-	struct Slot {
-		pid_t tid = 0;
-		int fd = -1;
-		uint64_t used = 0;
-	};
-
-	Slot &slotFor(pid_t tid)
-	{
-		Slot *oldest = &slots_[0];
-		for (Slot &s : slots_) {
-			if (s.tid == tid)
-				return s;
-			if (s.used < oldest->used)
-				oldest = &s;
-		}
-		if (oldest->fd >= 0)
-			close(oldest->fd);
-		*oldest = Slot{ tid, -1, 0 };
-		return *oldest;
-	}
-
-	std::array<Slot, 8> slots_{};
-	uint64_t clock_ = 0;
-};
-
-thread_local SyscallFiles syscallFiles;
-
-} /* namespace */
-
-bool callerRunning(pid_t tid)
-{
-	char text[16];
-	ssize_t n = syscallFiles.read(tid, text, sizeof text - 1);
-	return n >= 7 && strncmp(text, "running", 7) == 0;
-}
-
 int callerSyscall(pid_t tid, long &nr, uint64_t args[6])
 {
-	/* "NR ARG0 ... ARG5 SP PC", or "running" while the caller has not yet
+	/* Every write asks this (callerIo), so it is a plain open and read:
+	 * "NR ARG0 ... ARG5 SP PC", or "running" while the caller has not yet
 	 * gone to sleep in its request. Give it a moment then: a few hundred
-	 * yields, a millisecond or two at most for the serving thread. (The
-	 * uverbs write path, whose GET_CONTEXT cannot do without an answer,
-	 * waits on a timer until callerRunning() says no before it asks.) */
+	 * yields, a millisecond or two at most for the io thread. */
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/syscall", static_cast<int>(tid));
 	for (int attempt = 0; attempt < 200; attempt++) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
 		char text[256];
-		ssize_t n = syscallFiles.read(tid, text, sizeof text - 1);
-		if (n < 0)
-			return static_cast<int>(n);
+		ssize_t n = read(fd, text, sizeof text - 1);
+		close(fd);
+		if (n <= 0)
+			return -ESRCH;
 		text[n] = 0;
 		if (strncmp(text, "running", 7) == 0) {
 			sched_yield();

@@ -17,13 +17,8 @@
 namespace ibemu::cuse_dev {
 
 /* The system call thread `tid` is blocked in: its number and arguments.
- * Returns 0 or a negative errno (-EAGAIN: it is still running, preempted
- * on its way to sleep in its request). */
+ * Returns 0 or a negative errno. */
 int callerSyscall(pid_t tid, long &nr, uint64_t args[6]);
-
-/* Has thread `tid` not yet gone to sleep in its request? One look, no
- * waiting; false when it cannot tell. */
-bool callerRunning(pid_t tid);
 
 /* The process (thread group) of thread `tid`, from /proc/TID/status, or -1
  * when it is gone; with capEff, also its effective capabilities. */

@@ -10,13 +10,10 @@
 #include "emu/uverbs_file.h"
 
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <fuse_lowlevel.h>
 
 #include <cerrno>
-#include <chrono>
 #include <fcntl.h>
-#include <memory>
 #include <sys/syscall.h>
 #include <vector>
 
@@ -26,9 +23,6 @@ namespace {
 
 /* the longest write() command: 24 header bytes and 2 x 0xffff 8-byte words */
 constexpr size_t kMaxCommand = 24 + size_t(2) * 0xffff * 8;
-
-/* how long a command waits for its caller to go to sleep in the request */
-constexpr std::chrono::milliseconds kCallerWait{ 20 };
 
 } /* namespace */
 
@@ -62,37 +56,9 @@ void VerbsFiles::open(fuse_req_t req, emu::VerbsDevice &dev, fuse_file_info *fi)
 		release(nullptr, fi);
 }
 
-/* A command is served once its caller sleeps in the request: before, its
- * /proc/TID/syscall says "running" and cannot tell where its write() is
- * (callerIo), nor GET_CONTEXT which descriptor it came on. A caller
- * preempted on its way there (often by us; on a busy VM for milliseconds)
- * is waited for on a timer, not in a loop, so a client kept runnable
- * stalls nobody but itself; after kCallerWait its command is taken as it
- * is. */
 void VerbsFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_info *fi)
 {
-	if (!callerRunning(fuse_req_ctx(req)->pid))
-		return serveWrite(req, fi->fh, buf, size);
-	waitForCaller(req, fi->fh, std::vector<char>(buf, buf + size), std::chrono::steady_clock::now() + kCallerWait);
-}
-
-void VerbsFiles::waitForCaller(fuse_req_t req, uint64_t fh, std::vector<char> command,
-			       std::chrono::steady_clock::time_point giveUp)
-{
-	auto timer = std::make_shared<boost::asio::steady_timer>(io_, std::chrono::microseconds(100));
-	timer->async_wait([this, timer, alive = std::weak_ptr<bool>(alive_), req, fh, command = std::move(command),
-			   giveUp](const boost::system::error_code &) mutable {
-		if (alive.expired())
-			return;
-		if (callerRunning(fuse_req_ctx(req)->pid) && std::chrono::steady_clock::now() < giveUp)
-			return waitForCaller(req, fh, std::move(command), giveUp);
-		serveWrite(req, fh, command.data(), command.size());
-	});
-}
-
-void VerbsFiles::serveWrite(fuse_req_t req, uint64_t fh, const char *buf, size_t size)
-{
-	Open *o = opens_.find(fh);
+	Open *o = opens_.find(fi->fh);
 	if (!o)
 		return (void)fuse_reply_err(req, EBADF);
 	pid_t tid = fuse_req_ctx(req)->pid;

@@ -13,11 +13,8 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <vector>
 
 namespace ibemu::emu {
 class Host;
@@ -50,14 +47,10 @@ public:
 
 private:
 	void serveReads(uint64_t fh);
-	void serveWrite(fuse_req_t req, uint64_t fh, const char *buf, size_t size);
-	void waitForCaller(fuse_req_t req, uint64_t fh, std::vector<char> command,
-			   std::chrono::steady_clock::time_point giveUp);
 
 	boost::asio::io_context &io_;
 	emu::Host &host_;
 	OpenFiles<Open> opens_; /* handles 1 on */
-	std::shared_ptr<bool> alive_ = std::make_shared<bool>(true); /* for the timers' handlers */
 };
 
 } /* namespace ibemu::cuse_dev */
