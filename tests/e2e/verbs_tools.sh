@@ -167,6 +167,12 @@ expect_match "PID reuse: a new process really has the PID" '^a new process has t
 expect_match "PID reuse: the write completes" '^RDMA WRITE after the exit and PID reuse: success$' "$out"
 expect_match "PID reuse: the newcomer's memory is untouched" '^sentinel pid [0-9]+: its memory is untouched$' "$out"
 
+# a thread that leads no process opens a device and makes queues: the
+# daemon takes its descriptors all the same
+out=$(inst $V "$reuse" thread ibemu0 2>&1)
+expect_eq "a second thread: its descriptors are taken" 0 $?
+expect_eq "a second thread: device, CQ and QP" "a second thread opened ibemu0 and made a CQ and a QP" "$out"
+
 # --- another process's handles, pinning, the ioctl fallback
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 out=$(inst $V "$probe" handles /dev/infiniband/uverbs0)

@@ -17,6 +17,13 @@
 //
 // usage: verbs_reuse exec|reuse DEV_REQUESTER DEV_RESPONDER (run as root)
 // Prints one line per step; exits 0 when every step went as expected.
+//
+// And the other side of whose descriptors the daemon takes:
+//   thread DEV  a thread other than the process's first opens DEV and
+//               makes a CQ and a QP (ibemu's provider hands the daemon
+//               sockets and memfds from that thread: pidfd_open() does not
+//               take a thread that leads no process, and the daemon must
+//               find the process another way).
 #include <infiniband/verbs.h>
 
 #include <cerrno>
@@ -28,6 +35,7 @@
 #include <string>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 namespace {
@@ -66,6 +74,8 @@ ibv_context *openDevice(const char *name)
 		if (!strcmp(ibv_get_device_name(list[i]), name)) {
 			ibv_context *c = ibv_open_device(list[i]);
 			ibv_free_device_list(list);
+			if (!c)
+				die(name);
 			return c;
 		}
 	errno = ENODEV;
@@ -217,8 +227,14 @@ int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "sentinel"))
 		return sentinel(atoi(argv[2]), atoi(argv[3]));
+	if (argc == 3 && !strcmp(argv[1], "thread")) {
+		Side s;
+		std::thread([&] { setUp(s, argv[2]); }).join(); /* setUp exits 2 on failure */
+		printf("a second thread opened %s and made a CQ and a QP\n", argv[2]);
+		return 0;
+	}
 	if (argc != 4 || (strcmp(argv[1], "exec") && strcmp(argv[1], "reuse"))) {
-		fprintf(stderr, "usage: verbs_reuse exec|reuse DEV_REQUESTER DEV_RESPONDER\n");
+		fprintf(stderr, "usage: verbs_reuse exec|reuse DEV_REQUESTER DEV_RESPONDER | thread DEV\n");
 		return 2;
 	}
 	bool viaExec = !strcmp(argv[1], "exec");
