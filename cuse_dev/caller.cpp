@@ -37,7 +37,7 @@ pid_t tgidOf(pid_t tid, uint64_t *capEff)
 
 int callerSyscall(pid_t tid, long &nr, uint64_t args[6])
 {
-	/* Every write asks this (callerIo), so it is a plain open and read:
+	/* Most writes ask this (callerIo), so it is a plain open and read:
 	 * "NR ARG0 ... ARG5 SP PC", or "running" while the caller has not yet
 	 * gone to sleep in its request. Give it a moment then: a few hundred
 	 * yields, a millisecond or two at most for the io thread. */
@@ -154,6 +154,10 @@ int takeWrite(pid_t tid, const char *buf, size_t size, size_t maxLen, Continuati
 
 void expectRest(Continuation &rest, pid_t tid, const CallerIo &io, size_t first)
 {
+	/* a whole write() leaves another thread's continuation be; a second
+	 * split write() while one is pending takes its place (one per file) */
+	if (io.count <= first && rest.tid != tid)
+		return;
 	rest.clear();
 	if (io.count > first) {
 		rest.tid = tid;

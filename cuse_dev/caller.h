@@ -70,7 +70,9 @@ CallerIo callerIo(pid_t tid, long nr, size_t chunk);
 int takeWrite(pid_t tid, const char *buf, size_t size, size_t maxLen, Continuation &rest, std::vector<uint8_t> &storage,
 	      const uint8_t *&data, CallerIo &io);
 /* The whole write() of `len` bytes was handled from a first request of
- * `first`: its other requests are to be acknowledged. */
+ * `first`: its other requests are to be acknowledged. A file keeps one
+ * continuation: a write() that was not split leaves another thread's be,
+ * a second split one takes its place. */
 void expectRest(Continuation &rest, pid_t tid, const CallerIo &io, size_t first);
 
 } /* namespace ibemu::cuse_dev */

@@ -23,6 +23,9 @@ namespace {
 
 /* the longest write() command: 24 header bytes and 2 x 0xffff 8-byte words */
 constexpr size_t kMaxCommand = 24 + size_t(2) * 0xffff * 8;
+/* below the least the kernel's FUSE/CUSE ever hands over of a longer
+ * write(): CUSE's 32 pages, less the buffer's offset in its first page */
+constexpr size_t kWholeBelow = size_t(64) << 10;
 
 } /* namespace */
 
@@ -63,16 +66,26 @@ void VerbsFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_i
 		return (void)fuse_reply_err(req, EBADF);
 	pid_t tid = fuse_req_ctx(req)->pid;
 	std::vector<uint8_t> storage;
-	const uint8_t *data;
-	CallerIo io;
-	/* a command's size is 16-bit word counts: longer writes are EINVAL */
-	int t = takeWrite(tid, buf, size, kMaxCommand, o->writeRest, storage, data, io);
-	if (t == -ENOMEM)
-		return (void)fuse_reply_err(req, EINVAL);
-	if (t < 0)
-		return (void)fuse_reply_err(req, -t);
-	if (t > 0) /* the rest of a big command, handled already */
-		return (void)fuse_reply_write(req, size);
+	const uint8_t *data = reinterpret_cast<const uint8_t *>(buf);
+	CallerIo io{ SYS_write, 0, size };
+	/* A request of exactly the size its command declares, and shorter than
+	 * the kernel ever cuts a write() by size (32 pages and more), is the
+	 * whole call: the kernel takes no other size. A longer write() that
+	 * runs into a hole right there would be EINVAL on a real device; here
+	 * the command runs. Any other request may be the head of a longer call,
+	 * which only the caller's system call tells (takeWrite). */
+	if (o->writeRest.left || size >= kWholeBelow || size != emu::UverbsFile::commandSize(data, size)) {
+		/* a command's size is 16-bit word counts: longer writes are EINVAL */
+		int t = takeWrite(tid, buf, size, kMaxCommand, o->writeRest, storage, data, io);
+		if (t == -ENOMEM || t == -EFAULT) { /* too long, or a hole: the header checks come first */
+			int h = emu::UverbsFile::headerErrno(reinterpret_cast<const uint8_t *>(buf), size, io.count);
+			t = h ? h : (t == -ENOMEM ? -EINVAL : -EFAULT);
+		}
+		if (t < 0)
+			return (void)fuse_reply_err(req, -t);
+		if (t > 0) /* the rest of a big command, handled already */
+			return (void)fuse_reply_write(req, size);
+	}
 	ssize_t rc = o->file->write(tid, data, io.count);
 	if (rc < 0)
 		return (void)fuse_reply_err(req, static_cast<int>(-rc));

@@ -169,24 +169,38 @@ const UverbsFile::Method *UverbsFile::method(uint32_t command, bool &known)
 	return legacy[idx].fn ? &legacy[idx] : nullptr;
 }
 
-/* ib_uverbs_write() */
-ssize_t UverbsFile::write(pid_t tid, const uint8_t *buf, size_t count)
+size_t UverbsFile::commandSize(const uint8_t *buf, size_t len)
 {
-	if (count < sizeof(ib_uverbs_cmd_hdr))
-		return -EINVAL;
 	ib_uverbs_cmd_hdr hdr;
+	if (len < sizeof hdr)
+		return 0;
+	memcpy(&hdr, buf, sizeof hdr);
+	if (!(hdr.command & IB_USER_VERBS_CMD_FLAG_EXTENDED))
+		return size_t(hdr.in_words) * 4;
+	ib_uverbs_ex_cmd_hdr ex;
+	if (len < sizeof hdr + sizeof ex)
+		return 0;
+	memcpy(&ex, buf + sizeof hdr, sizeof ex);
+	return sizeof hdr + sizeof ex + (size_t(hdr.in_words) + ex.provider_in_words) * 8;
+}
+
+/* ib_uverbs_write()'s checks of the headers (with verify_hdr()), in its
+ * order, on the first `have` of the write()'s count bytes */
+int UverbsFile::checkHeaders(const uint8_t *buf, size_t have, size_t count, const Method *&m)
+{
+	ib_uverbs_cmd_hdr hdr;
+	if (count < sizeof hdr)
+		return -EINVAL;
+	if (have < sizeof hdr)
+		return -EFAULT;
 	memcpy(&hdr, buf, sizeof hdr);
 	if (hdr.command & ~(IB_USER_VERBS_CMD_FLAG_EXTENDED | IB_USER_VERBS_CMD_COMMAND_MASK))
 		return -EINVAL;
 	bool known;
-	const Method *m = method(hdr.command, known);
+	m = method(hdr.command, known);
 	if (!m) /* unknown, or a method this device does not have */
 		return -EOPNOTSUPP;
-	bool extended = hdr.command & IB_USER_VERBS_CMD_FLAG_EXTENDED;
-
-	Request r{};
-	r.tid = tid;
-	if (!extended) {
+	if (!(hdr.command & IB_USER_VERBS_CMD_FLAG_EXTENDED)) {
 		/* legacy: in_words counts the header too, in 4-byte words */
 		if (size_t(hdr.in_words) * 4 != count)
 			return -EINVAL;
@@ -195,33 +209,52 @@ ssize_t UverbsFile::write(pid_t tid, const uint8_t *buf, size_t count)
 			return -ENOSPC;
 		if (size_t(hdr.out_words) * 4 < m->respSize)
 			return -ENOSPC;
+		return 0;
+	}
+	ib_uverbs_ex_cmd_hdr ex;
+	if (count < sizeof hdr + sizeof ex)
+		return -EINVAL;
+	if (have < sizeof hdr + sizeof ex)
+		return -EFAULT;
+	memcpy(&ex, buf + sizeof hdr, sizeof ex);
+	if ((size_t(hdr.in_words) + ex.provider_in_words) * 8 != count - sizeof hdr - sizeof ex)
+		return -EINVAL;
+	if (size_t(hdr.in_words) * 8 < m->reqSize)
+		return -ENOSPC;
+	if (ex.cmd_hdr_reserved)
+		return -EINVAL;
+	if (ex.response) {
+		if (!hdr.out_words && !ex.provider_out_words)
+			return -EINVAL;
+		if (size_t(hdr.out_words) * 8 < m->respSize)
+			return -ENOSPC;
+	} else if (hdr.out_words || ex.provider_out_words) {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ib_uverbs_write() */
+ssize_t UverbsFile::write(pid_t tid, const uint8_t *buf, size_t count)
+{
+	const Method *m;
+	if (int rc = checkHeaders(buf, count, count, m))
+		return rc;
+	ib_uverbs_cmd_hdr hdr;
+	memcpy(&hdr, buf, sizeof hdr);
+	Request r{};
+	r.tid = tid;
+	if (!(hdr.command & IB_USER_VERBS_CMD_FLAG_EXTENDED)) {
 		r.in = buf + sizeof hdr;
 		r.inLen = count - sizeof hdr;
 		r.outLen = size_t(hdr.out_words) * 4;
 		if (m->respSize) /* the response pointer leads the request */
 			memcpy(&r.response, r.in, sizeof r.response);
 	} else {
-		if (count < sizeof hdr + sizeof(ib_uverbs_ex_cmd_hdr))
-			return -EINVAL;
 		ib_uverbs_ex_cmd_hdr ex;
 		memcpy(&ex, buf + sizeof hdr, sizeof ex);
-		size_t body = count - sizeof hdr - sizeof ex;
-		if ((size_t(hdr.in_words) + ex.provider_in_words) * 8 != body)
-			return -EINVAL;
-		if (size_t(hdr.in_words) * 8 < m->reqSize)
-			return -ENOSPC;
-		if (ex.cmd_hdr_reserved)
-			return -EINVAL;
-		if (ex.response) {
-			if (!hdr.out_words && !ex.provider_out_words)
-				return -EINVAL;
-			if (size_t(hdr.out_words) * 8 < m->respSize)
-				return -ENOSPC;
-		} else if (hdr.out_words || ex.provider_out_words) {
-			return -EINVAL;
-		}
 		r.in = buf + sizeof hdr + sizeof ex;
-		r.inLen = body;
+		r.inLen = count - sizeof hdr - sizeof ex;
 		r.response = ex.response;
 		r.outLen = size_t(hdr.out_words) * 8;
 	}

@@ -51,6 +51,21 @@ public:
 	UverbsFile &operator=(const UverbsFile &) = delete;
 
 	ssize_t write(pid_t tid, const uint8_t *buf, size_t count);
+	/* The write() size the command at buf declares in its header, the only
+	 * size write() takes (ib_uverbs_write); 0 when len holds no header. */
+	static size_t commandSize(const uint8_t *buf, size_t len);
+	/* The errno write() of count bytes gives before it reads past the
+	 * headers, when only the first `have` bytes can be read: a command that
+	 * runs into a hole gets what the kernel answers before it touches the
+	 * rest (then -EFAULT). 0 when the command would go on to read it. */
+	static int headerErrno(const uint8_t *buf, size_t have, size_t count)
+	{
+		const Method *m;
+		int rc = checkHeaders(buf, have, count, m);
+		if (rc == 0 && m->fn == &UverbsFile::notSupported) /* reads nothing */
+			return -EOPNOTSUPP;
+		return rc;
+	}
 	ssize_t read(uint8_t *buf, size_t count);
 	int ioctl(unsigned cmd) const;
 	unsigned poll() const;
@@ -95,6 +110,7 @@ private:
 		size_t respSize;
 	};
 	static const Method *method(uint32_t command, bool &known);
+	static int checkHeaders(const uint8_t *buf, size_t have, size_t count, const Method *&m);
 	int notSupported(Request &r); /* ib_uverbs_notsupp */
 
 	/* --- the command handlers and what they share (uverbs_cmd.cpp) --- */

@@ -72,6 +72,36 @@ TEST_CASE("uverbs write: header checks in ib_uverbs_write's order", "[uverbs]")
 	CHECK(reinterpret_cast<uint8_t *>(&small)[184] == 0xee); /* not written past the room */
 }
 
+TEST_CASE("uverbs write: the size a command's header declares", "[uverbs]")
+{
+	using ibemu::emu::UverbsFile;
+	auto b = raw(CMD_QUERY_DEVICE, 4, 44, 16);
+	CHECK(UverbsFile::commandSize(b.data(), 16) == 16);
+	CHECK(UverbsFile::commandSize(b.data(), 8) == 16); /* a head of it */
+	CHECK(UverbsFile::commandSize(b.data(), 7) == 0); /* no whole header */
+	b = raw(CMD_QUERY_DEVICE, 0, 0, 8);
+	CHECK(UverbsFile::commandSize(b.data(), 8) == 0); /* in_words 0: no write() is that size */
+	/* extended: 24 bytes of headers and both word counts in 8-byte words */
+	b = raw(IB_USER_VERBS_CMD_FLAG_EXTENDED | EX_CMD_QUERY_DEVICE, 1, 38, 40);
+	ib_uverbs_ex_cmd_hdr eh{ 0, 2, 0, 0 };
+	memcpy(b.data() + 8, &eh, sizeof eh);
+	CHECK(UverbsFile::commandSize(b.data(), 40) == 48);
+	CHECK(UverbsFile::commandSize(b.data(), 23) == 0); /* no whole extended header */
+
+	/* a head of the write() readable, the rest in a hole: the headers' own
+	 * errno, -EFAULT where they need the rest, 0 where they are fine */
+	b = raw(CMD_QUERY_DEVICE, 4, 0, 16);
+	CHECK(UverbsFile::headerErrno(b.data(), 8, 16) == -ENOSPC); /* no room for the response */
+	b = raw(CMD_QUERY_DEVICE, 4, 44, 16);
+	CHECK(UverbsFile::headerErrno(b.data(), 8, 16) == 0);
+	CHECK(UverbsFile::headerErrno(b.data(), 8, 24) == -EINVAL); /* longer than it says */
+	CHECK(UverbsFile::headerErrno(b.data(), 4, 16) == -EFAULT); /* the header itself cut */
+	b = raw(CMD_QUERY_AH, 4, 0, 16);
+	CHECK(UverbsFile::headerErrno(b.data(), 8, 16) == -EOPNOTSUPP); /* ib_uverbs_notsupp reads nothing */
+	b = raw(IB_USER_VERBS_CMD_FLAG_EXTENDED | EX_CMD_QUERY_DEVICE, 1, 38, 32);
+	CHECK(UverbsFile::headerErrno(b.data(), 16, 32) == -EFAULT); /* the extended header cut */
+}
+
 TEST_CASE("uverbs: responses are zero-filled and land in the caller's memory", "[uverbs]")
 {
 	VerbsFixture fx;
