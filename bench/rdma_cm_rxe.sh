@@ -2,7 +2,9 @@
 # rdma_cm against ibemu and against the kernel's rdma_cm on rdma_rxe, side
 # by side in one QEMU guest: connection setup (ucmatose: N connections
 # resolved, connected, one message each way, disconnected) as connections
-# a second, and ib_send_lat -R typical latency. ibemu0 -> ibemu1 across
+# a second, the same for the connections beyond the first (runs of 1 and
+# 2N: the program's start and the device's opening left out), and
+# ib_send_lat -R typical latency. ibemu0 -> ibemu1 across
 # both switches of the default fabric with OpenSM; rxe0 to itself on a
 # dummy netdev. Medians of RUNS runs, and ibemu's figure as a ratio to rxe's.
 # Needs root. usage: bench/rdma_cm_rxe.sh [BUILD_DIR] [RUNS] [CONNECTIONS]
@@ -50,14 +52,25 @@ run() {
 	[ $rc = 0 ] && awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }'
 	return 0
 }
+ucmatose_run() { # TARGET N: the client's seconds for N connections
+	if [ "$1" = ibemu ]; then
+		run ibemu ucmatose -b 10.200.1.1 -c "$2" -C 1 -- ucmatose -s 10.200.1.1 -b 10.200.0.1 -c "$2" -C 1
+	else
+		run rxe ucmatose -b 10.55.0.1 -c "$2" -C 1 -- ucmatose -s 10.55.0.1 -b 10.55.0.1 -c "$2" -C 1
+	fi
+}
 rate() { # TARGET: connections a second of one ucmatose run
 	local t
-	if [ "$1" = ibemu ]; then
-		t=$(run ibemu ucmatose -b 10.200.1.1 -c "$conns" -C 1 -- ucmatose -s 10.200.1.1 -b 10.200.0.1 -c "$conns" -C 1)
-	else
-		t=$(run rxe ucmatose -b 10.55.0.1 -c "$conns" -C 1 -- ucmatose -s 10.55.0.1 -b 10.55.0.1 -c "$conns" -C 1)
-	fi
+	t=$(ucmatose_run "$1" "$conns")
 	[ -n "$t" ] && awk -v n="$conns" -v t="$t" 'BEGIN { printf "%.1f\n", n / t }'
+	return 0
+}
+marginal() { # TARGET: connections a second beyond the first, (2N - 1) / (t(2N) - t(1))
+	local one many
+	one=$(ucmatose_run "$1" 1)
+	many=$(ucmatose_run "$1" $((2 * conns)))
+	[ -n "$one" ] && [ -n "$many" ] &&
+		awk -v n=$((2 * conns - 1)) -v a="$one" -v b="$many" 'BEGIN { if (b > a) printf "%.1f\n", n / (b - a) }'
 	return 0
 }
 lat() { # TARGET: ib_send_lat -R typical latency, us
@@ -75,6 +88,9 @@ printf '%-34s %12s %12s %10s\n' measure ibemu rxe ibemu/rxe
 a=$(for _ in $(seq "$runs"); do rate ibemu; done | median)
 b=$(for _ in $(seq "$runs"); do rate rxe; done | median)
 printf '%-34s %12s %12s %10s\n' "ucmatose -c $conns: connections/s" "$a" "$b" "$(ratio "$a" "$b")"
+a=$(for _ in $(seq "$runs"); do marginal ibemu; done | median)
+b=$(for _ in $(seq "$runs"); do marginal rxe; done | median)
+printf '%-34s %12s %12s %10s\n' "beyond the first: connections/s" "$a" "$b" "$(ratio "$a" "$b")"
 a=$(for _ in $(seq "$runs"); do lat ibemu; done | median)
 b=$(for _ in $(seq "$runs"); do lat rxe; done | median)
 printf '%-34s %12s %12s %10s\n' "ib_send_lat -R: t_typical us" "$a" "$b" "$(ratio "$a" "$b")"
