@@ -74,8 +74,6 @@ public:
 	 * back into this file synchronously. */
 	void setWakeup(std::function<void()> fn) { wakeup_ = std::move(fn); }
 
-	/* Called for every object as it is destroyed (tests, tracing). */
-
 	VerbsDevice &device() const { return dev_; }
 	bool hasContext() const { return hasContext_; }
 
