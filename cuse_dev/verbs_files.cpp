@@ -66,7 +66,8 @@ void VerbsFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_i
 		return (void)fuse_reply_err(req, EBADF);
 	pid_t tid = fuse_req_ctx(req)->pid;
 	std::vector<uint8_t> storage;
-	const uint8_t *data = reinterpret_cast<const uint8_t *>(buf);
+	const auto *head = reinterpret_cast<const uint8_t *>(buf);
+	const uint8_t *data = head; /* or the whole command, when split */
 	CallerIo io{ SYS_write, 0, size };
 	/* A request of exactly the size its command declares, and shorter than
 	 * the kernel ever cuts a write() by size (32 pages and more), is the
@@ -74,11 +75,11 @@ void VerbsFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_i
 	 * runs into a hole right there would be EINVAL on a real device; here
 	 * the command runs. Any other request may be the head of a longer call,
 	 * which only the caller's system call tells (takeWrite). */
-	if (o->writeRest.left || size >= kWholeBelow || size != emu::UverbsFile::commandSize(data, size)) {
+	if (o->writeRest.left || size >= kWholeBelow || size != emu::UverbsFile::commandSize(head, size)) {
 		/* a command's size is 16-bit word counts: longer writes are EINVAL */
 		int t = takeWrite(tid, buf, size, kMaxCommand, o->writeRest, storage, data, io);
 		if (t == -ENOMEM || t == -EFAULT) { /* too long, or a hole: the header checks come first */
-			int h = emu::UverbsFile::headerErrno(reinterpret_cast<const uint8_t *>(buf), size, io.count);
+			int h = emu::UverbsFile::headerErrno(head, size, io.count);
 			t = h ? h : (t == -ENOMEM ? -EINVAL : -EFAULT);
 		}
 		if (t < 0)

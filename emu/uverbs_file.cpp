@@ -169,6 +169,8 @@ const UverbsFile::Method *UverbsFile::method(uint32_t command, bool &known)
 	return legacy[idx].fn ? &legacy[idx] : nullptr;
 }
 
+/* legacy: in_words counts the header too, in 4-byte words; extended: both
+ * headers, then in_words and provider_in_words in 8-byte words */
 size_t UverbsFile::commandSize(const uint8_t *buf, size_t len)
 {
 	ib_uverbs_cmd_hdr hdr;
@@ -201,8 +203,7 @@ int UverbsFile::checkHeaders(const uint8_t *buf, size_t have, size_t count, cons
 	if (!m) /* unknown, or a method this device does not have */
 		return -EOPNOTSUPP;
 	if (!(hdr.command & IB_USER_VERBS_CMD_FLAG_EXTENDED)) {
-		/* legacy: in_words counts the header too, in 4-byte words */
-		if (size_t(hdr.in_words) * 4 != count)
+		if (commandSize(buf, have) != count) /* in_words counts the header too */
 			return -EINVAL;
 		bool oldDestroyCq = (hdr.command & IB_USER_VERBS_CMD_COMMAND_MASK) == CMD_DESTROY_CQ && count == 16;
 		if (count < m->reqSize + sizeof hdr && !oldDestroyCq)
@@ -217,7 +218,7 @@ int UverbsFile::checkHeaders(const uint8_t *buf, size_t have, size_t count, cons
 	if (have < sizeof hdr + sizeof ex)
 		return -EFAULT;
 	memcpy(&ex, buf + sizeof hdr, sizeof ex);
-	if ((size_t(hdr.in_words) + ex.provider_in_words) * 8 != count - sizeof hdr - sizeof ex)
+	if (commandSize(buf, have) != count)
 		return -EINVAL;
 	if (size_t(hdr.in_words) * 8 < m->reqSize)
 		return -ENOSPC;

@@ -192,25 +192,24 @@ int abi(const char *dev)
 	check("write of 4 bytes", write(fd, shortCmd, 4) < 0 ? errno : 0, EINVAL);
 	check("unknown command", cmd(fd, 99, ib_uverbs_query_device{}), EOPNOTSUPP);
 	/* QUERY_DEVICE is 16 bytes: a header and the response pointer */
-	uint8_t page[4096];
 	ib_uverbs_cmd_hdr h{ CMD_QUERY_DEVICE, 4, 0 };
-	memcpy(page, &h, sizeof h);
-	memset(page + sizeof h, 0, sizeof page - sizeof h);
-	check("write longer than its header says", write(fd, page, 24) < 0 ? errno : 0, EINVAL);
+	uint8_t longer[24] = {};
+	memcpy(longer, &h, sizeof h);
+	check("write longer than its header says", write(fd, longer, sizeof longer) < 0 ? errno : 0, EINVAL);
+	const size_t page = 4096;
 	/* the header mapped, the response pointer in a hole: the device gets
 	 * the mapped head; the kernel checks the header first (no room for the
 	 * response: ENOSPC), and its get_user() of the pointer faults */
 	auto *two = static_cast<uint8_t *>(
-		mmap(nullptr, 2 * sizeof page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-	munmap(two + sizeof page, sizeof page);
-	memcpy(two + sizeof page - sizeof h, &h, sizeof h);
+		mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+	munmap(two + page, page);
+	memcpy(two + page - sizeof h, &h, sizeof h);
 	check("command running into an unmapped page, no room for the response",
-	      write(fd, two + sizeof page - sizeof h, 16) < 0 ? errno : 0, ENOSPC);
+	      write(fd, two + page - sizeof h, 16) < 0 ? errno : 0, ENOSPC);
 	h.out_words = sizeof(ib_uverbs_query_device_resp) / 4;
-	memcpy(two + sizeof page - sizeof h, &h, sizeof h);
-	check("command running into an unmapped page", write(fd, two + sizeof page - sizeof h, 16) < 0 ? errno : 0,
-	      EFAULT);
-	munmap(two, sizeof page);
+	memcpy(two + page - sizeof h, &h, sizeof h);
+	check("command running into an unmapped page", write(fd, two + page - sizeof h, 16) < 0 ? errno : 0, EFAULT);
+	munmap(two, page);
 	return failures ? 1 : 0;
 }
 
