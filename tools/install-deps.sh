@@ -25,6 +25,8 @@ test=(
 	ibverbs-utils ibverbs-providers rdma-core perftest rdmacm-utils
 	ucx-utils libfabric-bin
 	ibsim-utils libumad2sim0
+	# the container image of the Kubernetes example, run by podman
+	podman runc mmdebstrap
 	# the VM suite: a real kernel with CUSE, ib_umad and rdma_rxe under QEMU
 	qemu-system-x86 busybox-static cpio kmod
 	# libFuzzer targets

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds the container image that the Kubernetes example runs
+# (docs/examples/kubernetes/ibemu-daemonset.yaml): a Debian bookworm root
+# made by mmdebstrap from this machine's apt sources, holding the Debian
+# packages of the libraries ibemu's binaries link and ibemu installed from
+# a build directory (`meson install`, under /usr/local). It is imported into
+# podman as TAG and, with --archive, also saved as an OCI archive, which a
+# cluster loads with `kind load image-archive FILE` or
+# `ctr -n k8s.io images import FILE`.
+# Needs root, mmdebstrap and podman (tools/install-deps.sh test).
+# usage: tools/image.sh [BUILD_DIR] [--tag TAG] [--archive FILE]
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=$here/build tag=localhost/ibemu:latest archive=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--tag) tag=$2 && shift ;;
+	--archive) archive=$2 && shift ;;
+	-*) echo "usage: tools/image.sh [BUILD_DIR] [--tag TAG] [--archive FILE]" >&2 && exit 2 ;;
+	*) build=$1 ;;
+	esac
+	shift
+done
+for tool in mmdebstrap podman; do
+	command -v $tool >/dev/null || { echo "image: needs $tool (tools/install-deps.sh test)" >&2; exit 1; }
+done
+[ -x "$build/tools/ibemud" ] || { echo "image: no ibemud in $build: build first (tools/build.sh $build)" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/ibemu-image.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+meson install -C "$build" --no-rebuild --quiet --strip --destdir "$work/dest" >/dev/null
+
+# The packages of every library the installed binaries link, as this
+# machine resolves them (the image is the same Debian release).
+packages=(fuse3)
+while read -r lib; do
+	pkg=$(dpkg -S "$lib" 2>/dev/null || dpkg -S "$(realpath "$lib")" 2>/dev/null || dpkg -S "/usr$lib" 2>/dev/null) ||
+		{ echo "image: no Debian package has $lib" >&2; exit 1; }
+	packages+=("${pkg%%:*}")
+done < <(find "$work/dest" -type f -perm -u+x -exec ldd {} + 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u)
+include=$(printf '%s\n' "${packages[@]}" | sort -u | paste -sd,)
+
+echo "image: a bookworm root with $include" >&2
+mmdebstrap --quiet --variant=essential --include="$include" \
+	--customize-hook="sync-in '$work/dest' /" bookworm "$work/root.tar"
+podman import --quiet \
+	--change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+	--change 'CMD ["ibemud", "--help"]' \
+	--message "ibemu $(git -C "$here" describe --always --dirty 2>/dev/null || echo unknown)" \
+	"$work/root.tar" "$tag" >/dev/null
+echo "image: $tag" >&2
+if [ -n "$archive" ]; then
+	podman save --quiet --format oci-archive -o "$archive" "$tag"
+	echo "image: saved as $archive" >&2
+fi
