@@ -311,10 +311,16 @@ int Builder::resolvePeer(const TopoNode &tn, const TopoPort &tp, PeerRef &peer)
 }
 
 /* A port line that cables to the running fabric: its port must be free,
- * and named by one line only */
+ * this daemon's own (not a stand-in of a split subnet's other host), and
+ * named by one line only */
 int Builder::attach(const TopoPort &tp, const PeerRef &peer, Port &a)
 {
 	Port &b = peer.running->port(peer.port);
+	if (b.node->foreign) /* a stand-in: no cable to it is known to its daemon */
+		return fail(tp.file, tp.line,
+			    "\"" + b.node->name +
+				    "\" is simulated by another host's daemon: a fragment attaches "
+				    "to this host's nodes only");
 	if (b.peer && b.peer != &a)
 		return fail(tp.file, tp.line,
 			    "\"" + b.node->name + "\"[" + std::to_string(b.num) + "] is cabled already (to \"" +

@@ -419,6 +419,13 @@ bool FabricControl::parseFragment(const Json &req, Action &a, std::string &err) 
 			": `do` lines are not run in a fragment (ibemu ibsim runs them)";
 		return false;
 	}
+	if (!a.fragment->hosts.empty()) {
+		/* in a split subnet the new nodes are this daemon's own */
+		const auto &h = a.fragment->hosts[0];
+		err = a.fragment->files[h.file] + ":" + std::to_string(h.line) +
+			": host= lines are not for a fragment: its nodes belong to the daemon that adds them";
+		return false;
+	}
 	return true;
 }
 

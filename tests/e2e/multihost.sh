@@ -212,6 +212,28 @@ while [ "$(active "$I-b")" != 1 ] && [ $SECONDS -lt $end ]; do sleep 0.5; done
 expect_eq "host2 Active again" 1 "$(active "$I-b")"
 out=$(inst "$I-c" ibnetdiscover)
 expect_eq "ibnetdiscover in c: both switches again" 2 "$(grep -c '^Switch' <<<"$out")"
+
+# --- a node added in a split subnet is the adding host's
+ca9='Ca	1 "H-0002c90300000900"		# "ibemu-host9 HCA-1"'
+printf '%s\n[1](2c90300000901)\t"S-0002c90200000002"[4]\n' "$ca9" >"$work/frag-b.topo"
+out=$("$ibemu" node add --instance "$I-a" --topology "$work/frag-b.topo" 2>&1)
+expect_eq "a cannot cable a new node to b's switch" 1 $?
+expect_match "... and says why, with the line" \
+	'frag-b.topo:2: "S-0002c90200000002" is simulated by another host.s daemon: a fragment attaches to this host.s nodes only' "$out"
+printf 'host="a" addr="192.0.2.1:7700"\n%s\n[1](2c90300000901)\t"S-0002c90200000001"[4]\n' "$ca9" >"$work/frag-host.topo"
+out=$("$ibemu" node add --instance "$I-a" --topology "$work/frag-host.topo" 2>&1)
+expect_eq "a fragment with a host= line is refused" 1 $?
+expect_match "... with its line" 'frag-host.topo:1: host= lines are not for a fragment' "$out"
+printf '%s\n[1](2c90300000901)\t"S-0002c90200000001"[4]\n' "$ca9" >"$work/frag-a.topo"
+out=$("$ibemu" node add --instance "$I-a" --topology "$work/frag-a.topo" 2>&1)
+expect_eq "a cables a new CA to its own switch" 0 $?
+end=$((SECONDS + 90))
+while ! inst "$I-c" ibnetdiscover | grep -q '^Ca.*ibemu-host9' && [ $SECONDS -lt $end ]; do sleep 0.5; done
+out=$(inst "$I-c" ibnetdiscover)
+expect_match "ibnetdiscover in c finds it (the SM swept on sw1's trap)" '^Ca.*"ibemu-host9 HCA-1"' "$out"
+out=$(inst "$I-b" smpquery -G portinfo 0x0002c90300000901 1)
+expect_match "b reaches it, and the SM in a made it Active" 'LinkState:\.+Active' "$out"
+
 out=$(status_of "$I-a" 'sum(p["bad_messages"] for p in s["split"]["peers"])')
 expect_eq "no bad messages between the daemons" 0 "$out"
 

@@ -9,6 +9,7 @@
 
 #include "fabric/packet_format.h"
 #include "fabric/smp_attrs.h"
+#include "fabric/topology.h"
 
 #include <catch2/catch.hpp>
 
@@ -39,6 +40,33 @@ TEST_CASE("cables to another daemon stay down until it reports its ends", "[remo
 			CHECK(p.state == PortState::Init);
 		}
 	CHECK(f.port(f.a, "H3", 1).state == PortState::Init);
+}
+
+TEST_CASE("a fragment grafted in a split subnet attaches to this host's nodes only", "[remote-cable][topology]")
+{
+	SplitSubnet f;
+	f.connect();
+	auto graft = [&](Subnet &s, const char *text, TopologyError &err) {
+		Topology frag;
+		REQUIRE(parseTopology(text, "frag.topo", frag, err, false) == 0);
+		return graftTopology(frag, s, err);
+	};
+	TopologyError err;
+	/* S2 is host b's: in a it is a stand-in, whose daemon would never
+	 * hear of the cable */
+	CHECK(graft(f.a, "Ca 1 \"H9\"\n[1] \"S2\"[4]\n", err) != 0);
+	CHECK(err.str() ==
+	      "frag.topo:2: \"S2\" is simulated by another host's daemon: a fragment attaches to "
+	      "this host's nodes only");
+	CHECK(f.a.findNode("H9") == nullptr);
+	CHECK_FALSE(f.port(f.a, "S2", 4).peer);
+	/* S1 is a's own: the new CA is a's and trains with it */
+	err = {};
+	CHECK(graft(f.a, "Ca 1 \"H9\"\n[1] \"S1\"[4]\n", err) == 0);
+	INFO(err.str());
+	REQUIRE(f.a.findNode("H9"));
+	CHECK_FALSE(f.a.findNode("H9")->foreign);
+	CHECK(f.port(f.a, "H9", 1).state == PortState::Init);
 }
 
 TEST_CASE("an SM in one daemon brings up the whole split subnet", "[remote-cable]")
