@@ -97,11 +97,24 @@ int Builder::assignGuids()
 		}
 		guids[i] = n.guid;
 	}
+	/* In a split subnet every daemon would hand out the same GUIDs: a node
+	 * grafted there brings its own */
+	bool split = false;
+	if (running)
+		for (const auto &rn : running->nodes())
+			split |= rn->foreign;
 	uint64_t next[3] = { kCaGuidBase, kSwitchGuidBase, kRouterGuidBase };
 	for (size_t i = 0; i < topo.nodes.size(); i++) {
 		const TopoNode &n = topo.nodes[i];
 		if (n.guid)
 			continue;
+		if (split)
+			return fail(
+				n.file, n.line,
+				"\"" + n.id +
+					"\" has no GUID: in a subnet split across daemons a new node needs "
+					"one, unique in the whole subnet (an id such as \"H-0002c90300000900\", or a "
+					"caguid=/switchguid= line)");
 		int t = n.type == NodeType::CA ? 0 : n.type == NodeType::Switch ? 1 : 2;
 		uint64_t step = n.type == NodeType::Switch ? 1 : n.numPorts + 1;
 		/* grafting: a GUID whose ports' GUIDs are free in the running fabric too */
@@ -311,16 +324,21 @@ int Builder::resolvePeer(const TopoNode &tn, const TopoPort &tp, PeerRef &peer)
 }
 
 /* A port line that cables to the running fabric: its port must be free,
- * this daemon's own (not a stand-in of a split subnet's other host), and
- * named by one line only */
+ * this daemon's own in a split subnet, and named by one line only */
 int Builder::attach(const TopoPort &tp, const PeerRef &peer, Port &a)
 {
 	Port &b = peer.running->port(peer.port);
-	if (b.node->foreign) /* a stand-in: no cable to it is known to its daemon */
+	/* a stand-in, or a port whose cable to another host was pulled: that
+	 * host's daemon would never hear of the new cable */
+	if (b.node->foreign)
 		return fail(tp.file, tp.line,
 			    "\"" + b.node->name +
-				    "\" is simulated by another host's daemon: a fragment attaches "
-				    "to this host's nodes only");
+				    "\" is simulated by another host's daemon: a fragment attaches to this host's "
+				    "nodes only");
+	if (b.pulledPeer && b.pulledPeer->node->foreign)
+		return fail(tp.file, tp.line,
+			    "\"" + b.node->name + "\"[" + std::to_string(b.num) + "] belongs to a cable to \"" +
+				    b.pulledPeer->node->name + "\" of another host (pulled): plug it back instead");
 	if (b.peer && b.peer != &a)
 		return fail(tp.file, tp.line,
 			    "\"" + b.node->name + "\"[" + std::to_string(b.num) + "] is cabled already (to \"" +

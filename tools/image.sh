@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the container image that the Kubernetes example runs
-# (docs/examples/kubernetes/ibemu-daemonset.yaml): a Debian bookworm root
-# made by mmdebstrap from this machine's apt sources, holding the Debian
+# (docs/examples/kubernetes/ibemu-daemonset.yaml): a root of this
+# machine's Debian release made by mmdebstrap from its apt sources, with the Debian
 # packages of the libraries ibemu's binaries link and ibemu installed from
 # a build directory (`meson install`, under /usr/local). It is imported into
 # podman as TAG and, with --archive, also saved as an OCI archive, which a
@@ -31,18 +31,29 @@ trap 'rm -rf "$work"' EXIT
 meson install -C "$build" --no-rebuild --quiet --strip --destdir "$work/dest" >/dev/null
 
 # The packages of every library the installed binaries link, as this
-# machine resolves them (the image is the same Debian release).
+# machine resolves them (the image is the same Debian release); and fuse3,
+# whose fusermount3 libfuse falls back to where mount(2) is refused.
 packages=(fuse3)
 while read -r lib; do
 	pkg=$(dpkg -S "$lib" 2>/dev/null || dpkg -S "$(realpath "$lib")" 2>/dev/null || dpkg -S "/usr$lib" 2>/dev/null) ||
 		{ echo "image: no Debian package has $lib" >&2; exit 1; }
-	packages+=("${pkg%%:*}")
+	pkg=${pkg%%:*} # "a, b: PATH" when two packages ship it: the first
+	packages+=("${pkg%%,*}")
 done < <(find "$work/dest" -type f -perm -u+x -exec ldd {} + 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u)
 include=$(printf '%s\n' "${packages[@]}" | sort -u | paste -sd,)
 
-echo "image: a bookworm root with $include" >&2
-mmdebstrap --quiet --variant=essential --include="$include" \
-	--customize-hook="sync-in '$work/dest' /" bookworm "$work/root.tar"
+# this machine's release and apt sources (a mirror or proxy it uses)
+release=$(. /etc/os-release && echo "$VERSION_CODENAME")
+sources=()
+for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+	[ -s "$f" ] && sources+=("$f")
+done
+echo "image: a $release root with $include" >&2
+# mmdebstrap mounts /proc, /sys and /dev files in its root: in a mount
+# namespace of its own, they go with it however it ends
+TMPDIR=$work unshare --mount --propagation private \
+	mmdebstrap --quiet --variant=essential --include="$include" \
+	--customize-hook="sync-in '$work/dest' /" "$release" "$work/root.tar" "${sources[@]}"
 podman import --quiet \
 	--change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
 	--change 'CMD ["ibemud", "--help"]' \

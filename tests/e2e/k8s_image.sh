@@ -50,14 +50,21 @@ netns_hosts "$tag" a b c || {
 out=$("$src/tools/image.sh" "$build" --tag "$image" --archive "$work/image.tar" 2>&1)
 expect_eq "tools/image.sh builds the image" 0 $?
 [ $fail -eq 0 ] || { printf '%s\n' "$out"; exit 1; }
-out=$(tar -xOf "$work/image.tar" index.json)
-expect_match "... and saves it as an OCI archive a cluster can load" '"mediaType":"application/vnd.oci.image.manifest.v1\+json"' "$out"
+out=$(tar -xOf "$work/image.tar" index.json | python3 -c \
+	'import json,sys; print(json.load(sys.stdin)["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"])')
+expect_eq "... and saves it as an OCI archive, under the name a cluster's runtime gives it" "$image" "$out"
 
-# the ConfigMap and the Secret, as kubelet projects them into volumes
-mkdir -p "$work/configmap" "$work/secret" "$work/node-b-run"
-cp "$data/split3.topo" "$work/configmap/subnet.topo"
+# the ConfigMap and the Secret, laid out as kubelet projects them into
+# volumes: the files in ..data, a symbolic link to each
+mkdir -p "$work/node-b-run"
 head -c 32 /dev/urandom | base64 >"$work/subnet.key"
 chmod 600 "$work/subnet.key"
+project() { # DIR FILE NAME
+	mkdir -p "$1/..data"
+	cp "$2" "$1/..data/$3"
+	ln -s "..data/$3" "$1/$3"
+}
+project "$work/configmap" "$data/split3.topo" subnet.topo
 
 # the container of the DaemonSet's pod, as podman arguments, one per line
 spec=$(python3 - "$manifests/ibemu-daemonset.yaml" b "$work" <<'EOF'
@@ -66,6 +73,8 @@ path, node, work = sys.argv[1:]
 ds = next(d for d in yaml.safe_load_all(open(path)) if d["kind"] == "DaemonSet")
 pod = ds["spec"]["template"]["spec"]
 c = pod["containers"][0]
+if pod.get("hostNetwork") is not True:
+    sys.exit("the DaemonSet's pods must use the host network (the addr= of the topology)")
 env = {}
 for e in c.get("env", []):
     ref = e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
@@ -85,18 +94,24 @@ for m in c["volumeMounts"]:
         out += ["--volume", f"{work}/configmap:{m['mountPath']}{ro}"]
     elif "secret" in v:
         dst = f"{work}/secret"
-        shutil.copy(f"{work}/subnet.key", f"{dst}/subnet.key")
-        os.chmod(f"{dst}/subnet.key", v["secret"].get("defaultMode", 0o644))
+        os.makedirs(f"{dst}/..data")
+        shutil.copy(f"{work}/subnet.key", f"{dst}/..data/subnet.key")
+        os.chmod(f"{dst}/..data/subnet.key", v["secret"].get("defaultMode", 0o644))
+        os.symlink("..data/subnet.key", f"{dst}/subnet.key")
         out += ["--volume", f"{dst}:{m['mountPath']}{ro}"]
     elif v.get("hostPath", {}).get("path") == "/run/ibemu":
         out += ["--volume", f"{work}/node-b-run:{m['mountPath']}"]
+    elif v.get("hostPath", {}).get("path") not in ("/dev", "/sys"):
+        sys.exit(f"volume {m['name']}: not one this test knows how to give")
     # /dev and /sys: only for CUSE and --global (see the top)
 out += ["--entrypoint", c["command"][0]]
+print(pod.get("terminationGracePeriodSeconds", 30))
 print("\n".join(out + ["IMAGE"] + c["command"][1:] + args))
 EOF
 )
 expect_eq "the manifest's container reads" 0 $?
-mapfile -t podargs < <(sed "s|^IMAGE\$|$image|" <<<"$spec")
+grace=$(head -1 <<<"$spec")
+mapfile -t podargs < <(sed -e 1d -e "s|^IMAGE\$|$image|" <<<"$spec")
 printf '  podman run %s\n' "${podargs[*]}"
 
 I=e2e-k8s-$tag
@@ -125,6 +140,10 @@ while [ "$(status_in_pod 'sum(p["state"] == "up" for p in s["split"]["peers"])')
 done
 expect_eq "in the pod, ibemu status: host b, both peers up" "b 2" \
 	"$(status_in_pod 's["split"]["host"] + " " + str(sum(p["state"] == "up" for p in s["split"]["peers"]))')"
+# (the pod's PIDs are not the node's, so `ibemu status` on the node
+# cannot tell the daemon is alive; its run directory is there)
+expect_eq "on the node, the pod's run directory is in the /run/ibemu hostPath" yes \
+	"$([ -S "$work/node-b-run/k8s/control.sock" ] && echo yes)"
 
 start_opensm "$I-a" 0x0002c90300000101
 port_state() { inst "$I-a" smpquery -G portinfo 0x0002c90300000201 1 | sed -n 's/^LinkState:\.*//p'; }
@@ -137,19 +156,22 @@ expect_match "... and the pod's HCA" '^Ca.*"ibemu-host2 HCA-1"' "$out"
 out=$(podman exec "$ctr" ibemu exec --instance k8s -- cat /sys/class/infiniband/ibemu0/ports/1/state 2>&1)
 expect_eq "in the pod, its HCA's port is Active in sysfs" "4: ACTIVE" "$out"
 
-# deleting the pod: kubelet's SIGTERM, then the cables to b are pulled
-podman stop -t 30 "$ctr" >/dev/null
+sw1p7() { inst "$I-a" smpquery -G portinfo 0x0002c90200000001 7 | sed -n 's/^PhysLinkState:\.*//p'; }
+expect_eq "sw1's cable to b is up in a" LinkUp "$(sw1p7)"
+
+# deleting the pod: kubelet's SIGTERM (and its grace period), then the
+# cables to b are pulled
+podman stop -t "$grace" "$ctr" >/dev/null
 expect_eq "the pod's ibemud exits 0 on SIGTERM" 0 "$(podman inspect -f '{{.State.ExitCode}}' "$ctr")"
 out=$(podman logs "$ctr" 2>&1)
 expect_match "... and said why in its log" 'signal 15: shutting down' "$out"
-if grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error:' <<<"$out"; then
+if grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error:|UndefinedBehaviorSanitizer' <<<"$out"; then
 	bad "the pod's ibemud printed a sanitizer report"
 	head -60 <<<"$out"
 fi
 end=$((SECONDS + 30))
-while [ "$(port_state)" = Active ] && [ $SECONDS -lt $end ]; do sleep 0.5; done
-out=$(inst "$I-a" smpquery -G portinfo 0x0002c90200000001 7)
-expect_match "sw1's cable to b is down in a" 'PhysLinkState:\.+Polling' "$out"
+while [ "$(sw1p7)" != Polling ] && [ $SECONDS -lt $end ]; do sleep 0.5; done
+expect_eq "... and sw1's cable to b is down in a" Polling "$(sw1p7)"
 
 down_inst "$I-a"
 down_inst "$I-c"

@@ -54,19 +54,32 @@ TEST_CASE("a fragment grafted in a split subnet attaches to this host's nodes on
 	TopologyError err;
 	/* S2 is host b's: in a it is a stand-in, whose daemon would never
 	 * hear of the cable */
-	CHECK(graft(f.a, "Ca 1 \"H9\"\n[1] \"S2\"[4]\n", err) != 0);
+	CHECK(graft(f.a, "Ca 1 \"H-0002c90300000900\"\n[1] \"S2\"[4]\n", err) != 0);
 	CHECK(err.str() ==
 	      "frag.topo:2: \"S2\" is simulated by another host's daemon: a fragment attaches to "
 	      "this host's nodes only");
-	CHECK(f.a.findNode("H9") == nullptr);
+	CHECK_FALSE(f.a.findNodeByGuid(0x0002c90300000900));
 	CHECK_FALSE(f.port(f.a, "S2", 4).peer);
+	/* every daemon would number nodes without a GUID alike */
+	err = {};
+	CHECK(graft(f.a, "Ca 1 \"H9\"\n[1] \"S1\"[4]\n", err) != 0);
+	CHECK(err.str().starts_with("frag.topo:1: \"H9\" has no GUID: in a subnet split across daemons"));
+	/* S1 port 7's cable to b, pulled: plugged back, not re-used */
+	f.a.pullCable(f.port(f.a, "S1", 7));
+	err = {};
+	CHECK(graft(f.a, "Ca 1 \"H-0002c90300000900\"\n[1] \"S1\"[7]\n", err) != 0);
+	CHECK(err.str() ==
+	      "frag.topo:2: \"S1\"[7] belongs to a cable to \"S2\" of another host (pulled): plug "
+	      "it back instead");
 	/* S1 is a's own: the new CA is a's and trains with it */
 	err = {};
-	CHECK(graft(f.a, "Ca 1 \"H9\"\n[1] \"S1\"[4]\n", err) == 0);
+	int rc = graft(f.a, "Ca 1 \"H-0002c90300000900\"\n[1] \"S1\"[4]\n", err);
 	INFO(err.str());
-	REQUIRE(f.a.findNode("H9"));
-	CHECK_FALSE(f.a.findNode("H9")->foreign);
-	CHECK(f.port(f.a, "H9", 1).state == PortState::Init);
+	CHECK(rc == 0);
+	const Node *h9 = f.a.findNodeByGuid(0x0002c90300000900);
+	REQUIRE(h9);
+	CHECK_FALSE(h9->foreign);
+	CHECK(f.port(f.a, "H-0002c90300000900", 1).state == PortState::Init);
 }
 
 TEST_CASE("an SM in one daemon brings up the whole split subnet", "[remote-cable]")
