@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # Builds the container image that the Kubernetes example runs
 # (docs/examples/kubernetes/ibemu-daemonset.yaml): a root of this
-# machine's Debian release made by mmdebstrap from its apt sources, with the Debian
-# packages of the libraries ibemu's binaries link and ibemu installed from
-# a build directory (`meson install`, under /usr/local). It is imported into
-# podman as TAG and, with --archive, also saved as an OCI archive, which a
-# cluster loads with `kind load image-archive FILE` or
-# `ctr -n k8s.io images import FILE`.
+# machine's Debian release made by mmdebstrap from its apt sources, with
+# the packages of the libraries ibemu's binaries link and ibemu installed
+# from a build directory (`meson install`, under /usr/local). It is imported into
+# podman as TAG and, with --archive, also saved as an OCI archive, which
+# each node of a cluster loads with `ctr -n k8s.io images import FILE`.
 # Needs root, mmdebstrap and podman (tools/install-deps.sh test).
 # usage: tools/image.sh [BUILD_DIR] [--tag TAG] [--archive FILE]
 set -euo pipefail
