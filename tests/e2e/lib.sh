@@ -87,11 +87,16 @@ stop_opensm() {
 sanitizer_check() {
 	local out=$IBEMU_RUN_DIR/$1/ibemud.out
 	[ -f "$out" ] || return 0
-	if grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error:|UndefinedBehaviorSanitizer' "$out"; then
-		bad "ibemud of $1 printed a sanitizer report"
-		sed 's/^/    /' "$out" | head -60
-	fi
+	no_sanitizer_report "ibemud of $1" "$out"
 	rm -f "$out"
+}
+
+# no_sanitizer_report WHO FILE: FILE (a daemon's output) holds no report
+no_sanitizer_report() {
+	if grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error:|UndefinedBehaviorSanitizer' "$2"; then
+		bad "$1 printed a sanitizer report"
+		sed 's/^/    /' "$2" | head -60
+	fi
 }
 
 # down_inst INSTANCE: its SM first, then the instance; down must stop the
