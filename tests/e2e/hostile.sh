@@ -185,6 +185,17 @@ read, a MAD queued 1-88: EINVAL
 read the MAD: 320" "$out"
 healthy "tiny"
 
+# --- poll() without a timeout, woken by the answer to a MAD another
+# process sends on the same file (or ended by a signal), and with one
+out=$(attack pollwait $u0)
+expect_eq "pollwait" "poll, no timeout, a MAD sent meanwhile: 1, POLLIN
+read it: 320
+ppoll, no timeout, a MAD sent meanwhile: 1, POLLIN
+read it: 320
+poll, no timeout, a signal: EINTR
+poll, 300 ms, nothing comes: 0, none" "$out"
+healthy "pollwait"
+
 # --- a flood that never reads: 250,000 answers, more than a file may queue
 out=$(attack flood $u0 250000)
 expect_eq "flood" "flood: 250000 written, 250000 accepted" "$out"
@@ -230,16 +241,18 @@ expect_eq "the cap gives files back" "ready 10 files 320 agents
 closed" "$out"
 healthy "the per-user cap"
 
-# --- kill storms: 50 clients in blocking reads, issm opens (OpenSM holds
-# issm0, so they wait), ioctl and write loops (umad ioctls never block),
+# --- kill storms: 50 clients in blocking reads and polls, issm opens
+# (OpenSM holds issm0, so they wait), ioctl and write loops (umad ioctls
+# never block),
 # all SIGKILLed at once, twice
 in_call() { # PID KIND OUTFILE: the client is where it should be killed
 	local sc
 	case $2 in
-	read | issm)
-		grep -q '^\(reading\|opening\)' "$3" || return 1
+	read | poll | issm)
+		grep -q '^\(reading\|polling\|opening\)' "$3" || return 1
 		sc=$(cut -d' ' -f1 "/proc/$1/syscall" 2>/dev/null)
 		[ "$2" = read ] && [ "$sc" = 0 ] && return 0
+		[ "$2" = poll ] && [ "$sc" = 7 ] && return 0
 		[ "$2" = issm ] && [ "$sc" = 257 ] && return 0
 		return 1 ;;
 	*) grep -q '^looping' "$3" ;;
@@ -249,7 +262,8 @@ for round in 1 2; do
 	pids=() kinds=()
 	for i in $(seq 0 49); do
 		case $((i % 5)) in
-		0 | 1) kind=read dev=/dev/infiniband/umad$((i % 2)) ;;
+		0) kind=read dev=/dev/infiniband/umad$((i % 2)) ;;
+		1) kind=poll dev=/dev/infiniband/umad$((i % 2)) ;;
 		2) kind=issm dev=/dev/infiniband/issm0 ;;
 		3) kind=ioctl dev=/dev/infiniband/umad$((i % 2)) ;;
 		4) kind=write dev=/dev/infiniband/umad$((i % 2)) ;;

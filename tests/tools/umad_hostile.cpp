@@ -14,7 +14,8 @@
 //   rmppflood DEVA DEVB N     N first RMPP segments that never go on
 //   badptr DEV                unmapped pointers and absurd sizes
 //   tiny DEV                  writes and reads of every size up to hdr + 24
-//   block DEV read|issm|ioctl|write   a client to be killed while in a call
+//   pollwait DEV              poll() and ppoll() with and without timeouts
+//   block DEV read|poll|issm|ioctl|write   a client to be killed in a call
 // Exits 0 when it ran (whatever the results), 2 on usage errors.
 #include "tests/tools/umad_client.h"
 
@@ -29,10 +30,12 @@
 #include <fcntl.h>
 #include <functional>
 #include <poll.h>
+#include <signal.h>
 #include <string>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -514,6 +517,57 @@ int tiny(const char *dev)
 	return 0;
 }
 
+/* ---------------- pollwait ---------------- */
+
+void onAlarm(int)
+{}
+
+const char *revents(const pollfd &p)
+{
+	return p.revents == POLLIN ? "POLLIN" : p.revents ? "other events" : "none";
+}
+
+/* poll() and ppoll() waiting without a timeout for the answer to a MAD
+ * that another process sends on the same file a moment later (the daemon's
+ * poll notification must wake them), one interrupted by a signal, and one
+ * with a timeout that passes. */
+int pollwait(const char *dev)
+{
+	int fd = openDev(dev);
+	if (fd < 0)
+		return 0;
+	ioctl(fd, IB_USER_MAD_ENABLE_PKEY);
+	int id = needAgent(regAgent(fd, 0, 0), "register QP0 agent");
+	std::vector<uint8_t> buf(kPage);
+	for (const char *call : { "poll", "ppoll" }) {
+		pid_t child = fork();
+		if (child == 0) {
+			usleep(200 * 1000);
+			std::vector<uint8_t> m = nodeInfoGet(uint32_t(id), 0x77);
+			_exit(write(fd, m.data(), m.size()) == ssize_t(m.size()) ? 0 : 1);
+		}
+		pollfd p{ fd, POLLIN, 0 };
+		int n = strcmp(call, "poll") == 0 ? poll(&p, 1, -1) : ppoll(&p, 1, nullptr, nullptr);
+		printf("%s, no timeout, a MAD sent meanwhile: %d, %s\n", call, n, revents(p));
+		printf("read it: %s\n", result(read(fd, buf.data(), buf.size())).c_str());
+		int status = -1;
+		waitpid(child, &status, 0);
+		if (status != 0)
+			printf("the sender failed\n");
+	}
+	struct sigaction sa {};
+	sa.sa_handler = onAlarm; /* no SA_RESTART */
+	sigaction(SIGALRM, &sa, nullptr);
+	alarm(1);
+	pollfd p{ fd, POLLIN, 0 };
+	int n = poll(&p, 1, -1);
+	printf("poll, no timeout, a signal: %s\n", n < 0 ? ename(errno) : "returned");
+	p.revents = 0;
+	n = poll(&p, 1, 300);
+	printf("poll, 300 ms, nothing comes: %d, %s\n", n, revents(p));
+	return 0;
+}
+
 /* ---------------- block ---------------- */
 
 /* A client for a kill storm: it says where it is, then stays in (or keeps
@@ -535,6 +589,13 @@ int block(const char *dev, const std::string &kind)
 	}
 	ioctl(fd, IB_USER_MAD_ENABLE_PKEY);
 	std::vector<uint8_t> buf(kPage);
+	if (kind == "poll") {
+		printf("polling\n");
+		fflush(stdout);
+		pollfd p{ fd, POLLIN, 0 };
+		printf("poll: %d\n", poll(&p, 1, -1));
+		return 0;
+	}
 	if (kind == "read") {
 		printf("reading\n");
 		fflush(stdout);
@@ -562,7 +623,7 @@ int block(const char *dev, const std::string &kind)
 			}
 		}
 	}
-	fprintf(stderr, "block: read, issm, ioctl or write\n");
+	fprintf(stderr, "block: read, poll, issm, ioctl or write\n");
 	return 2;
 }
 
@@ -604,12 +665,14 @@ int main(int argc, char **argv)
 		return badptr(argv[2]);
 	if (mode == "tiny" && argc == 3)
 		return tiny(argv[2]);
+	if (mode == "pollwait" && argc == 3)
+		return pollwait(argv[2]);
 	if (mode == "block" && argc == 4)
 		return block(argv[2], argv[3]);
 	fprintf(stderr,
 		"usage: umad_hostile hugeread|regfault|outstanding|badptr|tiny DEV\n"
 		"       umad_hostile unaligned DEVA DEVB SIZE | unread DEVA DEVB N SIZE [FILES] | rmppflood DEVA DEVB "
 		"N\n"
-		"       umad_hostile flood DEV N | agents DEV NFILES | block DEV read|issm|ioctl|write\n");
+		"       umad_hostile flood DEV N | agents DEV NFILES | block DEV read|poll|issm|ioctl|write\n");
 	return 2;
 }
