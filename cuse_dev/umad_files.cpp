@@ -87,7 +87,7 @@ void UmadFiles::open(fuse_req_t req, emu::UmadPort &port, bool issm, fuse_file_i
 			budget = std::make_unique<emu::MemoryBudget>();
 		o->umad = std::make_unique<emu::UmadFile>(port, budget.get());
 		uint64_t fh = opens_.nextFh();
-		o->umad->setWakeup([this, fh] { emu::queueWork(io_, [this, fh] { serveReads(fh); }); });
+		o->umad->setWakeup([this, fh] { emu::queueWork(io_, [this, fh] { serveReads(fh, true); }); });
 	} else {
 		/* ib_umad_sm_open(): one holder per port */
 		int rc = port.issmOpen();
@@ -124,7 +124,7 @@ void UmadFiles::read(fuse_req_t req, size_t size, fuse_file_info *fi)
 	if (size < o->umad->hdrSize() && callerIo(fuse_req_ctx(req)->pid, SYS_read, size).count < o->umad->hdrSize())
 		return (void)fuse_reply_err(req, EINVAL);
 	/* ib_umad_read(): a blocking reader waits here for a MAD */
-	opens_.park(*o, req, size, fi->flags & O_NONBLOCK, [&] { serveReads(fi->fh); });
+	opens_.park(*o, req, size, fi->flags & O_NONBLOCK, [&] { serveReads(fi->fh, false); });
 }
 
 void UmadFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_info *fi)
@@ -201,7 +201,7 @@ void UmadFiles::release(fuse_req_t req, fuse_file_info *fi)
 		fuse_reply_err(req, 0);
 }
 
-void UmadFiles::serveReads(uint64_t fh)
+void UmadFiles::serveReads(uint64_t fh, bool queued)
 {
 	Open *found = opens_.find(fh);
 	if (!found)
@@ -254,7 +254,8 @@ void UmadFiles::serveReads(uint64_t fh)
 			rest.left = rest.data.size();
 		}
 	}
-	o.wait.notifyPoll();
+	if (queued)
+		o.wait.notifyPoll();
 }
 
 void UmadFiles::retryIssm()

@@ -65,7 +65,11 @@ public:
 private:
 	static constexpr uint64_t kFhTag = 1ull << 62;
 
-	void serveReads(uint64_t fh);
+	/* Answers the reads parked on fh that the queue can serve; queued: a
+	 * MAD (or an error) was just queued, so pollers are told, as
+	 * ib_umad's queue_packet() wakes them. A read that takes a MAD makes
+	 * nothing readable, so it tells nobody. */
+	void serveReads(uint64_t fh, bool queued);
 	void retryIssm();
 	static void issmInterrupted(fuse_req_t req, void *self);
 
