@@ -243,8 +243,7 @@ healthy "the per-user cap"
 
 # --- kill storms: 50 clients in blocking reads and polls, issm opens
 # (OpenSM holds issm0, so they wait), ioctl and write loops (umad ioctls
-# never block),
-# all SIGKILLed at once, twice
+# never block), all SIGKILLed at once, twice
 in_call() { # PID KIND OUTFILE: the client is where it should be killed
 	local sc
 	case $2 in

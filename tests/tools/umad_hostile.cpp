@@ -35,6 +35,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -522,15 +523,35 @@ int tiny(const char *dev)
 void onAlarm(int)
 {}
 
+/* Waits until process pid is in system call nr (/proc/PID/syscall), at
+ * most 10 s: then what wakes it is the daemon's poll notification, not a
+ * MAD found queued when it polled. */
+void waitInSyscall(pid_t pid, long nr)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/syscall", static_cast<int>(pid));
+	for (int i = 0; i < 1000; i++) {
+		long now = -1;
+		if (FILE *f = fopen(path, "re")) {
+			if (fscanf(f, "%ld", &now) != 1) /* "running" */
+				now = -1;
+			fclose(f);
+		}
+		if (now == nr)
+			return;
+		usleep(10 * 1000);
+	}
+}
+
 const char *revents(const pollfd &p)
 {
 	return p.revents == POLLIN ? "POLLIN" : p.revents ? "other events" : "none";
 }
 
 /* poll() and ppoll() waiting without a timeout for the answer to a MAD
- * that another process sends on the same file a moment later (the daemon's
- * poll notification must wake them), one interrupted by a signal, and one
- * with a timeout that passes. */
+ * that another process sends on the same file once they sleep (the
+ * daemon's poll notification must wake them), one interrupted by a
+ * signal, and one with a timeout that passes. */
 int pollwait(const char *dev)
 {
 	int fd = openDev(dev);
@@ -540,14 +561,16 @@ int pollwait(const char *dev)
 	int id = needAgent(regAgent(fd, 0, 0), "register QP0 agent");
 	std::vector<uint8_t> buf(kPage);
 	for (const char *call : { "poll", "ppoll" }) {
+		bool isPoll = strcmp(call, "poll") == 0;
+		pid_t parent = getpid();
 		pid_t child = fork();
 		if (child == 0) {
-			usleep(200 * 1000);
+			waitInSyscall(parent, isPoll ? SYS_poll : SYS_ppoll);
 			std::vector<uint8_t> m = nodeInfoGet(uint32_t(id), 0x77);
 			_exit(write(fd, m.data(), m.size()) == ssize_t(m.size()) ? 0 : 1);
 		}
 		pollfd p{ fd, POLLIN, 0 };
-		int n = strcmp(call, "poll") == 0 ? poll(&p, 1, -1) : ppoll(&p, 1, nullptr, nullptr);
+		int n = isPoll ? poll(&p, 1, -1) : ppoll(&p, 1, nullptr, nullptr);
 		printf("%s, no timeout, a MAD sent meanwhile: %d, %s\n", call, n, revents(p));
 		printf("read it: %s\n", result(read(fd, buf.data(), buf.size())).c_str());
 		int status = -1;
