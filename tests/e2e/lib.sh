@@ -99,6 +99,22 @@ no_sanitizer_report() {
 	fi
 }
 
+# perftest_runs NAME RUNNER ARGS...: RUNNER ARGS... runs a perftest
+# client and server (leaving $work/NAME.client and NAME.server) and prints
+# both exit statuses. perftest times in CPU cycles and measures their rate
+# first; in a TCG guest that measurement can come out too noisy
+# ("Correlation coefficient r^2 < 0.9"), and the program then fails on its
+# own, with rxe as with ibemu: such a run is repeated, at most twice.
+perftest_runs() {
+	local name=$1 rcs
+	shift
+	for _ in 1 2 3; do
+		rcs=$("$@")
+		grep -q 'Correlation coefficient' "$work/$name.client" "$work/$name.server" || break
+	done
+	echo "$rcs"
+}
+
 # down_inst INSTANCE: its SM first, then the instance; down must stop the
 # daemon without a forced kill, the daemon must be clean, and the run
 # directory goes (kept by --keep-logs until the daemon's output is read)
