@@ -6,8 +6,8 @@
 
 #include "emu/host.h"
 #include "emu/ucma_file.h"
+#include "emu/work_queue.h"
 
-#include <boost/asio/post.hpp>
 #include <fuse_lowlevel.h>
 
 #include <cerrno>
@@ -49,7 +49,7 @@ void RdmaCmFiles::open(fuse_req_t req, fuse_file_info *fi)
 		return (void)fuse_reply_err(req, EMFILE);
 	o->file = std::make_unique<emu::UcmaFile>(host_.cma(), host_.access(), open_files::callerProcess(req));
 	uint64_t fh = opens_.nextFh();
-	o->file->setWakeup([this, fh] { boost::asio::post(io_, [this, fh] { serve(fh); }); });
+	o->file->setWakeup([this, fh] { emu::queueWork(io_, [this, fh] { serve(fh); }); });
 	o->file->setIsCmFile([this](pid_t tid, int fd) { return isCmFile(tid, fd); });
 	if (!opens_.add(req, fi, std::move(o)))
 		release(nullptr, fi);

@@ -2,12 +2,13 @@
 // Copyright (c) 2026 the ibemu authors
 // Drives a libfuse session (FUSE or CUSE) from the io_context: when its
 // /dev/fuse or /dev/cuse descriptor is readable, libfuse reads and
-// dispatches one request on the io thread (Asio's pattern for libraries
-// that do their own I/O). One request per turn: handlers a request posted
-// (the delivery of a MAD it sent, a wakeup) run before the next request is
+// dispatches requests on the io thread (Asio's pattern for libraries that
+// do their own I/O), up to kBatch per turn of the io_context. Requests are
+// served under an emu::RequestWork, and one round of the work a request
+// queues (the delivery of a MAD it sent) runs before the next request is
 // read, so a client's poll() after its write() already sees the answer.
-// After a request the pump stays awake for a short spin window (see
-// serveOne), which saves a cross-CPU wakeup per request under load.
+// After a request the pump stays awake for a short spin window (see idle),
+// which saves a cross-CPU wakeup per request under load.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -33,8 +34,12 @@ public:
 	void stop();
 
 private:
+	static constexpr unsigned kBatch = 16; /* requests per turn of the loop */
+
 	void waitForRequest();
 	void serveOne();
+	void idle();
+	void serveNextTurn();
 
 	boost::asio::io_context &io_;
 	fuse_session *se_;

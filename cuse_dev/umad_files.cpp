@@ -13,7 +13,6 @@
 #include "emu/umad_port.h"
 #include "emu/work_queue.h"
 
-#include <boost/asio/post.hpp>
 #include <fuse_lowlevel.h>
 
 #include <cerrno>

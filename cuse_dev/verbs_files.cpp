@@ -8,8 +8,8 @@
 #include "cuse_dev/caller.h"
 #include "emu/host.h"
 #include "emu/uverbs_file.h"
+#include "emu/work_queue.h"
 
-#include <boost/asio/post.hpp>
 #include <fuse_lowlevel.h>
 
 #include <cerrno>
@@ -54,7 +54,7 @@ void VerbsFiles::open(fuse_req_t req, emu::VerbsDevice &dev, fuse_file_info *fi)
 		return (void)fuse_reply_err(req, EMFILE);
 	o->file = std::make_unique<emu::UverbsFile>(dev, host_.access(), host_.pinned());
 	uint64_t fh = opens_.nextFh();
-	o->file->setWakeup([this, fh] { boost::asio::post(io_, [this, fh] { serveReads(fh); }); });
+	o->file->setWakeup([this, fh] { emu::queueWork(io_, [this, fh] { serveReads(fh); }); });
 	if (!opens_.add(req, fi, std::move(o))) /* the caller went away meanwhile */
 		release(nullptr, fi);
 }

@@ -38,4 +38,13 @@ void RequestWork::run()
 	}
 }
 
+void RequestWork::runQueued()
+{
+	for (size_t n = work_.size(); n && !work_.empty(); n--) {
+		auto fn = std::move(work_.front());
+		work_.pop_front();
+		fn();
+	}
+}
+
 } /* namespace ibemu::emu */

@@ -32,6 +32,10 @@ public:
 
 	/* runs the queued work, and the work it queues, until none is left */
 	void run();
+	/* runs the work queued so far, but not the work that queues in turn:
+	 * that waits for the next call, as work posted to the io_context
+	 * waits behind the handlers posted before it */
+	void runQueued();
 
 private:
 	friend void queueWork(boost::asio::io_context &, std::function<void()>);

@@ -59,17 +59,27 @@ TEST_CASE("the state lock is recursive and can be given up for a while", "[fuse-
 	CHECK_FALSE(fabric::StateLock::held());
 }
 
+namespace {
+
+/* a, which queues c when it runs, then b */
+void queueTwoRounds(boost::asio::io_context &io, std::vector<std::string> &log)
+{
+	emu::queueWork(io, [&] {
+		log.push_back("a");
+		emu::queueWork(io, [&] { log.push_back("c"); });
+	});
+	emu::queueWork(io, [&] { log.push_back("b"); });
+}
+
+} /* namespace */
+
 TEST_CASE("work queued while a request is served runs after it, in order, on the same thread", "[fuse-uring]")
 {
 	boost::asio::io_context io;
 	std::vector<std::string> log;
 	{
 		emu::RequestWork work;
-		emu::queueWork(io, [&] {
-			log.push_back("a");
-			emu::queueWork(io, [&] { log.push_back("c"); });
-		});
-		emu::queueWork(io, [&] { log.push_back("b"); });
+		queueTwoRounds(io, log);
 		log.push_back("request");
 	}
 	CHECK(log == std::vector<std::string>{ "request", "a", "b", "c" });
@@ -80,6 +90,25 @@ TEST_CASE("work queued while a request is served runs after it, in order, on the
 	CHECK(log.size() == 4);
 	CHECK(io.poll() == 1);
 	CHECK(log.back() == "posted");
+}
+
+TEST_CASE("runQueued runs one round of the queued work, the rest waits for the next", "[fuse-uring]")
+{
+	boost::asio::io_context io;
+	std::vector<std::string> log;
+	{
+		emu::RequestWork work;
+		queueTwoRounds(io, log);
+		work.runQueued();
+		CHECK(log == std::vector<std::string>{ "a", "b" });
+		log.push_back("next request");
+		emu::queueWork(io, [&] { log.push_back("d"); });
+		work.runQueued();
+		CHECK(log == std::vector<std::string>{ "a", "b", "next request", "c", "d" });
+		emu::queueWork(io, [&] { log.push_back("e"); });
+	}
+	CHECK(log.back() == "e"); /* the destructor runs what is left */
+	CHECK(io.poll() == 0);
 }
 
 namespace {
