@@ -58,36 +58,46 @@ void SessionPump::waitForRequest()
 				auto a = alive.lock();
 				if (ec || !a || !*a)
 					return;
-				serveOne();
+				serveWaiting();
 			});
 }
 
-void SessionPump::serveOne()
+void SessionPump::serveWaiting()
 {
-	/* Serve what is already waiting, up to kBatch requests, then give the
-	 * loop a turn (timers, the other sessions). Reading the next request
-	 * directly saves the reactor's wait between two. Between requests runs
-	 * one round of the work queued so far (the delivery of a MAD that was
-	 * sent, its send completion): the order posting it to the io_context
-	 * gave, so a client's poll() after its write() finds the answer, and
-	 * work that work queues (the file's poll notification) runs after the
-	 * next request, as it did. Running all of it before the next request
-	 * made OpenSM's bring-up slower (docs/performance.md). */
+	/* Serve the requests waiting, up to kBatch or kTurnBudget, then give
+	 * the loop a turn (timers, the other sessions). Reading the next
+	 * request directly saves the reactor's wait between two. The work each
+	 * request queues keeps the order that posting it to the io_context
+	 * gave when the pump served one request a turn: between two requests
+	 * runs one round of it (the delivery of a MAD that was sent, a send
+	 * completion, an rdma_cm event), so a client's poll() after its
+	 * write() finds the answer; what that work queues in turn (a file's
+	 * poll notification) runs after the next request; and what is left
+	 * when the turn ends is posted, to run before the next turn. */
+	std::shared_ptr<bool> alive = alive_; /* a request may stop the pump */
+	auto start = std::chrono::steady_clock::now();
 	emu::RequestWork work;
 	for (unsigned n = 0; n < kBatch; n++) {
 		int r = fuse_session_receive_buf(se_, &buf_->b);
-		if (r == -EAGAIN || r == -EINTR)
+		if (r == -EAGAIN || r == -EINTR) {
+			work.postRest(io_);
 			return idle();
+		}
 		lastRequest_ = std::chrono::steady_clock::now();
 		if (r <= 0) {
 			spdlog::info("session ended ({})", r);
 			return;
 		}
 		fuse_session_process_buf(se_, &buf_->b);
-		if (fuse_session_exited(se_))
+		if (!*alive || fuse_session_exited(se_))
 			return;
 		work.runQueued();
+		if (!*alive)
+			return;
+		if (std::chrono::steady_clock::now() - start >= kTurnBudget)
+			break;
 	}
+	work.postRest(io_);
 	serveNextTurn();
 }
 
@@ -109,7 +119,7 @@ void SessionPump::serveNextTurn()
 	boost::asio::post(io_, [this, alive] {
 		auto a = alive.lock();
 		if (a && *a)
-			serveOne();
+			serveWaiting();
 	});
 }
 

@@ -3,10 +3,10 @@
 // Drives a libfuse session (FUSE or CUSE) from the io_context: when its
 // /dev/fuse or /dev/cuse descriptor is readable, libfuse reads and
 // dispatches requests on the io thread (Asio's pattern for libraries that
-// do their own I/O), up to kBatch per turn of the io_context. Requests are
-// served under an emu::RequestWork, and one round of the work a request
-// queues (the delivery of a MAD it sent) runs before the next request is
-// read, so a client's poll() after its write() already sees the answer.
+// do their own I/O): the requests waiting, several per turn of the
+// io_context (see serveWaiting). The work a request queues (the delivery
+// of a MAD it sent) keeps the order posting it gave, so a client's poll()
+// after its write() already sees the answer.
 // After a request the pump stays awake for a short spin window (see idle),
 // which saves a cross-CPU wakeup per request under load.
 #pragma once
@@ -34,10 +34,12 @@ public:
 	void stop();
 
 private:
-	static constexpr unsigned kBatch = 16; /* requests per turn of the loop */
+	/* at most per turn of the loop: a turn ends at whichever comes first */
+	static constexpr unsigned kBatch = 16;
+	static constexpr std::chrono::microseconds kTurnBudget{ 200 };
 
 	void waitForRequest();
-	void serveOne();
+	void serveWaiting();
 	void idle();
 	void serveNextTurn();
 

@@ -7,10 +7,9 @@
 #include "emu/host.h"
 #include "emu/verbs_device.h"
 #include "emu/verbs_enums.h"
+#include "emu/work_queue.h"
 #include "fabric/node.h"
 #include "fabric/subnet.h"
-
-#include <boost/asio/post.hpp>
 
 #include <algorithm>
 #include <arpa/inet.h>
@@ -594,7 +593,7 @@ int Cma::resolveAddr(CmaId &id, const CmaAddr *src, const CmaAddr &dst, uint32_t
 		id.dst = dst;
 		id.state = CmaState::AddrQuery;
 		uint32_t handle = id.handle;
-		boost::asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_), handle] {
+		queueWork(io_, [this, alive = std::weak_ptr<bool>(alive_), handle] {
 			CmaId *i = alive.lock() ? find(handle) : nullptr;
 			if (!i || i->state != CmaState::AddrQuery)
 				return;
@@ -650,7 +649,7 @@ int Cma::resolveAddr(CmaId &id, const CmaAddr *src, const CmaAddr &dst, uint32_t
 		post(*i, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
 	};
 	if (found) {
-		boost::asio::post(io_, [done] { done(0); });
+		queueWork(io_, [done] { done(0); });
 	} else {
 		id.addrTimer = std::make_unique<Timer>(io_);
 		id.addrTimer->expires_after(std::chrono::milliseconds(timeoutMs));

@@ -4,9 +4,8 @@
 #include "emu/sa_multicast.h"
 
 #include "emu/mad_port.h"
+#include "emu/work_queue.h"
 #include "fabric/node.h"
-
-#include <boost/asio/post.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -69,7 +68,7 @@ int64_t SaMulticast::join(MadPort &port, const McMemberRecord &rec, uint64_t com
 	g->members.push_back(m.get());
 	members_[id] = std::move(m);
 	/* never answered from inside the caller's command */
-	boost::asio::post(io_, [this, g, alive = std::weak_ptr<bool>(alive_)] {
+	queueWork(io_, [this, g, alive = std::weak_ptr<bool>(alive_)] {
 		if (alive.expired())
 			return;
 		for (auto &o : groups_)

@@ -47,4 +47,12 @@ void RequestWork::runQueued()
 	}
 }
 
+void RequestWork::postRest(boost::asio::io_context &io)
+{
+	while (!work_.empty()) {
+		boost::asio::post(io, std::move(work_.front()));
+		work_.pop_front();
+	}
+}
+
 } /* namespace ibemu::emu */

@@ -4,7 +4,9 @@
 // receive handlers and file wakeups, which run after the syscall that
 // caused them has returned, in the order they were queued.
 //
-// On the io thread queueWork() posts to the io_context. A FUSE ring thread
+// Outside a RequestWork, queueWork() posts to the io_context. The io
+// thread's SessionPump serves several requests per turn under one, and
+// runs a round of the work between them (runQueued). A FUSE ring thread
 // (cuse_dev/fuse_uring.h) serves a request under the state lock without
 // running the io_context; posting from there would hand the work to the io
 // thread, a wakeup on another CPU, and it might run after the client's
@@ -36,6 +38,8 @@ public:
 	 * that waits for the next call, as work posted to the io_context
 	 * waits behind the handlers posted before it */
 	void runQueued();
+	/* posts what is left to the io_context, in order */
+	void postRest(boost::asio::io_context &io);
 
 private:
 	friend void queueWork(boost::asio::io_context &, std::function<void()>);

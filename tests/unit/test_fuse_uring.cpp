@@ -92,7 +92,7 @@ TEST_CASE("work queued while a request is served runs after it, in order, on the
 	CHECK(log.back() == "posted");
 }
 
-TEST_CASE("runQueued runs one round of the queued work, the rest waits for the next", "[fuse-uring]")
+TEST_CASE("between requests one round of the queued work runs, and the rest is posted in order", "[fuse-uring]")
 {
 	boost::asio::io_context io;
 	std::vector<std::string> log;
@@ -105,10 +105,16 @@ TEST_CASE("runQueued runs one round of the queued work, the rest waits for the n
 		emu::queueWork(io, [&] { log.push_back("d"); });
 		work.runQueued();
 		CHECK(log == std::vector<std::string>{ "a", "b", "next request", "c", "d" });
+
+		queueTwoRounds(io, log);
 		emu::queueWork(io, [&] { log.push_back("e"); });
+		work.postRest(io);
+		log.push_back("turn ends");
 	}
-	CHECK(log.back() == "e"); /* the destructor runs what is left */
-	CHECK(io.poll() == 0);
+	CHECK(log.back() == "turn ends"); /* nothing was left to the destructor */
+	log.clear();
+	CHECK(io.poll() == 4); /* a, b, e, then c, which a posted */
+	CHECK(log == std::vector<std::string>{ "a", "b", "e", "c" });
 }
 
 namespace {
