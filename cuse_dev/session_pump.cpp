@@ -64,20 +64,22 @@ void SessionPump::waitForRequest()
 
 void SessionPump::serveWaiting()
 {
-	/* Serve the requests waiting, up to kBatch or kTurnBudget, then give
-	 * the loop a turn (timers, the other sessions). Reading the next
-	 * request directly saves the reactor's wait between two. The work each
-	 * request queues keeps the order that posting it to the io_context
-	 * gave when the pump served one request a turn: between two requests
-	 * runs one round of it (the delivery of a MAD that was sent, a send
-	 * completion, an rdma_cm event), so a client's poll() after its
-	 * write() finds the answer; what that work queues in turn (a file's
-	 * poll notification) runs after the next request; and what is left
-	 * when the turn ends is posted, to run before the next turn. */
+	/* Serve requests while they come, up to kBatch, taking none once
+	 * kTurnBudget has passed, then give the loop a turn (timers, the other
+	 * sessions). Reading the next request directly saves the reactor's
+	 * pass between two. The work a request queues through emu::queueWork
+	 * keeps the place posting it to the io_context gave when the pump
+	 * served one request a turn: one round of it (the delivery of a MAD
+	 * that was sent, an rdma_cm event) runs before the next request, so a
+	 * client's poll() after its write() finds the answer; what that round
+	 * queues (a file's poll notification) runs after the next request; and
+	 * when the turn ends, what is left is posted ahead of the next turn.
+	 * Work posted with boost::asio::post directly (a send queue's next
+	 * share, packets to another daemon) runs after the turn. */
 	std::shared_ptr<bool> alive = alive_; /* a request may stop the pump */
 	auto start = std::chrono::steady_clock::now();
-	emu::RequestWork work;
-	for (unsigned n = 0; n < kBatch; n++) {
+	emu::RequestWork work(io_);
+	for (unsigned n = 1;; n++) {
 		int r = fuse_session_receive_buf(se_, &buf_->b);
 		if (r == -EAGAIN || r == -EINTR) {
 			work.postRest(io_);
@@ -91,11 +93,11 @@ void SessionPump::serveWaiting()
 		fuse_session_process_buf(se_, &buf_->b);
 		if (!*alive || fuse_session_exited(se_))
 			return;
+		if (n == kBatch || std::chrono::steady_clock::now() - start >= kTurnBudget)
+			break;
 		work.runQueued();
 		if (!*alive)
 			return;
-		if (std::chrono::steady_clock::now() - start >= kTurnBudget)
-			break;
 	}
 	work.postRest(io_);
 	serveNextTurn();

@@ -23,9 +23,17 @@ RequestWork::RequestWork() : outer_(current)
 	current = this;
 }
 
+RequestWork::RequestWork(boost::asio::io_context &io) : RequestWork()
+{
+	postTo_ = &io;
+}
+
 RequestWork::~RequestWork()
 {
-	run();
+	if (postTo_)
+		postRest(*postTo_);
+	else
+		run();
 	current = outer_;
 }
 

@@ -28,7 +28,10 @@ void queueWork(boost::asio::io_context &io, std::function<void()> fn);
 class RequestWork {
 public:
 	RequestWork();
-	~RequestWork(); /* runs what is left */
+	/* a turn of the io thread's SessionPump: what is left at the end is
+	 * posted to io, in order, instead of run */
+	explicit RequestWork(boost::asio::io_context &io);
+	~RequestWork(); /* runs what is left, or posts it */
 	RequestWork(const RequestWork &) = delete;
 	RequestWork &operator=(const RequestWork &) = delete;
 
@@ -45,6 +48,7 @@ private:
 	friend void queueWork(boost::asio::io_context &, std::function<void()>);
 	std::deque<std::function<void()>> work_;
 	RequestWork *outer_;
+	boost::asio::io_context *postTo_ = nullptr;
 };
 
 } /* namespace ibemu::emu */
