@@ -82,7 +82,7 @@ void SessionPump::serveWaiting()
 	for (unsigned n = 1;; n++) {
 		int r = fuse_session_receive_buf(se_, &buf_->b);
 		if (r == -EAGAIN || r == -EINTR) {
-			work.postRest(io_);
+			work.postRest();
 			return idle();
 		}
 		lastRequest_ = std::chrono::steady_clock::now();
@@ -99,7 +99,7 @@ void SessionPump::serveWaiting()
 		if (!*alive)
 			return;
 	}
-	work.postRest(io_);
+	work.postRest();
 	serveNextTurn();
 }
 

@@ -30,20 +30,14 @@ RequestWork::RequestWork(boost::asio::io_context &io) : RequestWork()
 
 RequestWork::~RequestWork()
 {
-	if (postTo_)
-		postRest(*postTo_);
-	else
-		run();
+	postRest();
 	current = outer_;
 }
 
 void RequestWork::run()
 {
-	while (!work_.empty()) {
-		auto fn = std::move(work_.front());
-		work_.pop_front();
-		fn();
-	}
+	while (!work_.empty())
+		runQueued();
 }
 
 void RequestWork::runQueued()
@@ -55,10 +49,12 @@ void RequestWork::runQueued()
 	}
 }
 
-void RequestWork::postRest(boost::asio::io_context &io)
+void RequestWork::postRest()
 {
+	if (!postTo_)
+		return run();
 	while (!work_.empty()) {
-		boost::asio::post(io, std::move(work_.front()));
+		boost::asio::post(*postTo_, std::move(work_.front()));
 		work_.pop_front();
 	}
 }

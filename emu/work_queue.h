@@ -41,8 +41,9 @@ public:
 	 * that waits for the next call, as work posted to the io_context
 	 * waits behind the handlers posted before it */
 	void runQueued();
-	/* posts what is left to the io_context, in order */
-	void postRest(boost::asio::io_context &io);
+	/* posts what is left to the io_context given at construction, in
+	 * order (without one, runs it) */
+	void postRest();
 
 private:
 	friend void queueWork(boost::asio::io_context &, std::function<void()>);

@@ -109,7 +109,7 @@ TEST_CASE("a pump's turn runs one round of work between requests and posts the r
 
 		log.clear();
 		queueTwoRounds(io, log); /* the turn's last request */
-		work.postRest(io);
+		work.postRest();
 		boost::asio::post(io, [&] { log.push_back("next turn"); });
 		emu::queueWork(io, [&] { log.push_back("left at exit"); });
 	}
