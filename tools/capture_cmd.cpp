@@ -25,6 +25,7 @@
 #include <cstring>
 #include <memory>
 #include <poll.h>
+#include <unistd.h>
 #include <vector>
 
 namespace ibemu::tools {
@@ -177,11 +178,20 @@ int runCapture(const CaptureOpts &o)
 	std::vector<uint8_t> pkt;
 	Json rec;
 	int rc = 0;
+	/* Standard output is watched too when the capture goes there: a pipe
+	 * whose reader went away reports POLLERR, so `| head` ends the capture
+	 * at once, not at a next packet that may never come. (Asked for no
+	 * events, a file or terminal reports none.) */
+	const bool toStdout = text || o.write == "-";
 	while (!interrupted) {
 		if (!c.hasLine()) {
-			pollfd pfd{ c.fd(), POLLIN, 0 };
-			if (ppoll(&pfd, 1, nullptr, &waiting) < 0)
+			pollfd pfd[2] = { { c.fd(), POLLIN, 0 }, { STDOUT_FILENO, 0, 0 } };
+			if (ppoll(pfd, toStdout ? 2 : 1, nullptr, &waiting) < 0)
 				continue; /* a signal: the loop's test ends it */
+			if (pfd[1].revents & (POLLERR | POLLHUP)) {
+				fprintf(stderr, "%s: the reader went away\n", cmd);
+				break;
+			}
 		}
 		int r = c.next(rec, cmd);
 		if (r <= 0) {
