@@ -18,6 +18,19 @@ I=e2e-observe-$$
 H1=0x0002c90300000101
 # tshark's Info column only, one line per packet
 tshark_info() { command tshark -r "$1" -T fields -e _ws.col.Info 2>/dev/null; }
+# capture_ready ERRFILE: wait until the capture writing its stderr to
+# ERRFILE is registered with the daemon (it says "capturing at"), so the
+# traffic that follows is seen whatever the load on the host
+capture_ready() {
+	local end=$((SECONDS + 60))
+	until grep -q 'capturing at' "$1" 2>/dev/null; do
+		[ $SECONDS -ge $end ] && { bad "a capture started (${1##*/}: $(cat "$1" 2>/dev/null))"; return 1; }
+		sleep 0.1
+	done
+}
+# a capture that counts packets ends by itself; one that waits longer than
+# this has missed packets, and fails instead of hanging the suite
+cap_timeout=120
 
 out=$("$ibemu" up --instance $I 2>&1)
 expect_eq "up without an SM" 0 $?
@@ -41,13 +54,11 @@ expect_eq "text and pcap both on stdout: exit 2" 2 $?
 pcap_pid=$!
 "$ibemu" capture --instance $I --text >"$work/sweep.txt" 2>"$work/text.err" &
 text_pid=$!
-"$ibemu" capture --instance $I --all-ports --filter smp -w "$work/all.pcap" >/dev/null 2>&1 &
+"$ibemu" capture --instance $I --all-ports --filter smp -w "$work/all.pcap" >/dev/null 2>"$work/all.err" &
 all_pid=$!
-end=$((SECONDS + 30))
-until [ "$(grep -c 'capturing at' "$work/pcap.out" "$work/text.err" | grep -c ':1$')" = 2 ] || [ $SECONDS -ge $end ]; do
-	sleep 0.1
-done
-sleep 0.5
+capture_ready "$work/pcap.out"
+capture_ready "$work/text.err"
+capture_ready "$work/all.err"
 start_opensm $I $H1
 wait_for $I 120 sh -c 'sminfo | grep -q SMINFO_MASTER' || bad "OpenSM became master"
 wait_for $I 120 sh -c 'ibstat | grep -q "State: Active"' || bad "ports Active"
@@ -92,10 +103,10 @@ expect_match "text: at host2's port too" '^ +[0-9.]+ ibemu-host2 HCA-1:1 ← ibe
 # port's own LID loops back inside its HCA, never on a cable)
 H2=0x0002c90300000201
 # perfquery asks ClassPortInfo first, then PortCounters: 8 packets
-("$ibemu" capture --instance $I -c 8 --filter pma -w - 2>/dev/null |
+(timeout $cap_timeout "$ibemu" capture --instance $I -c 8 --filter pma -w - 2>"$work/live.err" |
 	command tshark -i - -T fields -e _ws.col.Info 2>/dev/null >"$work/live.txt") &
 live=$!
-sleep 1
+capture_ready "$work/live.err"
 inst $I perfquery -G $H2 1 >/dev/null
 wait $live
 out=$(cat "$work/live.txt")
@@ -103,11 +114,13 @@ expect_match "tshark -i - decodes the stream" '^PERF \(PortCounters\)' "$out"
 expect_match "the ClassPortInfo before" '^PERF \(ClassPortInfo\)' "$out"
 expect_eq "-c 8: eight packets" 8 "$(grep -c . <<<"$out")"
 
-"$ibemu" capture --instance $I --port ibemu-host2:1 --filter pma,sa -c 4 --text >"$work/h2.txt" 2>/dev/null &
+timeout $cap_timeout "$ibemu" capture --instance $I --port ibemu-host2:1 --filter pma,sa -c 4 --text \
+	>"$work/h2.txt" 2>"$work/h2.err" &
 cap=$!
-sleep 1
+capture_ready "$work/h2.err"
 inst $I perfquery -G $H2 1 >/dev/null
 wait $cap
+expect_eq "-c 4 ends by itself" 0 $?
 out=$(cat "$work/h2.txt")
 expect_match "at host2 only: the query arrives" 'ibemu-host2 HCA-1:1 ← ibemu-sw2:1  PerfGet\(PortCounters\) LID [0-9]+→[0-9]+ \("ibemu-host1 HCA-1" → "ibemu-host2 HCA-1"\)' "$out"
 expect_match "and its answer leaves" 'ibemu-host2 HCA-1:1 → ibemu-sw2:1  PerfGetResp\(PortCounters\)' "$out"
@@ -115,9 +128,9 @@ expect_eq "nothing else" 4 "$(grep -c . <<<"$out")"
 
 # --- a capture changes nothing the tools see
 plain=$(inst $I ibnetdiscover | grep -v 'generated on')
-"$ibemu" capture --instance $I --all-ports -w "$work/disc.pcap" 2>/dev/null &
+"$ibemu" capture --instance $I --all-ports -w "$work/disc.pcap" 2>"$work/disc.err" &
 cap=$!
-sleep 1
+capture_ready "$work/disc.err"
 captured=$(inst $I ibnetdiscover | grep -v 'generated on')
 kill -INT $cap
 wait $cap
@@ -125,14 +138,20 @@ expect_eq "ibnetdiscover with and without a capture" "$plain" "$captured"
 out=$(tshark_info "$work/disc.pcap" | grep -c 'SubnGet(NodeInfo)')
 [ "$out" -gt 0 ] && ok || bad "the capture saw ibnetdiscover's NodeInfo Gets"
 
-# a reader that goes away ends the capture at the next packet, and the
+# a reader that goes away ends the capture, even when no packet follows
+# (the fabric is quiet after perfquery: OpenSM runs with -s 0), and the
 # daemon goes on
-("$ibemu" capture --instance $I --all-ports -w - 2>"$work/gone.err" | head -c 100 >/dev/null) &
+(timeout $cap_timeout "$ibemu" capture --instance $I --all-ports -w - 2>"$work/gone.err" | head -c 100 >/dev/null) &
 gone=$!
-sleep 1
+(timeout $cap_timeout "$ibemu" capture --instance $I --text 2>"$work/gone-text.err" | head -n 1 >/dev/null) &
+gone_text=$!
+capture_ready "$work/gone.err"
+capture_ready "$work/gone-text.err"
 inst $I perfquery -G $H2 1 >/dev/null
 wait $gone
 expect_match "the reader went away" 'the reader went away' "$(cat "$work/gone.err")"
+wait $gone_text
+expect_match "and from a text trace too" 'the reader went away' "$(cat "$work/gone-text.err")"
 out=$(inst $I ibstat)
 expect_match "the instance goes on" 'State: Active' "$out"
 out=$("$ibemu" control --instance $I '{"op":"capture","count":"x"}' 2>&1)
