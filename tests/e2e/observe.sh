@@ -141,16 +141,25 @@ out=$(tshark_info "$work/disc.pcap" | grep -c 'SubnGet(NodeInfo)')
 # a reader that goes away ends the capture, even when no packet follows
 # (the fabric is quiet after perfquery: OpenSM runs with -s 0), and the
 # daemon goes on
-(timeout $cap_timeout "$ibemu" capture --instance $I --all-ports -w - 2>"$work/gone.err" | head -c 100 >/dev/null) &
+# (the readers start reading only once perfquery is over, so every packet
+# is already written when they go)
+late_reader() { # HEAD_ARGS...
+	until [ -e "$work/perfquery.done" ]; do sleep 0.1; done
+	head "$@" >/dev/null
+}
+(set -o pipefail; timeout $cap_timeout "$ibemu" capture --instance $I --all-ports -w - 2>"$work/gone.err" | late_reader -c 100) &
 gone=$!
-(timeout $cap_timeout "$ibemu" capture --instance $I --text 2>"$work/gone-text.err" | head -n 1 >/dev/null) &
+(set -o pipefail; timeout $cap_timeout "$ibemu" capture --instance $I --text 2>"$work/gone-text.err" | late_reader -n 1) &
 gone_text=$!
 capture_ready "$work/gone.err"
 capture_ready "$work/gone-text.err"
 inst $I perfquery -G $H2 1 >/dev/null
+touch "$work/perfquery.done"
 wait $gone
+expect_eq "a capture whose reader went away ends by itself" 0 $?
 expect_match "the reader went away" 'the reader went away' "$(cat "$work/gone.err")"
 wait $gone_text
+expect_eq "a text trace whose reader went away ends by itself" 0 $?
 expect_match "and from a text trace too" 'the reader went away' "$(cat "$work/gone-text.err")"
 out=$(inst $I ibstat)
 expect_match "the instance goes on" 'State: Active' "$out"
