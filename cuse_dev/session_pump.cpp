@@ -43,6 +43,9 @@ void SessionPump::start()
 void SessionPump::stop()
 {
 	*alive_ = false;
+	for (auto &fn : carry_) /* the next turn will not run: nothing is lost */
+		boost::asio::post(io_, std::move(fn));
+	carry_.clear();
 	if (sd_) {
 		boost::system::error_code ec;
 		sd_->close(ec);
@@ -71,19 +74,33 @@ void SessionPump::serveWaiting()
 	 * keeps the place posting it to the io_context gave when the pump
 	 * served one request a turn: one round of it (the delivery of a MAD
 	 * that was sent, an rdma_cm event) runs before the next request, so a
-	 * client's poll() after its write() finds the answer; what that round
-	 * queues (a file's poll notification) runs after the next request; and
-	 * when the turn ends, what is left is posted ahead of the next turn.
-	 * Work posted with boost::asio::post directly (a send queue's next
-	 * share, packets to another daemon) runs after the turn. */
+	 * client's poll() after its write() finds the answer, and what that
+	 * round queues (a file's poll notification) runs after the next
+	 * request. A turn that ends while requests may still come hands its
+	 * work to the next (carry_), which starts with that round; one that
+	 * goes to sleep posts it. Work posted with boost::asio::post directly
+	 * (a send queue's next share, packets to another daemon) runs after
+	 * the turn. */
 	std::shared_ptr<bool> alive = alive_; /* a request may stop the pump */
 	auto start = std::chrono::steady_clock::now();
 	emu::RequestWork work(io_);
+	work.resume(std::move(carry_));
+	work.runQueued();
+	if (!*alive)
+		return;
 	for (unsigned n = 1;; n++) {
 		int r = fuse_session_receive_buf(se_, &buf_->b);
 		if (r == -EAGAIN || r == -EINTR) {
+			/* Requests come in bursts (a tool's write, poll, read;
+			 * OpenSM's sweeps). Going to sleep between them costs a
+			 * cross-CPU wakeup per request (~40 us on these VMs), so
+			 * stay awake for the spin window after the last one,
+			 * turning the loop (timers and posted work still run),
+			 * before blocking. */
+			if (std::chrono::steady_clock::now() - lastRequest_ < spin_)
+				break;
 			work.postRest();
-			return idle();
+			return waitForRequest();
 		}
 		lastRequest_ = std::chrono::steady_clock::now();
 		if (r <= 0) {
@@ -99,20 +116,8 @@ void SessionPump::serveWaiting()
 		if (!*alive)
 			return;
 	}
-	work.postRest();
+	carry_ = work.takeRest();
 	serveNextTurn();
-}
-
-void SessionPump::idle()
-{
-	/* Requests come in bursts (a tool's write, poll, read; OpenSM's
-	 * sweeps). Going to sleep between them costs a cross-CPU wakeup per
-	 * request (~40 us on these VMs), so stay awake a little while after
-	 * the last one, turning the loop (timers and posted work still run),
-	 * before blocking. */
-	if (std::chrono::steady_clock::now() - lastRequest_ < spin_)
-		return serveNextTurn();
-	waitForRequest();
 }
 
 void SessionPump::serveNextTurn()

@@ -7,9 +7,11 @@
 // io_context (see serveWaiting). The work a request queues (the delivery
 // of a MAD it sent) keeps the order posting it gave, so a client's poll()
 // after its write() already sees the answer.
-// After a request the pump stays awake for a short spin window (see idle),
-// which saves a cross-CPU wakeup per request under load.
+// After a request the pump stays awake for a short spin window, which
+// saves a cross-CPU wakeup per request under load.
 #pragma once
+
+#include "emu/work_queue.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -40,7 +42,6 @@ private:
 
 	void waitForRequest();
 	void serveWaiting();
-	void idle();
 	void serveNextTurn();
 
 	boost::asio::io_context &io_;
@@ -51,6 +52,7 @@ private:
 	std::unique_ptr<boost::asio::posix::stream_descriptor> sd_;
 	std::shared_ptr<bool> alive_;
 	std::chrono::steady_clock::time_point lastRequest_{};
+	emu::RequestWork::Work carry_; /* the last turn's work, for the next */
 };
 
 } /* namespace ibemu::cuse_dev */

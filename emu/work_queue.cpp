@@ -4,6 +4,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include <iterator>
+
 namespace ibemu::emu {
 
 namespace {
@@ -57,6 +59,19 @@ void RequestWork::postRest()
 		boost::asio::post(*postTo_, std::move(work_.front()));
 		work_.pop_front();
 	}
+}
+
+RequestWork::Work RequestWork::takeRest()
+{
+	Work left;
+	left.swap(work_);
+	return left;
+}
+
+void RequestWork::resume(Work &&left)
+{
+	work_.insert(work_.begin(), std::make_move_iterator(left.begin()), std::make_move_iterator(left.end()));
+	left.clear();
 }
 
 } /* namespace ibemu::emu */

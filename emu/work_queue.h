@@ -45,9 +45,17 @@ public:
 	 * order (without one, runs it) */
 	void postRest();
 
+	/* What is left, handed on: a pump's turn that ends while requests
+	 * still come gives its work to the next turn (resume), which runs it
+	 * before its first request, so what that work queues in turn follows
+	 * that request, as it would have followed the posted next read. */
+	using Work = std::deque<std::function<void()>>;
+	Work takeRest();
+	void resume(Work &&left); /* ahead of the work queued so far */
+
 private:
 	friend void queueWork(boost::asio::io_context &, std::function<void()>);
-	std::deque<std::function<void()>> work_;
+	Work work_;
 	RequestWork *outer_;
 	boost::asio::io_context *postTo_ = nullptr;
 };
