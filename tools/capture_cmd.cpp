@@ -180,18 +180,24 @@ int runCapture(const CaptureOpts &o)
 	int rc = 0;
 	/* Standard output is watched too when the capture goes there: a pipe
 	 * whose reader went away reports POLLERR, so `| head` ends the capture
-	 * at once, not at a next packet that may never come. (Asked for no
-	 * events, a file or terminal reports none.) */
-	const bool toStdout = text || o.write == "-";
+	 * at once, not at a next packet that may never come; so does a
+	 * terminal that hung up (POLLHUP). Asked for no events, a file or a
+	 * live terminal reports none. Not watched when it is not open (or is
+	 * the control socket, standard output having been closed). */
+	bool watchStdout = (text || o.write == "-") && c.fd() != STDOUT_FILENO;
 	while (!interrupted) {
 		if (!c.hasLine()) {
 			pollfd pfd[2] = { { c.fd(), POLLIN, 0 }, { STDOUT_FILENO, 0, 0 } };
-			if (ppoll(pfd, toStdout ? 2 : 1, nullptr, &waiting) < 0)
+			if (ppoll(pfd, watchStdout ? 2 : 1, nullptr, &waiting) < 0)
 				continue; /* a signal: the loop's test ends it */
-			if (pfd[1].revents & (POLLERR | POLLHUP)) {
+			if (pfd[1].revents & POLLNVAL) {
+				watchStdout = false;
+			} else if (pfd[1].revents & (POLLERR | POLLHUP)) {
 				fprintf(stderr, "%s: the reader went away\n", cmd);
 				break;
 			}
+			if (!(pfd[0].revents & (POLLIN | POLLERR | POLLHUP)))
+				continue;
 		}
 		int r = c.next(rec, cmd);
 		if (r <= 0) {

@@ -28,9 +28,10 @@ capture_ready() {
 		sleep 0.1
 	done
 }
-# a capture that counts packets ends by itself; one that waits longer than
-# this has missed packets, and fails instead of hanging the suite
-cap_timeout=120
+# every capture runs under timeout(1), which passes ^C on: one that counts
+# packets ends by itself, and one that waits longer than this has missed
+# packets (or hung), and fails instead of hanging the suite
+cap_timeout=180
 
 out=$("$ibemu" up --instance $I 2>&1)
 expect_eq "up without an SM" 0 $?
@@ -50,11 +51,11 @@ out=$("$ibemu" capture --instance $I --text -w - -c 1 2>&1)
 expect_eq "text and pcap both on stdout: exit 2" 2 $?
 
 # --- OpenSM's first sweep, from the first packet
-"$ibemu" capture --instance $I -w "$work/sweep.pcap" >"$work/pcap.out" 2>&1 &
+timeout -k 10 $cap_timeout "$ibemu" capture --instance $I -w "$work/sweep.pcap" >"$work/pcap.out" 2>&1 &
 pcap_pid=$!
-"$ibemu" capture --instance $I --text >"$work/sweep.txt" 2>"$work/text.err" &
+timeout -k 10 $cap_timeout "$ibemu" capture --instance $I --text >"$work/sweep.txt" 2>"$work/text.err" &
 text_pid=$!
-"$ibemu" capture --instance $I --all-ports --filter smp -w "$work/all.pcap" >/dev/null 2>"$work/all.err" &
+timeout -k 10 $cap_timeout "$ibemu" capture --instance $I --all-ports --filter smp -w "$work/all.pcap" >/dev/null 2>"$work/all.err" &
 all_pid=$!
 capture_ready "$work/pcap.out"
 capture_ready "$work/text.err"
@@ -103,7 +104,7 @@ expect_match "text: at host2's port too" '^ +[0-9.]+ ibemu-host2 HCA-1:1 ← ibe
 # port's own LID loops back inside its HCA, never on a cable)
 H2=0x0002c90300000201
 # perfquery asks ClassPortInfo first, then PortCounters: 8 packets
-(timeout $cap_timeout "$ibemu" capture --instance $I -c 8 --filter pma -w - 2>"$work/live.err" |
+(timeout -k 10 $cap_timeout "$ibemu" capture --instance $I -c 8 --filter pma -w - 2>"$work/live.err" |
 	command tshark -i - -T fields -e _ws.col.Info 2>/dev/null >"$work/live.txt") &
 live=$!
 capture_ready "$work/live.err"
@@ -114,7 +115,7 @@ expect_match "tshark -i - decodes the stream" '^PERF \(PortCounters\)' "$out"
 expect_match "the ClassPortInfo before" '^PERF \(ClassPortInfo\)' "$out"
 expect_eq "-c 8: eight packets" 8 "$(grep -c . <<<"$out")"
 
-timeout $cap_timeout "$ibemu" capture --instance $I --port ibemu-host2:1 --filter pma,sa -c 4 --text \
+timeout -k 10 $cap_timeout "$ibemu" capture --instance $I --port ibemu-host2:1 --filter pma,sa -c 4 --text \
 	>"$work/h2.txt" 2>"$work/h2.err" &
 cap=$!
 capture_ready "$work/h2.err"
@@ -128,7 +129,7 @@ expect_eq "nothing else" 4 "$(grep -c . <<<"$out")"
 
 # --- a capture changes nothing the tools see
 plain=$(inst $I ibnetdiscover | grep -v 'generated on')
-"$ibemu" capture --instance $I --all-ports -w "$work/disc.pcap" 2>"$work/disc.err" &
+timeout -k 10 $cap_timeout "$ibemu" capture --instance $I --all-ports -w "$work/disc.pcap" 2>"$work/disc.err" &
 cap=$!
 capture_ready "$work/disc.err"
 captured=$(inst $I ibnetdiscover | grep -v 'generated on')
@@ -144,12 +145,14 @@ out=$(tshark_info "$work/disc.pcap" | grep -c 'SubnGet(NodeInfo)')
 # (the readers start reading only once perfquery is over, so every packet
 # is already written when they go)
 late_reader() { # HEAD_ARGS...
-	until [ -e "$work/perfquery.done" ]; do sleep 0.1; done
+	local n=0
+	until [ -e "$work/perfquery.done" ] || [ $((n += 1)) -gt 1800 ]; do sleep 0.1; done
+	sleep 1 # the capture's last packets into the pipe, before the reader goes
 	head "$@" >/dev/null
 }
-(set -o pipefail; timeout $cap_timeout "$ibemu" capture --instance $I --all-ports -w - 2>"$work/gone.err" | late_reader -c 100) &
+(set -o pipefail; timeout -k 10 $cap_timeout "$ibemu" capture --instance $I --all-ports -w - 2>"$work/gone.err" | late_reader -c 100) &
 gone=$!
-(set -o pipefail; timeout $cap_timeout "$ibemu" capture --instance $I --text 2>"$work/gone-text.err" | late_reader -n 1) &
+(set -o pipefail; timeout -k 10 $cap_timeout "$ibemu" capture --instance $I --text 2>"$work/gone-text.err" | late_reader -n 1) &
 gone_text=$!
 capture_ready "$work/gone.err"
 capture_ready "$work/gone-text.err"
