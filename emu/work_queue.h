@@ -29,7 +29,8 @@ class RequestWork {
 public:
 	RequestWork();
 	/* a turn of the io thread's SessionPump: what is left at the end is
-	 * posted to io, in order, instead of run */
+	 * posted to io, in order, instead of run (unless the pump took it
+	 * for its next turn, takeRest) */
 	explicit RequestWork(boost::asio::io_context &io);
 	~RequestWork(); /* runs what is left, or posts it */
 	RequestWork(const RequestWork &) = delete;
@@ -47,8 +48,8 @@ public:
 
 	/* What is left, handed on: a pump's turn that ends while requests
 	 * still come gives its work to the next turn (resume), which runs it
-	 * before its first request, so what that work queues in turn follows
-	 * that request, as it would have followed the posted next read. */
+	 * before its first request, so what that work queues runs after that
+	 * request, as when each request was an io_context turn of its own. */
 	using Work = std::deque<std::function<void()>>;
 	Work takeRest();
 	void resume(Work &&left); /* ahead of the work queued so far */

@@ -15,6 +15,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <sys/socket.h>
@@ -33,7 +34,7 @@ struct Fs {
 	boost::asio::io_context *io = nullptr;
 	cuse_dev::SessionPump *pump = nullptr;
 	Log log;
-	uint64_t stopAt = 0; /* a read at this offset stops the pump */
+	uint64_t stopAt = UINT64_MAX; /* a read at this offset stops the pump */
 };
 
 /* A READ at offset K logs "rK" and queues "wK", which queues "nK": a MAD's
@@ -278,6 +279,36 @@ TEST_CASE("a request that stops the pump ends its turn: the requests behind it s
 	CHECK(h.unique == 23);
 }
 
+TEST_CASE("a pump stopped between turns posts the work its next turn would have run", "[session-pump]")
+{
+	boost::asio::io_context io;
+	Wire w;
+	Session s(io, w);
+	sendInit(w);
+	for (uint64_t k = 1; k <= 20; k++)
+		sendRead(w, 300 + k, k);
+	s.pump->start();
+	REQUIRE(io.run_one() == 1); /* one turn: at most 16 requests */
+	size_t served = 0;
+	for (auto &e : s.fs.log)
+		served += e[0] == 'r';
+	REQUIRE(served <= 15); /* (none, if INIT alone took the turn's time) */
+	s.pump->stop();
+	io.poll();
+	/* every piece of work of the requests served ran, once, in order */
+	Log expect;
+	for (uint64_t k = 1; k <= served; k++) {
+		expect.push_back("r" + std::to_string(k));
+		if (k > 1)
+			expect.push_back("n" + std::to_string(k - 1));
+		expect.push_back("w" + std::to_string(k));
+	}
+	if (served)
+		expect.push_back("n" + std::to_string(served));
+	CHECK(s.fs.log == expect);
+	CHECK(replies(w).size() == served + 1);
+}
+
 TEST_CASE("the pump ends when its session's device closes", "[session-pump]")
 {
 	boost::asio::io_context io;
@@ -289,7 +320,8 @@ TEST_CASE("the pump ends when its session's device closes", "[session-pump]")
 	REQUIRE(turnUntil(io, [&] { return s.fs.log.size() == 3; }));
 	CHECK(replies(w).size() == 2);
 	w.kernelGoes();
-	/* the read that finds the end stops the pump: the loop runs out of work */
+	/* the read that finds the end ends the pump's loop: it waits no more,
+	 * and the io_context runs out of work */
 	REQUIRE(turnUntil(io, [&] { return io.stopped(); }));
 	CHECK(s.fs.log == Log{ "r1", "w1", "n1" });
 	CHECK(fuse_session_exited(s.se));
