@@ -165,6 +165,23 @@ struct Session {
 	}
 };
 
+/* The order when each request was a turn of the io_context, for reads
+ * first..last that wait together: each read's delivery before the next
+ * read, its notification after it (r1 w1 r2 n1 w2 ... rL nL-1 wL nL). */
+Log oneTurnEach(uint64_t first, uint64_t last)
+{
+	Log out;
+	for (uint64_t k = first; k <= last; k++) {
+		out.push_back("r" + std::to_string(k));
+		if (k > first)
+			out.push_back("n" + std::to_string(k - 1));
+		out.push_back("w" + std::to_string(k));
+	}
+	if (last >= first)
+		out.push_back("n" + std::to_string(last));
+	return out;
+}
+
 /* turns the loop until `done` holds (a bound on the turns, not a time) */
 template <typename Done> bool turnUntil(boost::asio::io_context &io, Done done)
 {
@@ -214,16 +231,8 @@ TEST_CASE("a turn of the pump serves at most 16 requests, and the rest keep thei
 		served += e[0] == 'r';
 	CHECK(served <= 15); /* 16 requests, INIT among them, or fewer if slow */
 	REQUIRE(turnUntil(io, [&] { return s.fs.log.size() == 3 * kMany; }));
-	/* r1 w1 r2 n1 w2 ... r40 n39 w40 n40, wherever the turns ended */
-	Log expect;
-	for (uint64_t k = 1; k <= kMany; k++) {
-		expect.push_back("r" + std::to_string(k));
-		if (k > 1)
-			expect.push_back("n" + std::to_string(k - 1));
-		expect.push_back("w" + std::to_string(k));
-	}
-	expect.push_back("n" + std::to_string(kMany));
-	CHECK(s.fs.log == expect);
+	/* wherever the turns ended */
+	CHECK(s.fs.log == oneTurnEach(1, kMany));
 	CHECK(replies(w).size() == kMany + 1);
 }
 
@@ -242,15 +251,8 @@ TEST_CASE("requests that come after a pause keep the order, asleep or in the spi
 	for (uint64_t k = 6; k <= 10; k++)
 		sendRead(w, 200 + k, k);
 	REQUIRE(turnUntil(io, [&] { return s.fs.log.size() == 30; }));
-	Log expect;
-	for (uint64_t k = 1; k <= 10; k++) {
-		expect.push_back("r" + std::to_string(k));
-		if (k > 1 && k != 6)
-			expect.push_back("n" + std::to_string(k - 1));
-		expect.push_back("w" + std::to_string(k));
-		if (k == 5 || k == 10)
-			expect.push_back("n" + std::to_string(k));
-	}
+	Log expect = oneTurnEach(1, 5), after = oneTurnEach(6, 10);
+	expect.insert(expect.end(), after.begin(), after.end());
 	CHECK(s.fs.log == expect);
 	CHECK(replies(w).size() == 11);
 }
@@ -296,16 +298,7 @@ TEST_CASE("a pump stopped between turns posts the work its next turn would have 
 	s.pump->stop();
 	io.poll();
 	/* every piece of work of the requests served ran, once, in order */
-	Log expect;
-	for (uint64_t k = 1; k <= served; k++) {
-		expect.push_back("r" + std::to_string(k));
-		if (k > 1)
-			expect.push_back("n" + std::to_string(k - 1));
-		expect.push_back("w" + std::to_string(k));
-	}
-	if (served)
-		expect.push_back("n" + std::to_string(served));
-	CHECK(s.fs.log == expect);
+	CHECK(s.fs.log == oneTurnEach(1, served));
 	CHECK(replies(w).size() == served + 1);
 }
 
