@@ -85,14 +85,16 @@ done
 # --- the pingpong's packets in a capture, as tshark reads them: at host1's
 # port, the client's SENDs out and the server's in, and the ACKs
 if command -v tshark >/dev/null; then
-	"$ibemu" capture --instance $V --port ibemu-host1:1 --filter data -c 8 -w "$work/rc.pcap" \
-		>"$work/capture.out" 2>&1 &
+	# (bounded: a capture that misses its packets fails a check, not the suite)
+	timeout -k 10 "$tool_timeout" "$ibemu" capture --instance $V --port ibemu-host1:1 --filter data -c 8 \
+		-w "$work/rc.pcap" >"$work/capture.out" 2>&1 &
 	cap=$!
 	end=$((SECONDS + 30))
 	until grep -q 'capturing at' "$work/capture.out" || [ $SECONDS -ge $end ]; do sleep 0.1; done
 	rcs=$(pingpong ibv_rc_pingpong -n 5 -s 512) # below the MTU: SEND Only
 	expect_eq "rc_pingpong under a capture" "0 0" "$rcs"
 	wait $cap
+	expect_eq "the capture ends after its 8 packets" 0 $?
 	out=$(tshark -r "$work/rc.pcap" -T fields -e erf.flags.cap -e _ws.col.Info 2>/dev/null)
 	expect_match "tshark: the client's SEND leaves host1" $'^0\tRC Send Only QP=0x[0-9a-f]{6} $' "$out"
 	expect_match "tshark: the server's SEND arrives" $'^1\tRC Send Only QP=0x[0-9a-f]{6} $' "$out"
