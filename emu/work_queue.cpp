@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 
 #include <iterator>
+#include <utility>
 
 namespace ibemu::emu {
 
@@ -63,9 +64,7 @@ void RequestWork::postRest()
 
 RequestWork::Work RequestWork::takeRest()
 {
-	Work left;
-	left.swap(work_);
-	return left;
+	return std::exchange(work_, {});
 }
 
 void RequestWork::resume(Work &&left)

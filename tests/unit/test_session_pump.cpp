@@ -115,6 +115,22 @@ void sendRead(const Wire &w, uint64_t unique, uint64_t offset)
 	send(w, FUSE_READ, unique, arg);
 }
 
+/* reads at offsets first..last, read K with the unique base + K */
+void sendReads(const Wire &w, uint64_t base, uint64_t first, uint64_t last)
+{
+	for (uint64_t k = first; k <= last; k++)
+		sendRead(w, base + k, k);
+}
+
+/* the reads a log shows served */
+size_t readsServed(const Log &log)
+{
+	size_t n = 0;
+	for (auto &e : log)
+		n += e[0] == 'r';
+	return n;
+}
+
 /* the replies the session wrote, as (unique, error, payload) */
 struct Reply {
 	uint64_t unique;
@@ -198,8 +214,7 @@ TEST_CASE("the pump serves waiting requests with their work in the order posting
 	Wire w;
 	Session s(io, w);
 	sendInit(w);
-	for (uint64_t k = 1; k <= 3; k++)
-		sendRead(w, 10 + k, k);
+	sendReads(w, 10, 1, 3);
 	s.pump->start();
 	REQUIRE(turnUntil(io, [&] { return s.fs.log.size() == 9; }));
 	/* as when each request was a turn of its own: a request's delivery
@@ -222,13 +237,10 @@ TEST_CASE("a turn of the pump serves at most 16 requests, and the rest keep thei
 	Session s(io, w);
 	sendInit(w);
 	constexpr uint64_t kMany = 40;
-	for (uint64_t k = 1; k <= kMany; k++)
-		sendRead(w, 100 + k, k);
+	sendReads(w, 100, 1, kMany);
 	s.pump->start();
 	REQUIRE(io.run_one() == 1); /* the first turn: INIT and some reads */
-	size_t served = 0;
-	for (auto &e : s.fs.log)
-		served += e[0] == 'r';
+	const size_t served = readsServed(s.fs.log);
 	CHECK(served <= 15); /* 16 requests, INIT among them, or fewer if slow */
 	REQUIRE(turnUntil(io, [&] { return s.fs.log.size() == 3 * kMany; }));
 	/* wherever the turns ended */
@@ -243,13 +255,11 @@ TEST_CASE("requests that come after a pause keep the order, asleep or in the spi
 	Wire w;
 	Session s(io, w, spinUs);
 	sendInit(w);
-	for (uint64_t k = 1; k <= 5; k++)
-		sendRead(w, 200 + k, k);
+	sendReads(w, 200, 1, 5);
 	s.pump->start();
 	REQUIRE(turnUntil(io, [&] { return s.fs.log.size() == 15; }));
 	CHECK(s.fs.log.back() == "n5"); /* nothing came: the notification went out */
-	for (uint64_t k = 6; k <= 10; k++)
-		sendRead(w, 200 + k, k);
+	sendReads(w, 200, 6, 10);
 	REQUIRE(turnUntil(io, [&] { return s.fs.log.size() == 30; }));
 	Log expect = oneTurnEach(1, 5), after = oneTurnEach(6, 10);
 	expect.insert(expect.end(), after.begin(), after.end());
@@ -264,8 +274,7 @@ TEST_CASE("a request that stops the pump ends its turn: the requests behind it s
 	Session s(io, w);
 	s.fs.stopAt = 2;
 	sendInit(w);
-	for (uint64_t k = 1; k <= 4; k++)
-		sendRead(w, 20 + k, k);
+	sendReads(w, 20, 1, 4);
 	s.pump->start();
 	REQUIRE(turnUntil(io, [&] { return s.fs.log.size() >= 4; }));
 	io.poll(); /* whatever is left to run */
@@ -287,13 +296,10 @@ TEST_CASE("a pump stopped between turns posts the work its next turn would have 
 	Wire w;
 	Session s(io, w);
 	sendInit(w);
-	for (uint64_t k = 1; k <= 20; k++)
-		sendRead(w, 300 + k, k);
+	sendReads(w, 300, 1, 20);
 	s.pump->start();
 	REQUIRE(io.run_one() == 1); /* one turn: at most 16 requests */
-	size_t served = 0;
-	for (auto &e : s.fs.log)
-		served += e[0] == 'r';
+	const size_t served = readsServed(s.fs.log);
 	REQUIRE(served <= 15); /* (none, if INIT alone took the turn's time) */
 	s.pump->stop();
 	io.poll();
