@@ -15,6 +15,8 @@
 #include "tools/instance.h"
 #include "tools/packet_capture.h"
 #include "tools/packet_text.h"
+#include "tools/shared_library.h"
+#include "tools/sonames.h"
 
 #include <nlohmann/json.hpp>
 #include <pcap/pcap.h>
@@ -66,26 +68,57 @@ void catchSignals(sigset_t &waiting)
 	sigdelset(&waiting, SIGTERM);
 }
 
+/* The part of libpcap a capture file is written with. libpcap is opened
+ * when a capture is written, not linked (tools/shared_library.h). */
+struct PcapCalls {
+	decltype(&::pcap_open_dead) pcap_open_dead = nullptr;
+	decltype(&::pcap_close) pcap_close = nullptr;
+	decltype(&::pcap_geterr) pcap_geterr = nullptr;
+	decltype(&::pcap_dump_open) pcap_dump_open = nullptr;
+	decltype(&::pcap_dump_fopen) pcap_dump_fopen = nullptr;
+	decltype(&::pcap_dump) pcap_dump = nullptr;
+	decltype(&::pcap_dump_flush) pcap_dump_flush = nullptr;
+	decltype(&::pcap_dump_close) pcap_dump_close = nullptr;
+};
+
+const PcapCalls *loadPcap(std::string &err)
+{
+	static SharedLibrary lib(IBEMU_PCAP_SONAME);
+	static PcapCalls calls;
+	static const bool ok = IBEMU_BIND(lib, calls, pcap_open_dead) && IBEMU_BIND(lib, calls, pcap_close) &&
+		IBEMU_BIND(lib, calls, pcap_geterr) && IBEMU_BIND(lib, calls, pcap_dump_open) &&
+		IBEMU_BIND(lib, calls, pcap_dump_fopen) && IBEMU_BIND(lib, calls, pcap_dump) &&
+		IBEMU_BIND(lib, calls, pcap_dump_flush) && IBEMU_BIND(lib, calls, pcap_dump_close);
+	if (!ok) {
+		err = "libpcap is needed to write a capture file: " + lib.error();
+		return nullptr;
+	}
+	return &calls;
+}
+
 /* pcap with ERF records, through libpcap */
 class ErfWriter {
 public:
 	~ErfWriter()
 	{
 		if (dumper_)
-			pcap_dump_close(dumper_);
+			pc_->pcap_dump_close(dumper_);
 		if (pcap_)
-			pcap_close(pcap_);
+			pc_->pcap_close(pcap_);
 	}
 	bool open(const std::string &path, std::string &err)
 	{
-		pcap_ = pcap_open_dead(DLT_ERF, 65535);
+		pc_ = loadPcap(err);
+		if (!pc_)
+			return false;
+		pcap_ = pc_->pcap_open_dead(DLT_ERF, 65535);
 		if (!pcap_) {
 			err = "libpcap cannot make an ERF capture";
 			return false;
 		}
-		dumper_ = path == "-" ? pcap_dump_fopen(pcap_, stdout) : pcap_dump_open(pcap_, path.c_str());
+		dumper_ = path == "-" ? pc_->pcap_dump_fopen(pcap_, stdout) : pc_->pcap_dump_open(pcap_, path.c_str());
 		if (!dumper_) {
-			err = pcap_geterr(pcap_);
+			err = pc_->pcap_geterr(pcap_);
 			return false;
 		}
 		return true;
@@ -114,11 +147,12 @@ public:
 		h.ts.tv_sec = static_cast<time_t>(sec);
 		h.ts.tv_usec = static_cast<suseconds_t>(frac / 1000);
 		h.caplen = h.len = static_cast<bpf_u_int32>(rec.size());
-		pcap_dump(reinterpret_cast<u_char *>(dumper_), &h, rec.data());
-		return pcap_dump_flush(dumper_) == 0;
+		pc_->pcap_dump(reinterpret_cast<u_char *>(dumper_), &h, rec.data());
+		return pc_->pcap_dump_flush(dumper_) == 0;
 	}
 
 private:
+	const PcapCalls *pc_ = nullptr;
 	pcap_t *pcap_ = nullptr;
 	pcap_dumper_t *dumper_ = nullptr;
 };

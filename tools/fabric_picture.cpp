@@ -4,6 +4,8 @@
 
 #include "fabric/subnet.h"
 #include "tools/fabric_source.h"
+#include "tools/shared_library.h"
+#include "tools/sonames.h"
 
 #include <fmt/format.h>
 #include <graphviz/cgraph.h>
@@ -339,12 +341,44 @@ int keepGraphvizError(char *msg)
 	return 0;
 }
 
+/* The part of Graphviz a picture is drawn with. libgvc (and libcgraph,
+ * which it needs) is opened when the first picture is drawn, not linked
+ * (tools/shared_library.h). */
+struct GraphvizCalls {
+	decltype(&::agseterrf) agseterrf = nullptr;
+	decltype(&::agmemread) agmemread = nullptr;
+	decltype(&::agclose) agclose = nullptr;
+	decltype(&::gvContext) gvContext = nullptr;
+	decltype(&::gvLayoutJobs) gvLayoutJobs = nullptr;
+	decltype(&::gvRenderData) gvRenderData = nullptr;
+	decltype(&::gvFreeRenderData) gvFreeRenderData = nullptr;
+	decltype(&::gvFreeLayout) gvFreeLayout = nullptr;
+};
+
+const GraphvizCalls *loadGraphviz(std::string &err)
+{
+	static SharedLibrary lib(IBEMU_GVC_SONAME);
+	static GraphvizCalls calls;
+	static const bool ok = IBEMU_BIND(lib, calls, agseterrf) && IBEMU_BIND(lib, calls, agmemread) &&
+		IBEMU_BIND(lib, calls, agclose) && IBEMU_BIND(lib, calls, gvContext) &&
+		IBEMU_BIND(lib, calls, gvLayoutJobs) && IBEMU_BIND(lib, calls, gvRenderData) &&
+		IBEMU_BIND(lib, calls, gvFreeRenderData) && IBEMU_BIND(lib, calls, gvFreeLayout);
+	if (!ok) {
+		err = "Graphviz's library is needed to draw: " + lib.error();
+		return nullptr;
+	}
+	return &calls;
+}
+
 } /* namespace */
 
 bool renderDot(const std::string &dot, std::string_view format, std::string &out, std::string &err)
 {
+	const GraphvizCalls *gv = loadGraphviz(err);
+	if (!gv)
+		return false;
 	graphvizSaid.clear();
-	agseterrf(keepGraphvizError);
+	gv->agseterrf(keepGraphvizError);
 	auto why = [] {
 		std::string s = graphvizSaid;
 		while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
@@ -354,28 +388,28 @@ bool renderDot(const std::string &dot, std::string_view format, std::string &out
 	/* One context for the process, never freed: Graphviz's text layout
 	 * (the pango plugin) caches fonts across contexts, and a second
 	 * context reads what freeing the first one freed (ASan saw it) */
-	static GVC_t *const gvc = gvContext();
+	static GVC_t *const gvc = gv->gvContext();
 	if (!gvc) {
 		err = "Graphviz could not start";
 		return false;
 	}
-	std::unique_ptr<Agraph_t, int (*)(Agraph_t *)> g(agmemread(dot.c_str()), agclose);
+	std::unique_ptr<Agraph_t, int (*)(Agraph_t *)> g(gv->agmemread(dot.c_str()), gv->agclose);
 	if (!g) {
 		err = "Graphviz could not read the picture" + why();
 		return false;
 	}
-	if (gvLayoutJobs(gvc, g.get()) != 0) {
+	if (gv->gvLayoutJobs(gvc, g.get()) != 0) {
 		err = "Graphviz could not lay the picture out" + why();
 		return false;
 	}
 	char *data = nullptr;
 	unsigned int len = 0;
 	std::string fmtName(format);
-	int rc = gvRenderData(gvc, g.get(), fmtName.c_str(), &data, &len);
+	int rc = gv->gvRenderData(gvc, g.get(), fmtName.c_str(), &data, &len);
 	if (rc == 0 && data)
 		out.assign(data, len);
-	gvFreeRenderData(data);
-	gvFreeLayout(gvc, g.get());
+	gv->gvFreeRenderData(data);
+	gv->gvFreeLayout(gvc, g.get());
 	if (rc != 0) {
 		err = "Graphviz cannot write " + fmtName + why();
 		return false;

@@ -2,7 +2,7 @@
 # Builds the container image that the Kubernetes example runs
 # (docs/examples/kubernetes/ibemu-daemonset.yaml): a root of this
 # machine's Debian release made by mmdebstrap from its apt sources, with
-# the packages of the libraries ibemu's binaries link and ibemu installed
+# the packages of the libraries ibemu's binaries link or open, and ibemu installed
 # from a build directory (`meson install`, under /usr/local). It is imported into
 # podman as TAG and, with --archive, also saved as an OCI archive, which
 # each node of a cluster loads with `ctr -n k8s.io images import FILE`.
@@ -29,16 +29,23 @@ work=$(mktemp -d /tmp/ibemu-image.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 meson install -C "$build" --no-rebuild --quiet --strip --destdir "$work/dest" >/dev/null
 
-# The packages of every library the installed binaries link, as this
-# machine resolves them (the image is the same Debian release); and fuse3,
-# whose fusermount3 libfuse falls back to where mount(2) is refused.
+# The packages of every library the installed binaries link or open when
+# needed (libpcap, Graphviz: tools/sonames.h), as this machine resolves
+# them (the image is the same Debian release); and fuse3, whose
+# fusermount3 libfuse falls back to where mount(2) is refused.
+libs=$(find "$work/dest" -type f -perm -u+x -exec ldd {} + 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3}')
+for soname in $(sed -n 's/^#define IBEMU_[A-Z]*_SONAME "\(.*\)"$/\1/p' "$build/tools/sonames.h"); do
+	lib=$(ldconfig -p | awk -v s="$soname" '$1 == s {print $NF; found = 1; exit} END {exit !found}') ||
+		{ echo "image: $soname is not installed" >&2; exit 1; }
+	libs+=$'\n'$lib
+done
 packages=(fuse3)
 while read -r lib; do
 	pkg=$(dpkg -S "$lib" 2>/dev/null || dpkg -S "$(realpath "$lib")" 2>/dev/null || dpkg -S "/usr$lib" 2>/dev/null) ||
 		{ echo "image: no Debian package has $lib" >&2; exit 1; }
 	pkg=${pkg%%:*} # "a, b: PATH" when two packages ship it: the first
 	packages+=("${pkg%%,*}")
-done < <(find "$work/dest" -type f -perm -u+x -exec ldd {} + 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u)
+done < <(sort -u <<<"$libs")
 include=$(printf '%s\n' "${packages[@]}" | sort -u | paste -sd,)
 
 # this machine's release and apt sources (a mirror or proxy it uses)
