@@ -106,11 +106,9 @@ public:
 		if (pcap_)
 			pc_->pcap_close(pcap_);
 	}
-	bool open(const std::string &path, std::string &err)
+	bool open(const PcapCalls &pc, const std::string &path, std::string &err)
 	{
-		pc_ = loadPcap(err);
-		if (!pc_)
-			return false;
+		pc_ = &pc;
 		pcap_ = pc_->pcap_open_dead(DLT_ERF, 65535);
 		if (!pcap_) {
 			err = "libpcap cannot make an ERF capture";
@@ -190,7 +188,12 @@ int runCapture(const CaptureOpts &o)
 		return rc;
 	ErfWriter file;
 	std::string err;
-	if (!o.write.empty() && !file.open(o.write, err)) {
+	const PcapCalls *pcap = o.write.empty() ? nullptr : loadPcap(err);
+	if (!o.write.empty() && !pcap) {
+		fprintf(stderr, "%s: %s\n", cmd, err.c_str());
+		return 1;
+	}
+	if (pcap && !file.open(*pcap, o.write, err)) {
 		fprintf(stderr, "%s: %s: %s\n", cmd, o.write.c_str(), err.c_str());
 		return kUsage;
 	}

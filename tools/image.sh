@@ -34,8 +34,11 @@ meson install -C "$build" --no-rebuild --quiet --strip --destdir "$work/dest" >/
 # them (the image is the same Debian release); and fuse3, whose
 # fusermount3 libfuse falls back to where mount(2) is refused.
 libs=$(find "$work/dest" -type f -perm -u+x -exec ldd {} + 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3}')
-for soname in $(sed -n 's/^#define IBEMU_[A-Z]*_SONAME "\(.*\)"$/\1/p' "$build/tools/sonames.h"); do
-	lib=$(ldconfig -p | awk -v s="$soname" '$1 == s {print $NF; found = 1; exit} END {exit !found}') ||
+opened=$(sed -n 's/^#define IBEMU_[A-Z]*_SONAME "\(.*\)"$/\1/p' "$build/tools/sonames.h")
+[ -n "$opened" ] || { echo "image: no sonames in $build/tools/sonames.h" >&2; exit 1; }
+cache=$(ldconfig -p)
+for soname in $opened; do
+	lib=$(awk -v s="$soname" '$1 == s && !found {print $NF; found = 1} END {exit !found}' <<<"$cache") ||
 		{ echo "image: $soname is not installed" >&2; exit 1; }
 	libs+=$'\n'$lib
 done

@@ -6,14 +6,15 @@
 // being linked. ibemu's CLI starts for every `ibemu exec`, and linking
 // libpcap (for `capture`) and Graphviz (for pictures) made every start
 // load them and the dozen libraries they need (D-Bus, libsystemd,
-// libgcrypt, Expat...): in the QEMU guest of the VM suite that was a third
-// of what starting a program under `ibemu exec` costs (docs/performance.md,
-// "Starting a program under ibemu exec").
+// libgcrypt, Expat...): in the QEMU guest of the VM suite that was about a
+// fifth of what starting a program under `ibemu exec` costs
+// (docs/performance.md, "Starting a program under ibemu exec").
 //
 // The library is named by its soname, which meson reads from the library
-// it compiled against (tools/meson.build), so the one loaded is the one
-// whose header declared the functions. Each function is looked up by name
-// into a pointer typed from that declaration:
+// it compiled against (tools/meson.build); dlopen() finds that name where
+// the dynamic loader would have found the linked library. Each function is
+// looked up by name into a pointer typed from its declaration in the
+// library's header:
 //
 //   struct Calls { decltype(&::pcap_close) pcap_close = nullptr; };
 //   SharedLibrary lib("libpcap.so.0.8");

@@ -155,8 +155,8 @@ expect_match "... and the pod's HCA" '^Ca.*"ibemu-host2 HCA-1"' "$out"
 out=$(podman exec "$ctr" ibemu exec --instance k8s -- cat /sys/class/infiniband/ibemu0/ports/1/state 2>&1)
 expect_eq "in the pod, its HCA's port is Active in sysfs" "4: ACTIVE" "$out"
 # the libraries ibemu opens only when a command needs them are in the image
-out=$(podman exec "$ctr" ibemu topo show --instance k8s --format svg 2>&1 | grep -c '<svg')
-expect_eq "in the pod, ibemu draws the fabric (Graphviz, opened to draw)" 1 "$out"
+out=$(podman exec "$ctr" ibemu topo show --instance k8s --format svg 2>&1)
+expect_match "in the pod, ibemu draws the fabric (Graphviz, opened to draw)" '^<svg' "$out"
 out=$(podman exec "$ctr" sh -c 'timeout -s INT 2 ibemu capture --instance k8s -w /tmp/c.pcap 2>/dev/null; od -An -tx1 -N4 /tmp/c.pcap')
 expect_eq "... and writes a capture file (libpcap, opened to write it)" " d4 c3 b2 a1" "$out"
 
