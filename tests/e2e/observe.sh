@@ -49,6 +49,20 @@ out=$("$ibemu" capture --instance $I --filter smtp -c 1 2>&1)
 expect_match "an unknown kind" 'unknown kind "smtp"' "$out"
 out=$("$ibemu" capture --instance $I --text -w - -c 1 2>&1)
 expect_eq "text and pcap both on stdout: exit 2" 2 $?
+# the libraries ibemu opens only when a command needs them: missing (a
+# bind mount over the file, in a mount namespace of its own), a clear error
+without() { # LIBRARY CMD...: CMD with LIBRARY's file made empty
+	local file
+	file=$(realpath "$(ldconfig -p | awk -v l="$1" 'index($1, l ".so.") == 1 {print $NF; exit}')")
+	shift
+	unshare -m sh -c 'mount --bind /dev/null "$1" && shift && exec "$@"' sh "$file" "$@"
+}
+out=$(without libpcap "$ibemu" capture --instance $I -w /dev/null -c 1 2>&1)
+expect_eq "no libpcap: capture -w exits 1" 1 $?
+expect_match "... and says what it needs" '^ibemu capture: libpcap is needed to write a capture file: .*libpcap' "$out"
+out=$(without libgvc "$ibemu" topo show --instance $I --format svg 2>&1)
+expect_eq "no Graphviz: topo show --format svg exits 1" 1 $?
+expect_match "... and says what it needs" "^ibemu topo show: Graphviz's library is needed to draw: .*libgvc" "$out"
 
 # --- OpenSM's first sweep, from the first packet
 timeout -k 10 $cap_timeout "$ibemu" capture --instance $I -w "$work/sweep.pcap" >"$work/pcap.out" 2>&1 &
