@@ -16,8 +16,18 @@
 
 namespace ibemu::cuse_dev {
 
-pid_t tgidOf(pid_t tid, uint64_t *capEff)
+pid_t tgidOf(pid_t tid)
 {
+	/* pidfd_open() takes a process's first thread only, whose TID is the
+	 * process's ID, and says EINVAL for any other: one system call where
+	 * reading /proc/TID/status costs 50 to 90 us in the TCG guest. */
+	int pidfd = static_cast<int>(syscall(SYS_pidfd_open, tid, 0));
+	if (pidfd >= 0) {
+		close(pidfd);
+		return tid;
+	}
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(tid));
 	FILE *f = fopen(path, "re");
@@ -25,12 +35,11 @@ pid_t tgidOf(pid_t tid, uint64_t *capEff)
 		return -1;
 	char line[256];
 	pid_t tgid = -1;
-	while (fgets(line, sizeof line, f)) {
-		if (!strncmp(line, "Tgid:", 5))
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, "Tgid:", 5)) {
 			tgid = static_cast<pid_t>(atoi(line + 5));
-		else if (capEff && !strncmp(line, "CapEff:", 7))
-			*capEff = strtoull(line + 7, nullptr, 16);
-	}
+			break;
+		}
 	fclose(f);
 	return tgid;
 }

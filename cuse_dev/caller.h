@@ -20,9 +20,8 @@ namespace ibemu::cuse_dev {
  * Returns 0 or a negative errno. */
 int callerSyscall(pid_t tid, long &nr, uint64_t args[6]);
 
-/* The process (thread group) of thread `tid`, from /proc/TID/status, or -1
- * when it is gone; with capEff, also its effective capabilities. */
-pid_t tgidOf(pid_t tid, uint64_t *capEff = nullptr);
+/* The process (thread group) of thread `tid`, or -1 when it is gone. */
+pid_t tgidOf(pid_t tid);
 
 /* Reads len bytes at addr in the address space of `tid`'s process; 0 or a
  * negative errno (-EFAULT when any of it is not mapped). */
