@@ -26,8 +26,8 @@ pid_t tgidOf(pid_t tid)
 		close(pidfd);
 		return tid;
 	}
-	if (errno != EINVAL && errno != ENOSYS)
-		return -1;
+	if (errno == ESRCH)
+		return -1; /* else not a first thread, or no pidfd_open() here */
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(tid));
 	FILE *f = fopen(path, "re");

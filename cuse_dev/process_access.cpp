@@ -59,7 +59,8 @@ int ProcessAccess::pinnable(pid_t tid, uint64_t addr, uint64_t len, bool write)
 namespace {
 
 /* RLIMIT_MEMLOCK's soft limit from /proc/TID/limits, for when prlimit()
- * may not look (a daemon that is not root): 0 or -ESRCH */
+ * may not look (a daemon without CAP_SYS_RESOURCE and other uids than the
+ * caller's, or a security module saying no): 0 or -ESRCH */
 int memlockFromProc(pid_t tid, uint64_t &soft)
 {
 	char path[64];
@@ -93,7 +94,7 @@ int ProcessAccess::credentials(pid_t tid, emu::ProcessCreds &out)
 	rlimit rl;
 	if (prlimit(tid, RLIMIT_MEMLOCK, nullptr, &rl) == 0)
 		soft = rl.rlim_cur == RLIM_INFINITY ? ~uint64_t(0) : uint64_t(rl.rlim_cur);
-	else if (errno != EPERM || memlockFromProc(tid, soft) != 0)
+	else if (errno == ESRCH || memlockFromProc(tid, soft) != 0)
 		return -ESRCH;
 	__user_cap_header_struct hdr{ _LINUX_CAPABILITY_VERSION_3, tid };
 	__user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3]{};
