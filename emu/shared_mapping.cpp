@@ -14,11 +14,14 @@ namespace ibemu::emu {
 
 int SharedMapping::map(int fd, uint64_t len)
 {
-	struct stat st;
-	if (base_ || len == 0 || !descriptorIs(fd, FdKind::Memfd) || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+	/* the seal first, then the size: read before the seal, a size could
+	 * still shrink under the mapping, and a touch past the end is SIGBUS */
+	if (base_ || len == 0 || !descriptorIs(fd, FdKind::Memfd))
 		return -EINVAL;
 	int seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0 || !(seals & F_SEAL_SHRINK) || uint64_t(st.st_size) < len)
+	struct stat st;
+	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    uint64_t(st.st_size) < len)
 		return -EINVAL;
 	void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
