@@ -10,10 +10,10 @@ namespace ibemu::emu {
 
 static_assert(sizeof(ib_uverbs_wc) == IBEMU_CQ_RING_WC_SIZE);
 
-int CqRing::adopt(int fd, uint32_t cqe, std::unique_ptr<CqRing> &out)
+int CqRing::adopt(const RingMemory &mem, uint32_t cqe, std::unique_ptr<CqRing> &out)
 {
 	std::unique_ptr<CqRing> ring(new CqRing(ibemu_cq_ring_entries(cqe)));
-	if (int ret = ring->mem_.map(fd, ibemu_cq_ring_bytes(cqe)))
+	if (int ret = ring->mem_.attach(mem, ibemu_cq_ring_bytes(cqe)))
 		return ret;
 	/* the program created it zeroed; start from the device's own zero */
 	ring->mem_.store(offsetof(ibemu_cq_ring, producer), 0);

@@ -19,10 +19,11 @@ namespace ibemu::emu {
 
 class CqRing {
 public:
-	/* Maps fd (the device's copy of the program's memfd) for a CQ of cqe
-	 * completions: it must be a tmpfs memfd sealed against shrinking, at least
-	 * ibemu_cq_ring_bytes(cqe) long. fd stays the caller's. 0 or -EINVAL. */
-	static int adopt(int fd, uint32_t cqe, std::unique_ptr<CqRing> &out);
+	/* The ring of a CQ of cqe completions, ibemu_cq_ring_bytes(cqe) of mem:
+	 * a memfd (the device's copy of the program's; it stays the caller's)
+	 * that must be a tmpfs memfd sealed against shrinking and at least that
+	 * long, or a window of the context's area. 0 or -EINVAL. */
+	static int adopt(const RingMemory &mem, uint32_t cqe, std::unique_ptr<CqRing> &out);
 	CqRing(const CqRing &) = delete;
 	CqRing &operator=(const CqRing &) = delete;
 

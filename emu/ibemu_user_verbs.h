@@ -38,14 +38,33 @@
 // completed, or done unsignaled); all run free. The device copies each
 // slot out before it looks at it, and checks it as POST_SEND would.
 //
+// One area per context (version 2). Making, sealing, mapping and handing
+// over a memfd for every ring costs both sides a dozen system calls and a
+// page fault each, and the daemon's one thread serves every program: in the
+// VM suite's TCG guest that was among the largest parts of the daemon's
+// work for an rdma_cm connection (docs/performance.md). So the provider makes one
+// sealed memfd per context, hands it over with GET_CONTEXT (area_fd), and
+// carves its rings from it: a ring_fd of IBEMU_RING_IN_AREA names a ring
+// at area_offset in the area instead of a memfd of its own. A ring that
+// does not fit still comes in a memfd of its own. The area holds nothing
+// the device trusts; rings in it may overlap, as two rings could share a
+// memfd before: that only spoils the program's own queues.
+//
 // Plain C layout: the provider includes this file too.
 #pragma once
 
 #include <stdint.h>
 
 #define IBEMU_UVERBS_MAGIC 0x4d454249u /* "IBEM" */
-#define IBEMU_UVERBS_VERSION 1u
+#define IBEMU_UVERBS_VERSION 2u /* 1: no area (the device takes both) */
 #define IBEMU_MAX_SPARES 8u
+
+/* ring_fd naming a ring in the context's area, at area_offset */
+#define IBEMU_RING_IN_AREA (-2)
+/* an area is at most this long; rings in it start at a multiple of
+ * IBEMU_RING_ALIGN (the headers' cache lines) */
+#define IBEMU_AREA_MAX_BYTES (16u << 20)
+#define IBEMU_RING_ALIGN 64u
 
 /* A legacy write() command index of ibemu's own (the kernel's table ends at
  * 40, IB_USER_VERBS_CMD_OPEN_QP); other providers never send it. */
@@ -54,8 +73,8 @@
 
 /* After struct ib_uverbs_create_cq (driver data of CREATE_CQ). */
 struct ibemu_create_cq_req {
-	int32_t ring_fd; /* the memfd, or -1: completions are read with POLL_CQ */
-	uint32_t reserved;
+	int32_t ring_fd; /* the memfd, IBEMU_RING_IN_AREA, or -1: completions are read with POLL_CQ */
+	uint32_t area_offset; /* with IBEMU_RING_IN_AREA; else 0 */
 };
 
 /* After struct ib_uverbs_create_cq_resp. */
@@ -98,7 +117,7 @@ struct ibemu_get_context_req {
 	uint32_t magic;
 	uint32_t version;
 	uint32_t nspares;
-	uint32_t reserved;
+	int32_t area_fd; /* version 2: a sealed memfd for rings, or -1 (version 1: 0, unused) */
 	struct ibemu_spare spares[IBEMU_MAX_SPARES];
 };
 
@@ -107,7 +126,7 @@ struct ibemu_get_context_resp {
 	uint32_t magic;
 	uint32_t version;
 	uint32_t spares_taken; /* all of them, or the command failed */
-	uint32_t reserved;
+	uint32_t area_bytes; /* the area the device mapped: all of it, or 0 without one */
 };
 
 /* IBEMU_CMD_ADD_SPARES: response pointer first, as every legacy command
@@ -132,13 +151,13 @@ struct ibemu_add_spares_resp {
  * strides are multiples of 16. */
 struct ibemu_attach_qp_ring {
 	uint32_t qp_handle;
-	int32_t ring_fd; /* the memfd: header, send slots, receive slots */
+	int32_t ring_fd; /* the memfd (header, send slots, receive slots) or IBEMU_RING_IN_AREA */
 	int32_t doorbell_fd; /* the receiving end of the doorbell pair */
 	uint32_t sq_entries;
 	uint32_t sq_stride;
 	uint32_t rq_entries; /* 0 with an SRQ */
 	uint32_t rq_stride;
-	uint32_t reserved;
+	uint32_t area_offset; /* with a ring_fd of IBEMU_RING_IN_AREA; else 0 */
 };
 
 #define IBEMU_QP_RING_MAX_ENTRIES 16384u

@@ -32,7 +32,7 @@ void readSges(const uint8_t *p, uint32_t n, std::vector<Sge> &out)
 
 } /* namespace */
 
-int QpRing::adopt(boost::asio::io_context &io, UserAccess &ua, int memFd, int doorbellFd, const Geometry &g,
+int QpRing::adopt(boost::asio::io_context &io, UserAccess &ua, const RingMemory &mem, int doorbellFd, const Geometry &g,
 		  const Qp &caps, std::unique_ptr<QpRing> &out)
 {
 	if (g.sqEntries != ibemu_cq_ring_entries(caps.maxSendWr) || g.sqEntries > IBEMU_QP_RING_MAX_ENTRIES ||
@@ -45,7 +45,7 @@ int QpRing::adopt(boost::asio::io_context &io, UserAccess &ua, int memFd, int do
 			g.rqStride < kRecvHead + size_t(caps.maxRecvSge) * kSge))
 		return -EINVAL;
 	std::unique_ptr<QpRing> ring(new QpRing(io, ua, g, caps));
-	if (int ret = ring->mem_.map(memFd, ibemu_qp_ring_bytes(g.sqEntries, g.sqStride, g.rqEntries, g.rqStride)))
+	if (int ret = ring->mem_.attach(mem, ibemu_qp_ring_bytes(g.sqEntries, g.sqStride, g.rqEntries, g.rqStride)))
 		return ret;
 	boost::system::error_code ec;
 	ring->doorbell_.assign(doorbellFd, ec);

@@ -34,13 +34,14 @@ public:
 	struct Geometry {
 		uint32_t sqEntries, sqStride, rqEntries, rqStride;
 	};
-	/* Maps memFd (the caller's) for the geometry, which must be the one
-	 * a QP of these capabilities has (slots: the power of two at or above
-	 * its max WRs), and keeps doorbellFd (the receiving end of an AF_UNIX
-	 * stream pair) on success; ua closes what the program passes through
-	 * it, and the doorbell itself in the end. 0 or -EINVAL. */
-	static int adopt(boost::asio::io_context &io, UserAccess &ua, int memFd, int doorbellFd, const Geometry &g,
-			 const Qp &caps, std::unique_ptr<QpRing> &out);
+	/* Maps mem (a memfd that stays the caller's, or a window of the
+	 * context's area) for the geometry, which must be the one a QP of these
+	 * capabilities has (slots: the power of two at or above its max WRs),
+	 * and keeps doorbellFd (the receiving end of an AF_UNIX stream pair) on
+	 * success; ua closes what the program passes through it, and the
+	 * doorbell itself in the end. 0 or -EINVAL. */
+	static int adopt(boost::asio::io_context &io, UserAccess &ua, const RingMemory &mem, int doorbellFd,
+			 const Geometry &g, const Qp &caps, std::unique_ptr<QpRing> &out);
 	~QpRing();
 	QpRing(const QpRing &) = delete;
 	QpRing &operator=(const QpRing &) = delete;

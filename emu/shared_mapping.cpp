@@ -2,6 +2,7 @@
 // Copyright (c) 2026 the ibemu authors
 #include "emu/shared_mapping.h"
 
+#include "emu/ibemu_user_verbs.h"
 #include "emu/user_access.h"
 
 #include <atomic>
@@ -31,9 +32,34 @@ int SharedMapping::map(int fd, uint64_t len)
 	return 0;
 }
 
+int SharedMapping::mapAll(int fd, uint64_t maxLen)
+{
+	/* map() checks the seal, then this size again */
+	struct stat st;
+	if (fstat(fd, &st) != 0 || st.st_size <= 0 || uint64_t(st.st_size) > maxLen)
+		return -EINVAL;
+	return map(fd, uint64_t(st.st_size));
+}
+
+int SharedMapping::window(std::shared_ptr<const SharedMapping> area, uint64_t offset, uint64_t len)
+{
+	if (base_ || !area || !area->base_ || len == 0 || offset % IBEMU_RING_ALIGN || offset > area->len_ ||
+	    len > area->len_ - offset)
+		return -EINVAL;
+	base_ = area->base_ + offset;
+	len_ = len;
+	area_ = std::move(area);
+	return 0;
+}
+
+int SharedMapping::attach(const RingMemory &m, uint64_t len)
+{
+	return m.area ? window(m.area, m.offset, len) : map(m.fd, len);
+}
+
 SharedMapping::~SharedMapping()
 {
-	if (base_)
+	if (base_ && !area_)
 		munmap(base_, len_);
 }
 

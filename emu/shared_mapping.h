@@ -5,13 +5,28 @@
 // any of it at any time, so the device reads what it needs once, into its
 // own memory, and never takes an address or a size from it.
 //
-// Lifetime: unmapped when the owner (a CQ's or a QP's ring) goes.
+// A ring's memory is a memfd of its own, or a window into its context's
+// area (emu/ibemu_user_verbs.h), which the window keeps mapped.
+//
+// Lifetime: unmapped when the owner (a ring, or a uverbs file's area and
+// the last window into it) goes.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace ibemu::emu {
+
+class SharedMapping;
+
+/* Where a ring's memory is: fd, the device's copy of a memfd of its own,
+ * or offset in area. */
+struct RingMemory {
+	int fd = -1;
+	std::shared_ptr<const SharedMapping> area;
+	uint64_t offset = 0;
+};
 
 class SharedMapping {
 public:
@@ -21,6 +36,13 @@ public:
 	 * shrinking, at least len long, or a truncate could SIGBUS the
 	 * daemon. 0 or -EINVAL. */
 	int map(int fd, uint64_t len);
+	/* All of fd, as map() checks it; at most maxLen bytes. 0 or -EINVAL. */
+	int mapAll(int fd, uint64_t maxLen);
+	/* len bytes at offset (a multiple of IBEMU_RING_ALIGN) in area, which
+	 * stays mapped while this lives. 0 or -EINVAL. */
+	int window(std::shared_ptr<const SharedMapping> area, uint64_t offset, uint64_t len);
+	/* map() or window(), as m says */
+	int attach(const RingMemory &m, uint64_t len);
 	~SharedMapping();
 	SharedMapping(const SharedMapping &) = delete;
 	SharedMapping &operator=(const SharedMapping &) = delete;
@@ -34,6 +56,7 @@ public:
 private:
 	uint8_t *base_ = nullptr;
 	size_t len_ = 0;
+	std::shared_ptr<const SharedMapping> area_; /* a window's: nothing of ours to unmap */
 };
 
 } /* namespace ibemu::emu */

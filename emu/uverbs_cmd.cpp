@@ -80,24 +80,58 @@ int UverbsFile::getContext(Request &r)
 	if (r.inLen >= core + sizeof drv)
 		memcpy(&drv, r.in + core, sizeof drv);
 	bool ours = drv.magic == IBEMU_UVERBS_MAGIC;
+	std::shared_ptr<SharedMapping> area;
 	if (ours) {
-		if (drv.version != IBEMU_UVERBS_VERSION || drv.nspares > IBEMU_MAX_SPARES ||
+		if ((drv.version != 1 && drv.version != IBEMU_UVERBS_VERSION) || drv.nspares > IBEMU_MAX_SPARES ||
 		    r.outLen < sizeof(ib_uverbs_get_context_resp) + sizeof(ibemu_get_context_resp))
 			return -EINVAL;
+		/* version 2's rings area (or -1); version 1 has a zero there */
+		if (drv.version >= 2 && drv.area_fd < -1)
+			return -EINVAL;
+		if (drv.version >= 2 && drv.area_fd >= 0) {
+			int afd = ua_.takeDescriptor(r.tid, drv.area_fd, FdKind::Memfd);
+			if (afd < 0)
+				return afd;
+			area = std::make_shared<SharedMapping>();
+			int ret = area->mapAll(afd, IBEMU_AREA_MAX_BYTES);
+			close(afd);
+			if (ret)
+				return ret;
+		}
 		if (int ret = takeSpares(r.tid, drv.spares, drv.nspares))
 			return ret;
 	}
 	ib_uverbs_get_context_resp resp{ static_cast<uint32_t>(fd), kNumCompVectors };
 	uint8_t out[sizeof resp + sizeof(ibemu_get_context_resp)];
 	memcpy(out, &resp, sizeof resp);
-	ibemu_get_context_resp dresp{ IBEMU_UVERBS_MAGIC, IBEMU_UVERBS_VERSION, drv.nspares, 0 };
+	ibemu_get_context_resp dresp{ IBEMU_UVERBS_MAGIC, IBEMU_UVERBS_VERSION, drv.nspares,
+				      area ? static_cast<uint32_t>(area->size()) : 0 };
 	memcpy(out + sizeof resp, &dresp, sizeof dresp);
 	if (int ret = respond(r, out, ours ? sizeof out : sizeof resp)) {
 		channels_.clear();
 		return ret;
 	}
 	ibemuProvider_ = ours;
+	area_ = std::move(area);
 	hasContext_ = true;
+	return 0;
+}
+
+int UverbsFile::ringMemory(pid_t tid, int32_t ringFd, uint32_t areaOffset, RingMemory &mem)
+{
+	if (ringFd == IBEMU_RING_IN_AREA) {
+		if (!area_)
+			return -EINVAL;
+		mem.area = area_;
+		mem.offset = areaOffset;
+		return 0;
+	}
+	if (areaOffset)
+		return -EINVAL;
+	int fd = ua_.takeDescriptor(tid, ringFd, FdKind::Memfd);
+	if (fd < 0)
+		return fd;
+	mem.fd = fd;
 	return 0;
 }
 
@@ -349,16 +383,19 @@ int UverbsFile::createCq(Request &r)
 	size_t core = sizeof(ib_uverbs_create_cq);
 	if (ibemuProvider_ && r.inLen >= core + sizeof drv)
 		memcpy(&drv, r.in + core, sizeof drv);
-	if (drv.ring_fd >= 0) {
+	if (drv.ring_fd >= 0 || drv.ring_fd == IBEMU_RING_IN_AREA) {
 		if (r.outLen < sizeof(ib_uverbs_create_cq_resp) + sizeof(ibemu_create_cq_resp))
 			return -EINVAL;
-		int fd = ua_.takeDescriptor(r.tid, drv.ring_fd, FdKind::Memfd);
-		if (fd < 0)
-			return fd;
-		int ret = CqRing::adopt(fd, cmd.cqe, ring);
-		close(fd);
+		RingMemory mem;
+		if (int ret = ringMemory(r.tid, drv.ring_fd, drv.area_offset, mem))
+			return ret;
+		int ret = CqRing::adopt(mem, cmd.cqe, ring);
+		if (mem.fd >= 0)
+			close(mem.fd);
 		if (ret)
 			return ret;
+	} else if (drv.area_offset) {
+		return -EINVAL;
 	}
 	struct {
 		ib_uverbs_create_cq_resp core;
@@ -531,8 +568,6 @@ int UverbsFile::attachQpRing(Request &r)
 	if (!ibemuProvider_)
 		return -EOPNOTSUPP;
 	auto cmd = r.cmd<ibemu_attach_qp_ring>();
-	if (cmd.reserved)
-		return -EINVAL;
 	Qp *qp;
 	if (int ret = get(cmd.qp_handle, qp))
 		return ret;
@@ -543,17 +578,19 @@ int UverbsFile::attachQpRing(Request &r)
 	idr_.forEach([&](const UObject &o) { rings += o.type == UType::Qp && static_cast<const Qp &>(o).ring; });
 	if (rings >= kMaxQpRings)
 		return -EMFILE;
-	int mem = ua_.takeDescriptor(r.tid, cmd.ring_fd, FdKind::Memfd);
-	if (mem < 0)
-		return mem;
+	RingMemory mem;
+	if (int ret = ringMemory(r.tid, cmd.ring_fd, cmd.area_offset, mem))
+		return ret;
 	int bell = ua_.takeDescriptor(r.tid, cmd.doorbell_fd, FdKind::UnixStream);
 	if (bell < 0) {
-		close(mem);
+		if (mem.fd >= 0)
+			close(mem.fd);
 		return bell;
 	}
 	QpRing::Geometry g{ cmd.sq_entries, cmd.sq_stride, cmd.rq_entries, cmd.rq_stride };
 	int ret = QpRing::adopt(dev_.io(), ua_, mem, bell, g, *qp, qp->ring);
-	close(mem);
+	if (mem.fd >= 0)
+		close(mem.fd);
 	if (ret) {
 		ua_.discardDescriptor(bell); /* it may hold what the program sent on it */
 		return ret;

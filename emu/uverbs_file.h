@@ -26,6 +26,7 @@
 #include "emu/comp_channel.h"
 #include "emu/ibemu_user_verbs.h"
 #include "emu/pinned_vm.h"
+#include "emu/shared_mapping.h"
 #include "emu/user_access.h"
 #include "emu/uverbs_idr.h"
 #include "emu/verbs_objects.h"
@@ -188,6 +189,9 @@ private:
 	int destroyHandle(uint32_t handle, UType type);
 	/* the address space of tid's process, shared by its MRs on this file */
 	int memoryOf(pid_t tid, pid_t pid, uint64_t addr, std::shared_ptr<const int> &out);
+	/* A ring's memory as driver data names it: its own memfd, taken from
+	 * tid (the caller closes mem.fd), or a window of the area. */
+	int ringMemory(pid_t tid, int32_t ringFd, uint32_t areaOffset, RingMemory &mem);
 
 	VerbsDevice &dev_;
 	UserAccess &ua_;
@@ -205,6 +209,8 @@ private:
 	 * every CQ (destroyed after the objects) */
 	std::vector<std::unique_ptr<CompChannel>> channels_;
 	bool ibemuProvider_ = false; /* GET_CONTEXT came from ibemu's provider */
+	/* the context's area, which rings in it keep too (ibemu_user_verbs.h) */
+	std::shared_ptr<const SharedMapping> area_;
 	std::map<pid_t, std::weak_ptr<const int>> mems_; /* by process */
 	std::function<void()> wakeup_;
 };

@@ -163,7 +163,9 @@ expect_match "PID reuse: the newcomer's memory is untouched" '^sentinel pid [0-9
 # daemon takes its descriptors all the same
 out=$(inst $V "$reuse" thread ibemu0 2>&1)
 expect_eq "a second thread: its descriptors are taken" 0 $?
-expect_eq "a second thread: device, CQ and QP" "a second thread opened ibemu0 and made a CQ and a QP" "$out"
+expect_eq "a second thread: device, CQ and QP" "a second thread opened ibemu0 and made a CQ and a QP" "$(head -1 <<<"$out")"
+# the provider's rings, in the one area per context the daemon mapped
+expect_eq "rings in the context's area" "rings: 1 area mapping, 0 memfds of their own" "$(sed -n 2p <<<"$out")"
 
 # --- another process's handles, pinning, the ioctl fallback
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)

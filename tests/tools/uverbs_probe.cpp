@@ -213,14 +213,14 @@ int abi(const char *dev)
 	return failures ? 1 : 0;
 }
 
-/* GET_CONTEXT with ibemu's driver data, one spare */
-int providerContext(int fd, int recvFd, int sendFd)
+/* GET_CONTEXT with ibemu's driver data, one spare, and a ring area or not */
+int providerContext(int fd, int recvFd, int sendFd, int areaFd = -1)
 {
 	struct {
 		ib_uverbs_get_context core;
 		ibemu_get_context_req drv;
 	} req{};
-	req.drv = { IBEMU_UVERBS_MAGIC, IBEMU_UVERBS_VERSION, 1, 0, {} };
+	req.drv = { IBEMU_UVERBS_MAGIC, IBEMU_UVERBS_VERSION, 1, areaFd, {} };
 	req.drv.spares[0] = { recvFd, sendFd };
 	struct {
 		ib_uverbs_get_context_resp core;
@@ -258,6 +258,8 @@ int descriptors(const char *dev, const char *fuseFile)
 	usleep(1200 * 1000);
 	check("spare whose sending end is a FUSE file", providerContext(fd, sv[0], other), EINVAL);
 	check("spare whose receiving end is a FUSE file", providerContext(fd, other, sv[1]), EINVAL);
+	check("ring area that is a FUSE file", providerContext(fd, sv[0], sv[1], other), EINVAL);
+	check("ring area that is a socket", providerContext(fd, sv[0], sv[1], sv[0]), EINVAL);
 	check("a real spare", providerContext(fd, sv[0], sv[1]), 0);
 	check("CQ ring that is a FUSE file", ringCq(fd, other), EINVAL);
 	check("CQ ring that is a socket", ringCq(fd, sv[0]), EINVAL);

@@ -23,7 +23,9 @@
 //               makes a CQ and a QP (ibemu's provider hands the daemon
 //               sockets and memfds from that thread: pidfd_open() does not
 //               take a thread that leads no process, and the daemon must
-//               find the process another way).
+//               find the process another way). It prints how the rings
+//               are mapped: all in the context's area, one memfd
+//               (emu/ibemu_user_verbs.h), none in a memfd of its own.
 #include <infiniband/verbs.h>
 
 #include <cerrno>
@@ -231,6 +233,16 @@ int main(int argc, char **argv)
 		Side s;
 		std::thread([&] { setUp(s, argv[2]); }).join(); /* setUp exits 2 on failure */
 		printf("a second thread opened %s and made a CQ and a QP\n", argv[2]);
+		unsigned area = 0, own = 0;
+		char line[512];
+		FILE *maps = fopen("/proc/self/maps", "re");
+		while (maps && fgets(line, sizeof line, maps)) {
+			area += strstr(line, "/memfd:ibemu-rings ") != nullptr;
+			own += strstr(line, "/memfd:ibemu-cq ") || strstr(line, "/memfd:ibemu-qp ");
+		}
+		if (maps)
+			fclose(maps);
+		printf("rings: %u area mapping, %u memfds of their own\n", area, own);
 		return 0;
 	}
 	if (argc != 4 || (strcmp(argv[1], "exec") && strcmp(argv[1], "reuse"))) {

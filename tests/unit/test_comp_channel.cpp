@@ -292,26 +292,6 @@ struct Ring {
 	}
 };
 
-int createRingCq(Client &c, uint32_t cqe, int ringFd, uint32_t &cq, ibemu_create_cq_resp *out = nullptr)
-{
-	struct {
-		ib_uverbs_create_cq core;
-		ibemu_create_cq_req drv;
-	} req{};
-	req.core.cqe = cqe;
-	req.core.comp_channel = -1;
-	req.drv.ring_fd = ringFd;
-	struct {
-		ib_uverbs_create_cq_resp core;
-		ibemu_create_cq_resp drv;
-	} resp{};
-	int r = c.cmd(CMD_CREATE_CQ, req, resp);
-	cq = resp.core.cq_handle;
-	if (out)
-		*out = resp.drv;
-	return r;
-}
-
 } /* namespace */
 
 TEST_CASE("CQ rings: completions go to the program's memfd", "[verbs][ring]")

@@ -357,7 +357,7 @@ Pair::Pair(uint8_t type, uint32_t accessB, int srqB)
 }
 
 /* GET_CONTEXT as ibemu's provider sends it */
-int providerContext(Client &c, std::vector<ibemu_spare> spares, ibemu_get_context_resp *out)
+int providerContext(Client &c, std::vector<ibemu_spare> spares, ibemu_get_context_resp *out, int areaFd)
 {
 	struct {
 		ib_uverbs_get_context core;
@@ -366,12 +366,33 @@ int providerContext(Client &c, std::vector<ibemu_spare> spares, ibemu_get_contex
 	req.drv.magic = IBEMU_UVERBS_MAGIC;
 	req.drv.version = IBEMU_UVERBS_VERSION;
 	req.drv.nspares = static_cast<uint32_t>(spares.size());
+	req.drv.area_fd = areaFd;
 	std::copy(spares.begin(), spares.end(), req.drv.spares);
 	struct {
 		ib_uverbs_get_context_resp core;
 		ibemu_get_context_resp drv;
 	} resp{};
 	int r = c.cmd(CMD_GET_CONTEXT, req, resp);
+	if (out)
+		*out = resp.drv;
+	return r;
+}
+
+int createRingCq(Client &c, uint32_t cqe, int ringFd, uint32_t &cq, ibemu_create_cq_resp *out, uint32_t areaOffset)
+{
+	struct {
+		ib_uverbs_create_cq core;
+		ibemu_create_cq_req drv;
+	} req{};
+	req.core.cqe = cqe;
+	req.core.comp_channel = -1;
+	req.drv = { ringFd, areaOffset };
+	struct {
+		ib_uverbs_create_cq_resp core;
+		ibemu_create_cq_resp drv;
+	} resp{};
+	int r = c.cmd(CMD_CREATE_CQ, req, resp);
+	cq = resp.core.cq_handle;
 	if (out)
 		*out = resp.drv;
 	return r;

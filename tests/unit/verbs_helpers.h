@@ -112,7 +112,13 @@ struct Client {
 
 /* GET_CONTEXT with ibemu's provider's driver data: its spares (socket
  * pairs: emu/ibemu_user_verbs.h); out: the device's answer */
-int providerContext(Client &c, std::vector<ibemu_spare> spares, ibemu_get_context_resp *out = nullptr);
+int providerContext(Client &c, std::vector<ibemu_spare> spares, ibemu_get_context_resp *out = nullptr, int areaFd = -1);
+
+/* CREATE_CQ with ibemu's provider's driver data: a ring in the memfd
+ * ringFd, in the context's area at areaOffset (IBEMU_RING_IN_AREA), or
+ * none (-1); out: the device's answer */
+int createRingCq(Client &c, uint32_t cqe, int ringFd, uint32_t &cq, ibemu_create_cq_resp *out = nullptr,
+		 uint32_t areaOffset = 0);
 
 /* A multicast group of the tests: its MLID and MGID */
 constexpr uint16_t kMlid = 0xc001;

@@ -93,9 +93,16 @@ void channelUsed(ibv_context *context, ibv_comp_channel *channel)
 
 namespace {
 
-/* A sealed memfd for a ring of cqe completions, mapped; -1 on failure. */
-int makeRing(uint32_t cqe, Cq *cq)
+/* A ring of cqe completions, mapped: in the context's area (returns
+ * IBEMU_RING_IN_AREA, and its offset), else a sealed memfd of its own (its
+ * descriptor); -1 on failure. */
+int makeRing(RingArea &area, uint32_t cqe, Cq *cq, uint32_t &offset)
 {
+	if (void *ring = area.take(ibemu_cq_ring_bytes(cqe), offset)) {
+		cq->ring = ring;
+		cq->ringLen = ibemu_cq_ring_bytes(cqe);
+		return IBEMU_RING_IN_AREA;
+	}
 	int fd = memfd_create("ibemu-cq", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -1;
@@ -130,17 +137,21 @@ Cq *newCq(ibv_context *context, int cqe, ibv_comp_channel *channel, int compVect
 		ibemu_create_cq_resp drv;
 	} resp{};
 	/* without a ring (no memfd), completions come by POLL_CQ */
-	cmd.drv.ring_fd = cqe > 0 ? makeRing(uint32_t(cqe), cq) : -1;
+	RingArea &area = *ctxOf(context)->area;
+	cmd.drv.ring_fd = cqe > 0 ? makeRing(area, uint32_t(cqe), cq, cmd.drv.area_offset) : -1;
 	int ret = ibv_cmd_create_cq(context, cqe, channel, compVector, &cq->vcq.cq, &cmd.core, sizeof cmd,
 				    reinterpret_cast<ib_uverbs_create_cq_resp *>(&resp), sizeof resp);
 	if (cmd.drv.ring_fd >= 0)
 		close(cmd.drv.ring_fd);
 	if (ret == 0 && cq->ring && resp.drv.ring_entries != ibemu_cq_ring_entries(uint32_t(cqe))) {
-		ibv_cmd_destroy_cq(&cq->vcq.cq); /* a device that does not speak our ring */
+		/* a device that does not speak our ring; if the CQ stays, so may
+		 * its writes: its ring is left, never handed out again */
+		if (ibv_cmd_destroy_cq(&cq->vcq.cq) != 0)
+			cq->ring = nullptr;
 		ret = EPROTO;
 	}
 	if (ret) {
-		if (cq->ring)
+		if (cq->ring && !area.give(cq->ring, cq->ringLen))
 			munmap(cq->ring, cq->ringLen);
 		delete cq;
 		errno = ret;
@@ -294,7 +305,7 @@ int destroyCq(ibv_cq *ibcq)
 	if (int ret = ibv_cmd_destroy_cq(ibcq))
 		return ret;
 	Cq *cq = cqOf(ibcq);
-	if (cq->ring)
+	if (cq->ring && !ctxOf(ibcq->context)->area->give(cq->ring, cq->ringLen))
 		munmap(cq->ring, cq->ringLen);
 	delete cq;
 	return 0;
@@ -379,6 +390,7 @@ void freeContext(ibv_context *context)
 			close(sp.fd);
 	delete ctx->spares;
 	delete ctx->spareLock;
+	delete ctx->area;
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);
 }
@@ -425,6 +437,7 @@ verbs_context *allocContext(ibv_device *ibdev, int cmdFd, void *)
 		return nullptr;
 	ctx->spareLock = new std::mutex;
 	ctx->spares = new std::vector<Spare>;
+	ctx->area = new RingArea;
 	struct {
 		struct ibv_get_context core;
 		ibemu_get_context_req drv;
@@ -436,9 +449,17 @@ verbs_context *allocContext(ibv_device *ibdev, int cmdFd, void *)
 	cmd.drv.magic = IBEMU_UVERBS_MAGIC;
 	cmd.drv.version = IBEMU_UVERBS_VERSION;
 	cmd.drv.nspares = makeSpares(cmd.drv.spares, kSpares) ? kSpares : 0;
+	cmd.drv.area_fd = ctx->area->create();
 	int ret = ibv_cmd_get_context(&ctx->vctx, &cmd.core, sizeof cmd,
 				      reinterpret_cast<ib_uverbs_get_context_resp *>(&resp), sizeof resp);
 	settleSpares(ctx, cmd.drv.spares, cmd.drv.nspares, ret == 0);
+	if (cmd.drv.area_fd >= 0)
+		close(cmd.drv.area_fd); /* the mapping and the device's copy stay */
+	if (ret != 0 || resp.drv.area_bytes != RingArea::bytes())
+		ctx->area->drop(); /* every ring gets a memfd of its own */
+	if (ret == EINVAL)
+		fprintf(stderr, "libibemu: %s refused a version %u context: an older ibemud?\n", ibdev->name,
+			IBEMU_UVERBS_VERSION);
 	/* The device answers its own descriptor as the async event file; a
 	 * copy of it keeps ibv_close_device() from closing one number twice. */
 	ctx->vctx.context.async_fd = ret == 0 ? fcntl(cmdFd, F_DUPFD_CLOEXEC, 0) : -1;

@@ -11,6 +11,8 @@
 // what this provider adds is what libibverbs cannot do without a driver's
 // help, and a fast path:
 //   - CQs in shared memory: completions are read without a system call;
+//     the rings of a context in one area the device maps once
+//     (provider_area.cpp);
 //   - send and receive queues in shared memory: posting writes there, and
 //     a send rings a doorbell, one byte on a socket (provider_ring.cpp);
 //   - completion channels: spare socket pairs for the device to take
@@ -38,10 +40,37 @@ struct Spare {
 	ino_t ino;
 };
 
+/* The context's ring area (emu/ibemu_user_verbs.h; provider_area.cpp):
+ * rings carved from one sealed memfd the device maps once. */
+class RingArea {
+public:
+	RingArea() = default;
+	~RingArea();
+	RingArea(const RingArea &) = delete;
+	RingArea &operator=(const RingArea &) = delete;
+	/* makes and maps the memfd: its descriptor, to hand over and close,
+	 * or -1 (no area: every ring gets a memfd of its own) */
+	int create();
+	/* unmaps it: the device did not take it */
+	void drop();
+	/* len bytes, zeroed, at *offset in the area; nullptr when none are free */
+	void *take(size_t len, uint32_t &offset);
+	/* gives back a ring take() returned; false if it is not the area's */
+	bool give(void *ring, size_t len);
+	/* the bytes create() made: what the device must have mapped */
+	static size_t bytes();
+
+private:
+	std::mutex lock_;
+	uint8_t *base_ = nullptr;
+	std::vector<bool> used_; /* a page each */
+};
+
 struct Context {
 	verbs_context vctx; /* first: libibverbs allocates (calloc) Context around it */
 	std::mutex *spareLock;
 	std::vector<Spare> *spares; /* receiving ends the device holds as spares */
+	RingArea *area;
 };
 
 /* struct ibv_context is the last member of struct verbs_context */

@@ -164,19 +164,26 @@ void attachRing(ibv_context *context, Qp *qp, const ibv_qp_init_attr_ex &granted
 	    r.sqStride > IBEMU_QP_RING_MAX_STRIDE || r.rqStride > IBEMU_QP_RING_MAX_STRIDE)
 		return; /* too big to share: the write() commands serve it */
 	r.len = ibemu_qp_ring_bytes(r.sqEntries, r.sqStride, r.rqEntries, r.rqStride);
-	int mem = memfd_create("ibemu-qp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	/* in the context's area, else a sealed memfd of its own */
+	RingArea &area = *ctxOf(context)->area;
+	uint32_t offset = 0;
+	int mem = -1;
+	if ((r.map = area.take(r.len, offset)))
+		mem = IBEMU_RING_IN_AREA;
+	else if ((mem = memfd_create("ibemu-qp", MFD_CLOEXEC | MFD_ALLOW_SEALING)) >= 0 &&
+		 (ftruncate(mem, off_t(r.len)) != 0 ||
+		  fcntl(mem, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0 ||
+		  (r.map = mmap(nullptr, r.len, PROT_READ | PROT_WRITE, MAP_SHARED, mem, 0)) == MAP_FAILED))
+		r.map = nullptr;
 	int sv[2] = { -1, -1 };
-	bool ok = mem >= 0 && ftruncate(mem, off_t(r.len)) == 0 &&
-		fcntl(mem, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0 &&
-		(r.map = mmap(nullptr, r.len, PROT_READ | PROT_WRITE, MAP_SHARED, mem, 0)) != MAP_FAILED &&
-		socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0;
+	bool ok = r.map && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0;
 	if (ok) {
 		struct {
 			ib_uverbs_cmd_hdr hdr;
 			ibemu_attach_qp_ring body;
 		} cmd{};
 		cmd.hdr = { IBEMU_CMD_ATTACH_QP_RING, sizeof cmd / 4, 0 };
-		cmd.body = { qp->vqp.qp.handle, mem, sv[0], r.sqEntries, r.sqStride, r.rqEntries, r.rqStride, 0 };
+		cmd.body = { qp->vqp.qp.handle, mem, sv[0], r.sqEntries, r.sqStride, r.rqEntries, r.rqStride, offset };
 		ok = write(context->cmd_fd, &cmd, sizeof cmd) == ssize_t(sizeof cmd);
 	}
 	if (mem >= 0)
@@ -184,7 +191,7 @@ void attachRing(ibv_context *context, Qp *qp, const ibv_qp_init_attr_ex &granted
 	if (sv[0] >= 0)
 		close(sv[0]); /* the device has its own copy of the receiving end */
 	if (!ok) {
-		if (r.map && r.map != MAP_FAILED)
+		if (r.map && !area.give(r.map, r.len))
 			munmap(r.map, r.len);
 		if (sv[1] >= 0)
 			close(sv[1]);
@@ -198,7 +205,8 @@ void detachRing(Qp *qp)
 {
 	if (!qp->ring.map)
 		return;
-	munmap(qp->ring.map, qp->ring.len);
+	if (!ctxOf(qp->vqp.qp.context)->area->give(qp->ring.map, qp->ring.len))
+		munmap(qp->ring.map, qp->ring.len);
 	close(qp->ring.bell);
 	qp->ring = QpRing{};
 }
