@@ -6,7 +6,8 @@
 # 2N: the program's start and the device's opening left out), and
 # ib_send_lat -R typical latency. ibemu0 -> ibemu1 across
 # both switches of the default fabric with OpenSM; rxe0 to itself on a
-# dummy netdev. Medians of RUNS runs, and ibemu's figure as a ratio to rxe's.
+# dummy netdev. Medians of RUNS runs, ibemu's and rxe's alternating, and
+# ibemu's figure as a ratio to rxe's.
 # Needs root. usage: bench/rdma_cm_rxe.sh [BUILD_DIR] [RUNS] [CONNECTIONS]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -83,16 +84,22 @@ lat() { # TARGET: ib_send_lat -R typical latency, us
 }
 . "$here/bench/lib.sh"
 
-echo "rdma_cm, $(nproc) vCPU TCG guest, medians of $runs runs"
+# row LABEL FN: FN for ibemu and for rxe in turn, RUNS rounds (the host's
+# load drifts; alternating keeps it from favouring either), medians
+row() {
+	local label=$1 fn=$2 res a b
+	res=$(for _ in $(seq "$runs"); do
+		echo "ibemu $($fn ibemu)"
+		echo "rxe $($fn rxe)"
+	done)
+	a=$(awk '$1 == "ibemu" && NF == 2 { print $2 }' <<<"$res" | median)
+	b=$(awk '$1 == "rxe" && NF == 2 { print $2 }' <<<"$res" | median)
+	printf '%-34s %12s %12s %10s\n' "$label" "$a" "$b" "$(ratio "$a" "$b")"
+}
+echo "rdma_cm, $(nproc) vCPU TCG guest, medians of $runs runs, ibemu and rxe alternating"
 printf '%-34s %12s %12s %10s\n' measure ibemu rxe ibemu/rxe
-a=$(for _ in $(seq "$runs"); do rate ibemu; done | median)
-b=$(for _ in $(seq "$runs"); do rate rxe; done | median)
-printf '%-34s %12s %12s %10s\n' "ucmatose -c $conns: connections/s" "$a" "$b" "$(ratio "$a" "$b")"
-a=$(for _ in $(seq "$runs"); do marginal ibemu; done | median)
-b=$(for _ in $(seq "$runs"); do marginal rxe; done | median)
-printf '%-34s %12s %12s %10s\n' "beyond the first: connections/s" "$a" "$b" "$(ratio "$a" "$b")"
-a=$(for _ in $(seq "$runs"); do lat ibemu; done | median)
-b=$(for _ in $(seq "$runs"); do lat rxe; done | median)
-printf '%-34s %12s %12s %10s\n' "ib_send_lat -R: t_typical us" "$a" "$b" "$(ratio "$a" "$b")"
+row "ucmatose -c $conns: connections/s" rate
+row "beyond the first: connections/s" marginal
+row "ib_send_lat -R: t_typical us" lat
 rdma link delete rxe0
 "$ibemu" down --instance bench --kill-clients >/dev/null
