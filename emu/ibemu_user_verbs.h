@@ -40,15 +40,16 @@
 //
 // One area per context (version 2). Making, sealing, mapping and handing
 // over a memfd for every ring costs both sides a dozen system calls and a
-// page fault each, and the daemon's one thread serves every program: in the
-// VM suite's TCG guest that was among the largest parts of the daemon's
-// work for an rdma_cm connection (docs/performance.md). So the provider makes one
-// sealed memfd per context, hands it over with GET_CONTEXT (area_fd), and
-// carves its rings from it: a ring_fd of IBEMU_RING_IN_AREA names a ring
-// at area_offset in the area instead of a memfd of its own. A ring that
-// does not fit still comes in a memfd of its own. The area holds nothing
-// the device trusts; rings in it may overlap, as two rings could share a
-// memfd before: that only spoils the program's own queues.
+// page fault each, and the daemon's one thread serves every program: in
+// the VM suite's TCG guest that was among the largest parts of the
+// daemon's work for an rdma_cm connection (docs/performance.md). So the
+// provider makes one sealed memfd per context, hands it over with
+// GET_CONTEXT (area_fd), and carves its rings from it: a ring_fd of
+// IBEMU_RING_IN_AREA names a ring at area_offset in the area instead of a
+// memfd of its own. A ring that does not fit, or any when the device
+// mapped no area, still comes in a memfd of its own. The area holds
+// nothing the device trusts; rings in it may overlap, as two rings could
+// share a memfd before: that only spoils the program's own queues.
 //
 // Plain C layout: the provider includes this file too.
 #pragma once
