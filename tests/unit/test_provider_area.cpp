@@ -5,6 +5,8 @@
 // handed out again, and nothing handed out once dropped.
 #include "tools/provider/provider.h"
 
+#include "emu/ibemu_user_verbs.h"
+
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -58,7 +60,26 @@ TEST_CASE("provider ring area: sealed memfd, pages first fit, zeroed on reuse", 
 	CHECK(area.give(rc, 1));
 	CHECK(area.take(4096, e) == rc);
 
+	/* ring(): from the area while it has room, else a memfd of its own */
+	CHECK(area.give(rb, 5000));
+	int rfd = -1;
+	uint32_t off = 1;
+	void *inArea = area.ring(4096, "ibemu-test", rfd, off);
+	CHECK(inArea == rb);
+	CHECK(rfd == IBEMU_RING_IN_AREA);
+	CHECK(off == 4096);
+	area.release(inArea, 4096);
+
 	area.drop();
 	CHECK(area.take(64, e) == nullptr);
 	CHECK_FALSE(area.give(rb, 5000));
+	void *own = area.ring(100, "ibemu-test", rfd, off);
+	REQUIRE(own != nullptr);
+	REQUIRE(rfd >= 0);
+	CHECK(fstat(rfd, &st) == 0);
+	CHECK(st.st_size == 100);
+	CHECK((fcntl(rfd, F_GET_SEALS) & F_SEAL_SHRINK) != 0);
+	memset(own, 0x5a, 100); /* mapped, writable */
+	close(rfd);
+	area.release(own, 100);
 }

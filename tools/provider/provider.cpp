@@ -13,7 +13,6 @@
 #include <cstring>
 #include <fcntl.h>
 #include <new>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -91,36 +90,6 @@ void channelUsed(ibv_context *context, ibv_comp_channel *channel)
 	settleSpares(ctx, cmd.body.spares, n, taken);
 }
 
-namespace {
-
-/* A ring of cqe completions, mapped: in the context's area (returns
- * IBEMU_RING_IN_AREA, and its offset), else a sealed memfd of its own (its
- * descriptor); -1 on failure. */
-int makeRing(RingArea &area, uint32_t cqe, Cq *cq, uint32_t &offset)
-{
-	if (void *ring = area.take(ibemu_cq_ring_bytes(cqe), offset)) {
-		cq->ring = ring;
-		cq->ringLen = ibemu_cq_ring_bytes(cqe);
-		return IBEMU_RING_IN_AREA;
-	}
-	int fd = memfd_create("ibemu-cq", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return -1;
-	size_t len = ibemu_cq_ring_bytes(cqe);
-	void *map = MAP_FAILED;
-	if (ftruncate(fd, off_t(len)) == 0 && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
-		map = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED) {
-		close(fd);
-		return -1;
-	}
-	cq->ring = map;
-	cq->ringLen = len;
-	return fd;
-}
-
-} /* namespace */
-
 Cq *newCq(ibv_context *context, int cqe, ibv_comp_channel *channel, int compVector)
 {
 	auto *cq = new (std::nothrow) Cq{};
@@ -138,7 +107,11 @@ Cq *newCq(ibv_context *context, int cqe, ibv_comp_channel *channel, int compVect
 	} resp{};
 	/* without a ring (no memfd), completions come by POLL_CQ */
 	RingArea &area = *ctxOf(context)->area;
-	cmd.drv.ring_fd = cqe > 0 ? makeRing(area, uint32_t(cqe), cq, cmd.drv.area_offset) : -1;
+	cmd.drv.ring_fd = -1;
+	if (cqe > 0) {
+		cq->ringLen = ibemu_cq_ring_bytes(uint32_t(cqe));
+		cq->ring = area.ring(cq->ringLen, "ibemu-cq", cmd.drv.ring_fd, cmd.drv.area_offset);
+	}
 	int ret = ibv_cmd_create_cq(context, cqe, channel, compVector, &cq->vcq.cq, &cmd.core, sizeof cmd,
 				    reinterpret_cast<ib_uverbs_create_cq_resp *>(&resp), sizeof resp);
 	if (cmd.drv.ring_fd >= 0)
@@ -151,8 +124,7 @@ Cq *newCq(ibv_context *context, int cqe, ibv_comp_channel *channel, int compVect
 		ret = EPROTO;
 	}
 	if (ret) {
-		if (cq->ring && !area.give(cq->ring, cq->ringLen))
-			munmap(cq->ring, cq->ringLen);
+		area.release(cq->ring, cq->ringLen);
 		delete cq;
 		errno = ret;
 		return nullptr;
@@ -305,8 +277,7 @@ int destroyCq(ibv_cq *ibcq)
 	if (int ret = ibv_cmd_destroy_cq(ibcq))
 		return ret;
 	Cq *cq = cqOf(ibcq);
-	if (cq->ring && !ctxOf(ibcq->context)->area->give(cq->ring, cq->ringLen))
-		munmap(cq->ring, cq->ringLen);
+	ctxOf(ibcq->context)->area->release(cq->ring, cq->ringLen);
 	delete cq;
 	return 0;
 }

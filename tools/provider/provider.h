@@ -57,6 +57,13 @@ public:
 	void *take(size_t len, uint32_t &offset);
 	/* gives back a ring take() returned; false if it is not the area's */
 	bool give(void *ring, size_t len);
+	/* A ring's memory, mapped and zeroed: len bytes of the area (fd
+	 * IBEMU_RING_IN_AREA, *offset set), else a sealed memfd of its own
+	 * named name (fd its descriptor, to hand over and close); nullptr and
+	 * fd -1 when neither can be had. */
+	void *ring(size_t len, const char *name, int &fd, uint32_t &offset);
+	/* gives back or unmaps what ring() returned */
+	void release(void *ring, size_t len);
 	/* the bytes create() made: what the device must have mapped */
 	static size_t bytes();
 

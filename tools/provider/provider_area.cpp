@@ -3,7 +3,7 @@
 // The context's ring area (emu/ibemu_user_verbs.h): one sealed memfd the
 // device maps once, at GET_CONTEXT, from which CQ and QP rings are carved
 // in whole pages, first fit. A ring that does not fit gets a memfd of its
-// own, as every ring did before.
+// own, as every ring did before (ring(), release()).
 #include "tools/provider/provider.h"
 
 #include "emu/ibemu_user_verbs.h"
@@ -95,6 +95,33 @@ bool RingArea::give(void *ring, size_t len)
 	for (size_t i = 0; i < pages && first + i < used_.size(); i++)
 		used_[first + i] = false;
 	return true;
+}
+
+void *RingArea::ring(size_t len, const char *name, int &fd, uint32_t &offset)
+{
+	if (void *p = take(len, offset)) {
+		fd = IBEMU_RING_IN_AREA;
+		return p;
+	}
+	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return nullptr;
+	void *map = MAP_FAILED;
+	if (ftruncate(fd, off_t(len)) == 0 && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
+		map = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		close(fd);
+		fd = -1;
+		return nullptr;
+	}
+	offset = 0;
+	return map;
+}
+
+void RingArea::release(void *ring, size_t len)
+{
+	if (ring && !give(ring, len))
+		munmap(ring, len);
 }
 
 } /* namespace ibemu::provider */

@@ -15,7 +15,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -164,17 +163,10 @@ void attachRing(ibv_context *context, Qp *qp, const ibv_qp_init_attr_ex &granted
 	    r.sqStride > IBEMU_QP_RING_MAX_STRIDE || r.rqStride > IBEMU_QP_RING_MAX_STRIDE)
 		return; /* too big to share: the write() commands serve it */
 	r.len = ibemu_qp_ring_bytes(r.sqEntries, r.sqStride, r.rqEntries, r.rqStride);
-	/* in the context's area, else a sealed memfd of its own */
 	RingArea &area = *ctxOf(context)->area;
 	uint32_t offset = 0;
 	int mem = -1;
-	if ((r.map = area.take(r.len, offset)))
-		mem = IBEMU_RING_IN_AREA;
-	else if ((mem = memfd_create("ibemu-qp", MFD_CLOEXEC | MFD_ALLOW_SEALING)) >= 0 &&
-		 (ftruncate(mem, off_t(r.len)) != 0 ||
-		  fcntl(mem, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0 ||
-		  (r.map = mmap(nullptr, r.len, PROT_READ | PROT_WRITE, MAP_SHARED, mem, 0)) == MAP_FAILED))
-		r.map = nullptr;
+	r.map = area.ring(r.len, "ibemu-qp", mem, offset);
 	int sv[2] = { -1, -1 };
 	bool ok = r.map && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0;
 	if (ok) {
@@ -191,8 +183,7 @@ void attachRing(ibv_context *context, Qp *qp, const ibv_qp_init_attr_ex &granted
 	if (sv[0] >= 0)
 		close(sv[0]); /* the device has its own copy of the receiving end */
 	if (!ok) {
-		if (r.map && !area.give(r.map, r.len))
-			munmap(r.map, r.len);
+		area.release(r.map, r.len);
 		if (sv[1] >= 0)
 			close(sv[1]);
 		return;
@@ -205,8 +196,7 @@ void detachRing(Qp *qp)
 {
 	if (!qp->ring.map)
 		return;
-	if (!ctxOf(qp->vqp.qp.context)->area->give(qp->ring.map, qp->ring.len))
-		munmap(qp->ring.map, qp->ring.len);
+	ctxOf(qp->vqp.qp.context)->area->release(qp->ring.map, qp->ring.len);
 	close(qp->ring.bell);
 	qp->ring = QpRing{};
 }
