@@ -261,33 +261,17 @@ TEST_CASE("completion channels: events to a channel the program closed are dropp
 
 namespace {
 
-/* A ring as the provider makes it: a sealed memfd, mapped here too. */
-struct Ring {
-	int fd = -1;
-	void *map = nullptr;
-	size_t len = 0;
+/* A CQ's ring as the provider makes it */
+struct Ring : ProviderMemfd {
 	explicit Ring(uint32_t cqe, bool seal = true, size_t shrinkBy = 0)
-	{
-		len = ibemu_cq_ring_bytes(cqe) - shrinkBy;
-		fd = memfd_create("cq", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-		REQUIRE(fd >= 0);
-		REQUIRE(ftruncate(fd, off_t(len)) == 0);
-		if (seal)
-			REQUIRE(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == 0);
-		map = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		REQUIRE(map != MAP_FAILED);
-	}
-	~Ring()
-	{
-		munmap(map, len);
-		close(fd);
-	}
-	ibemu_cq_ring &hdr() { return *static_cast<ibemu_cq_ring *>(map); }
+		: ProviderMemfd(ibemu_cq_ring_bytes(cqe) - shrinkBy, seal)
+	{}
+	ibemu_cq_ring &hdr() { return at<ibemu_cq_ring>(0); }
 	ib_uverbs_wc entry(uint32_t i)
 	{
 		ib_uverbs_wc wc;
 		uint32_t n = ibemu_cq_ring_entries(uint32_t((len - sizeof(ibemu_cq_ring)) / sizeof wc));
-		memcpy(&wc, static_cast<uint8_t *>(map) + sizeof(ibemu_cq_ring) + (i % n) * sizeof wc, sizeof wc);
+		memcpy(&wc, map + sizeof(ibemu_cq_ring) + (i % n) * sizeof wc, sizeof wc);
 		return wc;
 	}
 };

@@ -25,30 +25,18 @@ using namespace ibemu::test;
 namespace {
 
 /* A QP's ring as the provider makes it: a sealed memfd and a doorbell pair. */
-struct Ring {
+struct Ring : ProviderMemfd {
 	ibemu_attach_qp_ring geo{};
-	int mem = -1;
 	int bell[2] = { -1, -1 }; /* [0] the device takes, [1] we ring */
-	uint8_t *map = nullptr;
-	size_t len = 0;
 
 	Ring(uint32_t sqEntries, uint32_t sqStride, uint32_t rqEntries, uint32_t rqStride, bool seal = true)
+		: ProviderMemfd(ibemu_qp_ring_bytes(sqEntries, sqStride, rqEntries, rqStride), seal)
 	{
 		geo = { 0, -1, -1, sqEntries, sqStride, rqEntries, rqStride, 0 };
-		len = ibemu_qp_ring_bytes(sqEntries, sqStride, rqEntries, rqStride);
-		mem = memfd_create("qp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-		REQUIRE(mem >= 0);
-		REQUIRE(ftruncate(mem, off_t(len)) == 0);
-		if (seal)
-			REQUIRE(fcntl(mem, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == 0);
-		map = static_cast<uint8_t *>(mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, mem, 0));
-		REQUIRE(map != MAP_FAILED);
 		REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, bell) == 0);
 	}
 	~Ring()
 	{
-		munmap(map, len);
-		close(mem);
 		for (int f : bell)
 			if (f >= 0)
 				close(f);
@@ -57,7 +45,7 @@ struct Ring {
 	{
 		ibemu_attach_qp_ring cmd = geo;
 		cmd.qp_handle = qp;
-		cmd.ring_fd = mem;
+		cmd.ring_fd = fd;
 		cmd.doorbell_fd = bell[0];
 		return c.cmd(IBEMU_CMD_ATTACH_QP_RING, cmd);
 	}
@@ -150,8 +138,8 @@ TEST_CASE("QP rings: what ATTACH_QP_RING refuses", "[verbs][ring]")
 	{
 		ibemu_attach_qp_ring cmd = notSock.geo;
 		cmd.qp_handle = p.qpC.qp_handle;
-		cmd.ring_fd = notSock.mem;
-		cmd.doorbell_fd = notSock.mem; /* a memfd is no doorbell */
+		cmd.ring_fd = notSock.fd;
+		cmd.doorbell_fd = notSock.fd; /* a memfd is no doorbell */
 		CHECK(p.c.cmd(IBEMU_CMD_ATTACH_QP_RING, cmd) == -EINVAL);
 	}
 	/* not a provider context: the command is not there */
@@ -414,7 +402,7 @@ TEST_CASE("QP rings: slots from a program that does not play by the rules", "[ve
 		p.connect();
 		REQUIRE(p.a.postRecv(p.qpA.qp_handle, 9, { sge(p.bufA, 64, p.mrA.lkey) }) == 0);
 		p.ring.postSend(p.send(IB_WR_SEND, 1), { sge(p.bufC, 8, p.mrC.lkey) });
-		int fds[2] = { STDIN_FILENO, p.ring.mem };
+		int fds[2] = { STDIN_FILENO, p.ring.fd };
 		alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)]{};
 		char one = 1;
 		iovec iov{ &one, 1 };

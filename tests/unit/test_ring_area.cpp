@@ -13,8 +13,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,28 +21,8 @@ using namespace ibemu::test;
 
 namespace {
 
-/* The provider's area: a sealed memfd, mapped here too. */
-struct Area {
-	int fd = -1;
-	uint8_t *map = nullptr;
-	size_t len = 0;
-	explicit Area(size_t bytes, bool seal = true) : len(bytes)
-	{
-		fd = memfd_create("area", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-		REQUIRE(fd >= 0);
-		REQUIRE(ftruncate(fd, off_t(len)) == 0);
-		if (seal)
-			REQUIRE(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == 0);
-		map = static_cast<uint8_t *>(mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
-		REQUIRE(map != MAP_FAILED);
-	}
-	~Area()
-	{
-		munmap(map, len);
-		close(fd);
-	}
-	template <typename T> T &at(size_t off) { return *reinterpret_cast<T *>(map + off); }
-};
+/* The provider's area */
+using Area = ProviderMemfd;
 
 int createCqAt(Client &c, uint32_t cqe, int32_t ringFd, uint32_t offset, uint32_t &cq)
 {

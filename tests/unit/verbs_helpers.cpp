@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 namespace ibemu::test {
 
@@ -376,6 +378,23 @@ int providerContext(Client &c, std::vector<ibemu_spare> spares, ibemu_get_contex
 	if (out)
 		*out = resp.drv;
 	return r;
+}
+
+ProviderMemfd::ProviderMemfd(size_t bytes, bool seal) : len(bytes)
+{
+	fd = memfd_create("ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	REQUIRE(fd >= 0);
+	REQUIRE(ftruncate(fd, off_t(len)) == 0);
+	if (seal)
+		REQUIRE(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == 0);
+	map = static_cast<uint8_t *>(mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+	REQUIRE(map != MAP_FAILED);
+}
+
+ProviderMemfd::~ProviderMemfd()
+{
+	munmap(map, len);
+	close(fd);
 }
 
 int createRingCq(Client &c, uint32_t cqe, int ringFd, uint32_t &cq, ibemu_create_cq_resp *out, uint32_t areaOffset)

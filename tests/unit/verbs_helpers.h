@@ -114,6 +114,19 @@ struct Client {
  * pairs: emu/ibemu_user_verbs.h); out: the device's answer */
 int providerContext(Client &c, std::vector<ibemu_spare> spares, ibemu_get_context_resp *out = nullptr, int areaFd = -1);
 
+/* A memfd as ibemu's provider makes one for the device: len bytes, sealed
+ * against shrinking and growing unless seal is false, and mapped here. */
+struct ProviderMemfd {
+	int fd = -1;
+	uint8_t *map = nullptr;
+	size_t len = 0;
+	explicit ProviderMemfd(size_t bytes, bool seal = true);
+	~ProviderMemfd();
+	ProviderMemfd(const ProviderMemfd &) = delete;
+	ProviderMemfd &operator=(const ProviderMemfd &) = delete;
+	template <typename T> T &at(size_t off) { return *reinterpret_cast<T *>(map + off); }
+};
+
 /* CREATE_CQ with ibemu's provider's driver data: a ring in the memfd
  * ringFd, in the context's area at areaOffset (IBEMU_RING_IN_AREA), or
  * none (-1); out: the device's answer */
