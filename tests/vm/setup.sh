@@ -24,6 +24,9 @@ if [ ! -f "kernel/boot/vmlinuz-$kver" ]; then
 		{ apt-get update -qq && apt-get download -q "linux-image-$kver-unsigned" >/dev/null; }
 	dpkg-deb -x linux-image-"$kver"-unsigned_*.deb kernel
 	rm -f ./*.deb
+fi
+# a run that stopped before depmod (none installed yet) left no index
+if [ ! -f "kernel/lib/modules/$kver/modules.dep" ]; then
 	depmod -b kernel "$kver"
 fi
 ln -sfn "kernel/boot/vmlinuz-$kver" vmlinuz
