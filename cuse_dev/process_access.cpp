@@ -4,7 +4,9 @@
 
 #include "cuse_dev/caller.h"
 #include "cuse_dev/deferred_close.h"
+#include "cuse_dev/proc_files.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -28,31 +30,60 @@ int ProcessAccess::write(pid_t tid, uint64_t addr, const void *buf, size_t len)
 	return writeCaller(tid, addr, buf, len);
 }
 
-/* get_user_pages() fails with EFAULT on a hole or (for FOLL_WRITE without
- * FOLL_FORCE) on a mapping that is not writable. */
+namespace {
+
+/* One line of /proc/PID/maps against the range [at, end) still to cover:
+ * 1 when it covers more of it (at moves on), 0 when it lies before, -1 for a
+ * hole or a mapping that cannot be pinned. get_user_pages() fails with
+ * EFAULT on a hole or (for FOLL_WRITE without FOLL_FORCE) on a mapping that
+ * is not writable. */
+int coverWith(const char *line, uint64_t &at, bool write)
+{
+	uint64_t s, e;
+	char perms[8];
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s", &s, &e, perms) != 3 || e <= at)
+		return 0;
+	if (s > at || (perms[0] != 'r' && perms[1] != 'w') || (write && perms[1] != 'w'))
+		return -1;
+	at = e;
+	return 1;
+}
+
+} /* namespace */
+
+/* The file stays open between registrations (proc_files.h), and is read a
+ * little at a time: the kernel formats only the lines asked for, and a
+ * buffer is most often in the first few (the heap). */
 int ProcessAccess::pinnable(pid_t tid, uint64_t addr, uint64_t len, bool write)
 {
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/maps", static_cast<int>(tid));
-	FILE *f = fopen(path, "re");
-	if (!f)
+	pid_t pid = tgidOf(tid);
+	if (pid <= 0)
 		return -ESRCH;
 	uint64_t at = addr & ~uint64_t(4095), end = addr + len;
-	char line[512];
-	while (at < end && fgets(line, sizeof line, f)) {
-		uint64_t s, e;
-		char perms[8];
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s", &s, &e, perms) != 3 || e <= at)
-			continue;
-		if (s > at)
-			break; /* a hole */
-		if (perms[0] != 'r' && perms[1] != 'w')
+	char buf[8192]; /* a line is at most a path (PATH_MAX) and 100 more */
+	size_t have = 0; /* the start of a line not yet complete */
+	for (off_t off = 0; at < end;) {
+		if (have == sizeof buf - 1)
+			return -EFAULT;
+		ssize_t n = procRead(pid, ProcFile::Maps, buf + have, std::min<size_t>(1024, sizeof buf - 1 - have),
+				     off);
+		if (n < 0)
+			return off == 0 ? -ESRCH : -EFAULT;
+		if (n == 0)
 			break;
-		if (write && perms[1] != 'w')
-			break;
-		at = e;
+		off += n;
+		have += size_t(n);
+		buf[have] = 0;
+		char *line = buf, *nl;
+		while (at < end && (nl = static_cast<char *>(memchr(line, '\n', size_t(buf + have - line))))) {
+			*nl = 0;
+			if (coverWith(line, at, write) < 0)
+				return -EFAULT;
+			line = nl + 1;
+		}
+		have = size_t(buf + have - line);
+		memmove(buf, line, have);
 	}
-	fclose(f);
 	return at >= end ? 0 : -EFAULT;
 }
 
