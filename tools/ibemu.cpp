@@ -10,6 +10,10 @@
 
 int main(int argc, char **argv)
 {
+	/* Building the tree is a quarter of ibemu's start in the VM suite's
+	 * TCG guest (docs/performance.md), and `ibemu exec` runs often */
+	if (int exitCode = 0; ibemu::tools::execDirect(argc, argv, exitCode))
+		return exitCode;
 	CLI::App app{ "ibemu: an emulated InfiniBand subnet for stock rdma-core tools", "ibemu" };
 	app.require_subcommand(1);
 	app.set_version_flag("--version", std::string("ibemu ") + IBEMU_VERSION);

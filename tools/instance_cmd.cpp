@@ -515,6 +515,26 @@ int status(const Instance &inst, bool json)
 
 } /* namespace */
 
+bool execDirect(int argc, char **argv, int &exitCode)
+{
+	if (argc < 4 || strcmp(argv[1], "exec") != 0)
+		return false;
+	std::string name = defaultInstance();
+	int i = 2;
+	if (strcmp(argv[i], "--instance") == 0 && argc > i + 1) {
+		name = argv[i + 1];
+		i += 2;
+	} else if (strncmp(argv[i], "--instance=", 11) == 0) {
+		name = argv[i] + 11;
+		i++;
+	}
+	if (i + 1 >= argc || strcmp(argv[i], "--") != 0)
+		return false;
+	Instance inst;
+	exitCode = instanceOf(name, inst) ? exec(inst, std::vector<std::string>(argv + i + 1, argv + argc)) : 2;
+	return true;
+}
+
 void addInstanceCommands(CLI::App &app, int &exitCode)
 {
 	const std::string instanceHelp = "Instance name (default: $IBEMU_INSTANCE, else \"default\")";

@@ -210,6 +210,16 @@ expect_eq "up --sm" 0 $?
 expect_eq "up --sm returns with both local ports ACTIVE" 2 "$(grep -c 'ACTIVE/LinkUp' <<<"$out")"
 out=$(IBEMU_INSTANCE=$S "$ibemu" status)
 expect_match "status (instance from IBEMU_INSTANCE) shows the SM" "OpenSM: running, pid [0-9]+, SMINFO_MASTER" "$out"
+# exec's forms: --instance NAME, --instance=NAME, IBEMU_INSTANCE (taken
+# before the command tree is built), and the same answers from the tree
+expect_eq "exec --instance=NAME" "$S" "$("$ibemu" exec --instance=$S -- sh -c 'echo $IBEMU_INSTANCE')"
+expect_eq "exec, the instance from IBEMU_INSTANCE" "$S" "$(IBEMU_INSTANCE=$S "$ibemu" exec -- sh -c 'echo $IBEMU_INSTANCE')"
+expect_eq "exec gives the command's exit status" 7 "$("$ibemu" exec --instance $S -- sh -c 'exit 7'; echo $?)"
+direct=$("$ibemu" exec --instance nosuch-$$ -- true 2>&1; echo "exit $?")
+tree=$("$ibemu" exec --instance nosuch-$$ true 2>&1; echo "exit $?")
+expect_match "exec of an instance not up says so" "ibemu exec: .*nosuch-$$.*exit 1" "$(tr '\n' ' ' <<<"$direct")"
+expect_eq "the same as the command tree says" "$tree" "$direct"
+expect_match "exec --help is the tree's" "Run a command that sees the instance" "$("$ibemu" exec --help 2>&1)"
 expect_match "its log is in the run directory" "log $IBEMU_RUN_DIR/$S/opensm/opensm.log" "$out"
 expect_eq "its cache too, not the machine's" 0 "$(test -s "$IBEMU_RUN_DIR/$S/opensm/cache/guid2lid"; echo $?)"
 smpid=$("$ibemu" status --instance $S --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["sm"]["pid"])')
