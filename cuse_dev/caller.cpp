@@ -2,14 +2,13 @@
 // Copyright (c) 2026 the ibemu authors
 #include "cuse_dev/caller.h"
 
-#include "cuse_dev/proc_files.h"
-
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -47,16 +46,21 @@ pid_t tgidOf(pid_t tid)
 
 int callerSyscall(pid_t tid, long &nr, uint64_t args[6])
 {
-	/* Many requests ask this (callerIo), so the file stays open between
-	 * them (proc_files.h): "NR ARG0 ... ARG5 SP PC", or "running" while
-	 * the caller has not yet gone to sleep in its request. Give it a
-	 * moment then: a few hundred yields, a millisecond or two at most for
-	 * the io thread. */
+	/* Most writes ask this (callerIo), so it is a plain open and read:
+	 * "NR ARG0 ... ARG5 SP PC", or "running" while the caller has not yet
+	 * gone to sleep in its request. Give it a moment then: a few hundred
+	 * yields, a millisecond or two at most for the io thread. */
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/syscall", static_cast<int>(tid));
 	for (int attempt = 0; attempt < 200; attempt++) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
 		char text[256];
-		ssize_t n = procRead(tid, ProcFile::Syscall, text, sizeof text - 1, 0);
+		ssize_t n = read(fd, text, sizeof text - 1);
+		close(fd);
 		if (n <= 0)
-			return n < 0 ? static_cast<int>(n) : -ESRCH;
+			return -ESRCH;
 		text[n] = 0;
 		if (strncmp(text, "running", 7) == 0) {
 			sched_yield();

@@ -4,7 +4,7 @@
 
 #include "cuse_dev/caller.h"
 #include "cuse_dev/deferred_close.h"
-#include "cuse_dev/proc_files.h"
+#include "cuse_dev/proc_maps.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -51,7 +51,7 @@ int coverWith(const char *line, uint64_t &at, bool write)
 
 } /* namespace */
 
-/* The file stays open between registrations (proc_files.h), and is read a
+/* The file stays open between registrations (proc_maps.h), and is read a
  * little at a time: the kernel formats only the lines asked for, and a
  * buffer is most often in the first few (the heap). */
 int ProcessAccess::pinnable(pid_t tid, uint64_t addr, uint64_t len, bool write)
@@ -65,8 +65,7 @@ int ProcessAccess::pinnable(pid_t tid, uint64_t addr, uint64_t len, bool write)
 	for (off_t off = 0; at < end;) {
 		if (have == sizeof buf - 1)
 			return -EFAULT;
-		ssize_t n = procRead(pid, ProcFile::Maps, buf + have, std::min<size_t>(1024, sizeof buf - 1 - have),
-				     off);
+		ssize_t n = readMaps(pid, buf + have, std::min<size_t>(1024, sizeof buf - 1 - have), off);
 		if (n < 0)
 			return off == 0 ? -ESRCH : -EFAULT;
 		if (n == 0)

@@ -1,23 +1,19 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// The /proc files kept open between requests (cuse_dev/proc_files.h), and
-// ProcessAccess::pinnable() reading maps through them: a kept file never
-// answers for a task or an address space that has gone.
-#include "cuse_dev/caller.h"
-#include "cuse_dev/proc_files.h"
+// /proc/PID/maps kept open between registrations (cuse_dev/proc_maps.h),
+// and ProcessAccess::pinnable() reading it: a kept file never answers for
+// an address space that has gone.
+#include "cuse_dev/proc_maps.h"
 #include "cuse_dev/process_access.h"
 
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <thread>
 #include <unistd.h>
 
 using namespace ibemu::cuse_dev;
@@ -112,7 +108,7 @@ uint64_t firstWritable(pid_t pid)
 
 } /* namespace */
 
-TEST_CASE("proc files: pinnable() as get_user_pages() judges a range", "[proc_files]")
+TEST_CASE("proc maps: pinnable() as get_user_pages() judges a range", "[proc_maps]")
 {
 	Child child(mapRegions);
 	auto r = child.get<Regions>();
@@ -134,7 +130,7 @@ TEST_CASE("proc files: pinnable() as get_user_pages() judges a range", "[proc_fi
 	CHECK(pa.pinnable(child.pid, last + 1, 10, false) == 0);
 }
 
-TEST_CASE("proc files: a kept maps file follows the process through exec", "[proc_files]")
+TEST_CASE("proc maps: a kept maps file follows the process through exec", "[proc_maps]")
 {
 	Child child(mapRegions);
 	auto r = child.get<Regions>();
@@ -158,7 +154,7 @@ TEST_CASE("proc files: a kept maps file follows the process through exec", "[pro
 		CHECK(pa.pinnable(child.pid, r.rw, kPage, true) == -EFAULT);
 }
 
-TEST_CASE("proc files: a gone process or thread is ESRCH, never a kept answer", "[proc_files]")
+TEST_CASE("proc maps: a gone process is ESRCH, never a kept answer", "[proc_maps]")
 {
 	uint64_t rw;
 	pid_t pid;
@@ -167,33 +163,10 @@ TEST_CASE("proc files: a gone process or thread is ESRCH, never a kept answer", 
 		rw = child.get<Regions>().rw;
 		pid = child.pid;
 		ProcessAccess pa;
-		REQUIRE(pa.pinnable(pid, rw, kPage, true) == 0);
+		REQUIRE(pa.pinnable(pid, rw, kPage, true) == 0); /* now kept */
 	}
 	ProcessAccess pa;
 	CHECK(pa.pinnable(pid, rw, kPage, true) == -ESRCH);
-
-	/* a thread's syscall file, kept while it was blocked */
-	int p[2];
-	REQUIRE(pipe(p) == 0);
-	std::atomic<pid_t> tid{ 0 };
-	std::thread reader([&] {
-		tid = static_cast<pid_t>(syscall(SYS_gettid));
-		char c;
-		CHECK(read(p[0], &c, 1) == 1);
-	});
-	while (!tid)
-		std::this_thread::yield();
-	long nr = -1;
-	uint64_t args[6];
-	for (int i = 0; i < 1000 && nr != SYS_read; i++)
-		if (callerSyscall(tid, nr, args) != 0)
-			nr = -1;
-	CHECK(nr == SYS_read);
-	REQUIRE(write(p[1], "x", 1) == 1);
-	reader.join();
-	CHECK(callerSyscall(tid, nr, args) < 0);
 	char text[64];
-	CHECK(procRead(tid, ProcFile::Syscall, text, sizeof text, 0) < 0);
-	close(p[0]);
-	close(p[1]);
+	CHECK(readMaps(pid, text, sizeof text, 0) < 0);
 }

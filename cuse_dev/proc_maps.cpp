@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-#include "cuse_dev/proc_files.h"
+#include "cuse_dev/proc_maps.h"
 
 #include <array>
 #include <cerrno>
@@ -13,13 +13,12 @@ namespace ibemu::cuse_dev {
 
 namespace {
 
-/* Enough for the threads and processes talking to the daemon at one
- * time; the least recently used goes first. */
+/* Enough for the processes registering memory at one time; the least
+ * recently used goes first. */
 constexpr size_t kKept = 32;
 
 struct Kept {
-	pid_t id = 0;
-	ProcFile file = ProcFile::Syscall;
+	pid_t pid = 0;
 	int fd = -1;
 	uint64_t used = 0;
 };
@@ -27,10 +26,10 @@ struct Kept {
 std::array<Kept, kKept> table;
 uint64_t useClock;
 
-int openProc(pid_t id, ProcFile file)
+int openMaps(pid_t pid)
 {
 	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/%s", static_cast<int>(id), file == ProcFile::Maps ? "maps" : "syscall");
+	snprintf(path, sizeof path, "/proc/%d/maps", static_cast<int>(pid));
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
 }
@@ -42,25 +41,25 @@ void drop(Kept &k)
 	k = Kept{};
 }
 
-/* the entry for (id, file), opened now when there is none */
-Kept *find(pid_t id, ProcFile file, int &err)
+/* the entry for pid, opened now when there is none */
+Kept *find(pid_t pid, int &err)
 {
 	Kept *oldest = &table[0];
 	for (Kept &k : table) {
-		if (k.fd >= 0 && k.id == id && k.file == file) {
+		if (k.fd >= 0 && k.pid == pid) {
 			k.used = ++useClock;
 			return &k;
 		}
 		if (k.fd < 0 || (oldest->fd >= 0 && k.used < oldest->used))
 			oldest = &k;
 	}
-	int fd = openProc(id, file);
+	int fd = openMaps(pid);
 	if (fd < 0) {
 		err = fd;
 		return nullptr;
 	}
 	drop(*oldest);
-	*oldest = Kept{ id, file, fd, ++useClock };
+	*oldest = Kept{ pid, fd, ++useClock };
 	return oldest;
 }
 
@@ -72,19 +71,19 @@ ssize_t readKept(const Kept &k, char *buf, size_t len, off_t off)
 
 } /* namespace */
 
-ssize_t procRead(pid_t id, ProcFile file, char *buf, size_t len, off_t off)
+ssize_t readMaps(pid_t pid, char *buf, size_t len, off_t off)
 {
 	int err = 0;
-	Kept *k = find(id, file, err);
+	Kept *k = find(pid, err);
 	if (!k)
 		return err;
 	ssize_t n = readKept(*k, buf, len, off);
 	if (off != 0 || n > 0)
 		return n;
-	/* gone (ESRCH), or an address space without users (empty): again,
-	 * with whatever now has that ID */
+	/* an address space without users (empty), or an error: again, with
+	 * whatever now has that ID */
 	drop(*k);
-	k = find(id, file, err);
+	k = find(pid, err);
 	if (!k)
 		return err;
 	n = readKept(*k, buf, len, off);
