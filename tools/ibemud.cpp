@@ -818,6 +818,8 @@ int Daemon::mountAll(const Links &t, std::string &err) const
 		rc = tools::mountSysClass(inst_.fsDir(), classes, merged, inst_.scratchDir(), err);
 	if (rc == 0 && !opts_.global)
 		rc = tools::mountDevInfiniband(t.links, inst_.scratchDir(), err);
+	if (rc == 0 && !opts_.global)
+		rc = tools::mountVerbsDrivers(err);
 	return rc;
 }
 

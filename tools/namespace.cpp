@@ -3,13 +3,15 @@
 // Mount namespace set-up. /sys/class takes no new directories (mkdir there
 // is EPERM, even for root) and a bind mount needs an existing target, so
 // /sys/class becomes a tmpfs holding bind mounts of the host's classes next
-// to the instance's own; /dev/infiniband becomes a tmpfs with links. All of
+// to the instance's own; /dev/infiniband becomes a tmpfs with links, and
+// /etc/libibverbs.d one with the only provider file that applies. All of
 // it in a private mount namespace (unshare(CLONE_NEWNS), / made
 // recursively private), so the rest of the machine sees none of it.
 #include "tools/namespace.h"
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
@@ -166,6 +168,30 @@ int mountDevInfiniband(const std::vector<std::pair<std::string, std::string>> &l
 			return fail(err, "symlink " + to);
 	}
 	return 0;
+}
+
+int mountVerbsDrivers(std::string &err)
+{
+	const std::string dir = "/etc/libibverbs.d", kept = "ipathverbs.driver";
+	struct stat st;
+	if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+		return 0; /* no rdma-core here: nothing to load, nothing to hide */
+	std::string text; /* the file as the host has it, if it has it */
+	if (FILE *f = fopen((dir + "/" + kept).c_str(), "re")) {
+		char buf[512];
+		size_t n = fread(buf, 1, sizeof buf, f);
+		fclose(f);
+		text.assign(buf, n);
+	}
+	if (mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755") != 0)
+		return fail(err, "tmpfs on " + dir);
+	if (text.empty())
+		return 0;
+	FILE *f = fopen((dir + "/" + kept).c_str(), "we");
+	bool ok = f && fwrite(text.data(), 1, text.size(), f) == text.size();
+	if (f)
+		ok = fclose(f) == 0 && ok;
+	return ok ? 0 : fail(err, "writing " + dir + "/" + kept);
 }
 
 void unmountSysClass(const std::string &scratch)

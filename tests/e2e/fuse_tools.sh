@@ -24,6 +24,16 @@ expect_match "a second up of a running instance is refused" 'is already running'
 expect_fuse_requests $A
 expect_fuse_requests $B
 
+# --- the namespace lists one provider file, the stock one ibemu's HCAs
+# match (ibemu's own comes in RDMAV_DRIVERS); the host keeps all of its
+if [ -f /etc/libibverbs.d/ipathverbs.driver ]; then
+	expect_eq "provider files in the instance: ipathverbs.driver alone" "ipathverbs.driver" \
+		"$(inst $A ls /etc/libibverbs.d)"
+	expect_eq "and as the host has it" "$(cat /etc/libibverbs.d/ipathverbs.driver)" \
+		"$(inst $A cat /etc/libibverbs.d/ipathverbs.driver)"
+	expect_match "the host still lists all of its own" '^([2-9]|[1-9][0-9]+)$' "$(ls /etc/libibverbs.d | wc -l)"
+fi
+
 # --- before any SM
 out=$(inst $A ibstat)
 expect_match "ibstat: CA" "^CA 'ibemu0'" "$out"
