@@ -49,7 +49,11 @@ int callerSyscall(pid_t tid, long &nr, uint64_t args[6])
 	/* Most writes ask this (callerIo), so it is a plain open and read:
 	 * "NR ARG0 ... ARG5 SP PC", or "running" while the caller has not yet
 	 * gone to sleep in its request. Give it a moment then: a few hundred
-	 * yields, a millisecond or two at most for the io thread. */
+	 * yields, a millisecond or two at most for the io thread. The file is
+	 * opened for each look on purpose: keeping it open (tried twice, see
+	 * docs/performance.md) makes the looks ten times cheaper in the TCG
+	 * guest, and so the wait too short for a loaded guest; a wait by time
+	 * would let a client hold the io thread longer (docs/robustness.md). */
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/syscall", static_cast<int>(tid));
 	for (int attempt = 0; attempt < 200; attempt++) {

@@ -13,26 +13,14 @@ namespace ibemu::cuse_dev {
 
 namespace {
 
-/* Enough for the processes registering memory at one time; the least
- * recently used goes first. */
-constexpr size_t kKept = 32;
-
 struct Kept {
 	pid_t pid = 0;
 	int fd = -1;
 	uint64_t used = 0;
 };
 
-std::array<Kept, kKept> table;
+std::array<Kept, kKeptMaps> table;
 uint64_t useClock;
-
-int openMaps(pid_t pid)
-{
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/maps", static_cast<int>(pid));
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
-}
 
 void drop(Kept &k)
 {
@@ -41,26 +29,35 @@ void drop(Kept &k)
 	k = Kept{};
 }
 
-/* the entry for pid, opened now when there is none */
-Kept *find(pid_t pid, int &err)
+Kept *kept(pid_t pid)
 {
-	Kept *oldest = &table[0];
-	for (Kept &k : table) {
-		if (k.fd >= 0 && k.pid == pid) {
-			k.used = ++useClock;
+	for (Kept &k : table)
+		if (k.fd >= 0 && k.pid == pid)
 			return &k;
-		}
-		if (k.fd < 0 || (oldest->fd >= 0 && k.used < oldest->used))
-			oldest = &k;
+	return nullptr;
+}
+
+/* the entry for pid, opened now when there is none */
+Kept *find(pid_t pid, pid_t tid, int &err)
+{
+	if (Kept *k = kept(pid)) {
+		k->used = ++useClock;
+		return k;
 	}
-	int fd = openMaps(pid);
+	char path[80];
+	snprintf(path, sizeof path, "/proc/%d/task/%d/maps", static_cast<int>(pid), static_cast<int>(tid));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		err = fd;
+		err = -errno;
 		return nullptr;
 	}
-	drop(*oldest);
-	*oldest = Kept{ pid, fd, ++useClock };
-	return oldest;
+	Kept *slot = &table[0]; /* a free one, else the least recently used */
+	for (Kept &k : table)
+		if (k.fd < 0 || (slot->fd >= 0 && k.used < slot->used))
+			slot = &k;
+	drop(*slot);
+	*slot = Kept{ pid, fd, ++useClock };
+	return slot;
 }
 
 ssize_t readKept(const Kept &k, char *buf, size_t len, off_t off)
@@ -71,10 +68,10 @@ ssize_t readKept(const Kept &k, char *buf, size_t len, off_t off)
 
 } /* namespace */
 
-ssize_t readMaps(pid_t pid, char *buf, size_t len, off_t off)
+ssize_t readMaps(pid_t pid, pid_t tid, char *buf, size_t len, off_t off)
 {
 	int err = 0;
-	Kept *k = find(pid, err);
+	Kept *k = find(pid, tid, err);
 	if (!k)
 		return err;
 	ssize_t n = readKept(*k, buf, len, off);
@@ -83,13 +80,19 @@ ssize_t readMaps(pid_t pid, char *buf, size_t len, off_t off)
 	/* an address space without users (empty), or an error: again, with
 	 * whatever now has that ID */
 	drop(*k);
-	k = find(pid, err);
+	k = find(pid, tid, err);
 	if (!k)
 		return err;
 	n = readKept(*k, buf, len, off);
 	if (n < 0)
 		drop(*k);
 	return n;
+}
+
+void forgetMaps(pid_t pid)
+{
+	if (Kept *k = kept(pid))
+		drop(*k);
 }
 
 } /* namespace ibemu::cuse_dev */

@@ -1,21 +1,24 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
 // /proc/PID/maps of the processes that register memory, kept open between
-// registrations. Opening it costs 50 to 90 us in the VM suite's TCG guest,
-// and reading a kept one again from offset 0 only the lines asked for
-// (docs/performance.md).
+// registrations. Opening it costs about 50 us in the VM suite's TCG guest,
+// and reading a kept one again from offset 0 costs only the lines asked
+// for (docs/performance.md). (/proc/TID/syscall is not kept: see
+// callerSyscall().)
 //
 // A descriptor of maps stays bound to the address space it was opened for,
-// not to the number in its name: once that space has no users (the process
-// ended, or it ran exec) it reads as empty, and is opened anew. It is kept
-// by process ID, which is not handed out again while any thread of the
-// process lives, and by then the address space has no users.
+// not to the number in its name. Once that space has no users (the process
+// ended, or it ran exec) it reads as empty and is opened anew; it is kept
+// by process ID, which is not handed out again while a thread of the
+// process lives. Something else can keep an old address space in use (a
+// CLONE_VM child that has not run exec yet): a kept file then still
+// describes it, so a caller that finds a range wanting asks again with
+// forgetMaps() first.
 //
-// (/proc/TID/syscall is not kept: the look for a caller still "running"
-// on its way to sleep is bounded by a count of fresh reads, whose cost
-// makes the wait it allows; docs/robustness.md.)
-//
-// The table is state of cuse_dev/, used under the state lock like the rest.
+// At most kKeptMaps files, the least recently used closed first: a file of
+// a process that has ended stays open until then, and holds the kernel's
+// small record of the address space (not its memory). The table is state
+// of cuse_dev/, used under the state lock like the rest.
 #pragma once
 
 #include <sys/types.h>
@@ -24,9 +27,15 @@
 
 namespace ibemu::cuse_dev {
 
-/* pread() of /proc/PID/maps at off: bytes read (0 at the end) or -errno,
- * -ENOENT when there is no such process. A read at offset 0 that finds
- * the address space gone opens the file again and reads once more. */
-ssize_t readMaps(pid_t pid, char *buf, size_t len, off_t off);
+constexpr size_t kKeptMaps = 32;
+
+/* pread() at off of the maps of process pid, as thread tid of it sees them
+ * (opened as /proc/PID/task/TID/maps: the process's first thread may have
+ * ended). Bytes read (0 at the end) or -errno. A read at offset 0 that
+ * finds the address space gone opens the file again and reads once more. */
+ssize_t readMaps(pid_t pid, pid_t tid, char *buf, size_t len, off_t off);
+
+/* Closes the file kept for pid, if any. */
+void forgetMaps(pid_t pid);
 
 } /* namespace ibemu::cuse_dev */

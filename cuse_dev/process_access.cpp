@@ -49,23 +49,18 @@ int coverWith(const char *line, uint64_t &at, bool write)
 	return 1;
 }
 
-} /* namespace */
-
-/* The file stays open between registrations (proc_maps.h), and is read a
+/* One look through the maps of pid as thread tid sees them: 0 or
+ * -EFAULT, or -ESRCH when there are none to read. The file is read a
  * little at a time: the kernel formats only the lines asked for, and a
  * buffer is most often in the first few (the heap). */
-int ProcessAccess::pinnable(pid_t tid, uint64_t addr, uint64_t len, bool write)
+int judgeRange(pid_t pid, pid_t tid, uint64_t addr, uint64_t len, bool write)
 {
-	pid_t pid = tgidOf(tid);
-	if (pid <= 0)
-		return -ESRCH;
 	uint64_t at = addr & ~uint64_t(4095), end = addr + len;
-	char buf[8192]; /* a line is at most a path (PATH_MAX) and 100 more */
+	char buf[4096];
 	size_t have = 0; /* the start of a line not yet complete */
+	bool skipping = false; /* the rest of a line longer than buf */
 	for (off_t off = 0; at < end;) {
-		if (have == sizeof buf - 1)
-			return -EFAULT;
-		ssize_t n = readMaps(pid, buf + have, std::min<size_t>(1024, sizeof buf - 1 - have), off);
+		ssize_t n = readMaps(pid, tid, buf + have, std::min<size_t>(1024, sizeof buf - 1 - have), off);
 		if (n < 0)
 			return off == 0 ? -ESRCH : -EFAULT;
 		if (n == 0)
@@ -76,14 +71,39 @@ int ProcessAccess::pinnable(pid_t tid, uint64_t addr, uint64_t len, bool write)
 		char *line = buf, *nl;
 		while (at < end && (nl = static_cast<char *>(memchr(line, '\n', size_t(buf + have - line))))) {
 			*nl = 0;
-			if (coverWith(line, at, write) < 0)
+			if (!skipping && coverWith(line, at, write) < 0)
 				return -EFAULT;
+			skipping = false;
 			line = nl + 1;
 		}
 		have = size_t(buf + have - line);
 		memmove(buf, line, have);
+		if (have == sizeof buf - 1) {
+			/* a file name longer than buf (escaped characters take
+			 * four bytes; the kernel prints past PATH_MAX): the
+			 * range and permissions come first */
+			if (!skipping && coverWith(buf, at, write) < 0)
+				return -EFAULT;
+			skipping = true;
+			have = 0;
+		}
 	}
 	return at >= end ? 0 : -EFAULT;
+}
+
+} /* namespace */
+
+/* The maps file stays open between registrations (proc_maps.h). A range
+ * found wanting is judged once more from a fresh open, in case the kept
+ * file described an address space the process has left. */
+int ProcessAccess::pinnable(pid_t tid, pid_t pid, uint64_t addr, uint64_t len, bool write)
+{
+	int rc = judgeRange(pid, tid, addr, len, write);
+	if (rc == -EFAULT) {
+		forgetMaps(pid);
+		rc = judgeRange(pid, tid, addr, len, write);
+	}
+	return rc;
 }
 
 namespace {

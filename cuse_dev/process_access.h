@@ -18,7 +18,7 @@ class ProcessAccess final : public emu::UserAccess {
 public:
 	int read(pid_t tid, uint64_t addr, void *buf, size_t len) override;
 	int write(pid_t tid, uint64_t addr, const void *buf, size_t len) override;
-	int pinnable(pid_t tid, uint64_t addr, uint64_t len, bool write) override;
+	int pinnable(pid_t tid, pid_t pid, uint64_t addr, uint64_t len, bool write) override;
 	int credentials(pid_t tid, emu::ProcessCreds &out) override;
 	int descriptorOf(pid_t tid, const emu::UverbsFile &file) override;
 	int takeDescriptor(pid_t tid, int fd, emu::FdKind kind) override;

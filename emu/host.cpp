@@ -17,7 +17,7 @@ class NoAccess final : public UserAccess {
 public:
 	int read(pid_t, uint64_t, void *, size_t) override { return -EFAULT; }
 	int write(pid_t, uint64_t, const void *, size_t) override { return -EFAULT; }
-	int pinnable(pid_t, uint64_t, uint64_t, bool) override { return -EFAULT; }
+	int pinnable(pid_t, pid_t, uint64_t, uint64_t, bool) override { return -EFAULT; }
 	int credentials(pid_t, ProcessCreds &) override { return -ESRCH; }
 	int descriptorOf(pid_t, const UverbsFile &) override { return -EBADF; }
 	int takeDescriptor(pid_t, int, FdKind) override { return -EBADF; }

@@ -34,7 +34,7 @@ int PinnedVm::pin(UserAccess &ua, pid_t tid, uint64_t addr, uint64_t len, bool w
 	}
 	/* 9. pin_user_pages_fast(FOLL_WRITE, + FOLL_FORCE when not writable):
 	 * only a writable MR needs a writable mapping */
-	if (int r = ua.pinnable(tid, addr, len, writable); r < 0) {
+	if (int r = ua.pinnable(tid, creds.pid, addr, len, writable); r < 0) {
 		release(creds.pid, pages);
 		return r;
 	}

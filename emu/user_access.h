@@ -38,8 +38,9 @@ public:
 	 * 0 or a negative errno (EFAULT for an unmapped range). */
 	virtual int read(pid_t tid, uint64_t addr, void *buf, size_t len) = 0;
 	virtual int write(pid_t tid, uint64_t addr, const void *buf, size_t len) = 0;
-	/* get_user_pages(): is the whole range mapped (and writable, if write)? */
-	virtual int pinnable(pid_t tid, uint64_t addr, uint64_t len, bool write) = 0;
+	/* get_user_pages(): is the whole range mapped (and writable, if write)
+	 * in the address space of thread tid, of process pid (ProcessCreds)? */
+	virtual int pinnable(pid_t tid, pid_t pid, uint64_t addr, uint64_t len, bool write) = 0;
 	virtual int credentials(pid_t tid, ProcessCreds &out) = 0;
 	/* The descriptor number under which tid's process holds `file`, or a
 	 * negative errno. */

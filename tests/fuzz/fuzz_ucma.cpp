@@ -84,7 +84,7 @@ public:
 		return 0;
 	}
 	/* rdma_cm files use nothing else */
-	int pinnable(pid_t, uint64_t, uint64_t, bool) override { return -EFAULT; }
+	int pinnable(pid_t, pid_t, uint64_t, uint64_t, bool) override { return -EFAULT; }
 	int credentials(pid_t, ProcessCreds &) override { return -ESRCH; }
 	int descriptorOf(pid_t, const UverbsFile &) override { return -EBADF; }
 	int takeDescriptor(pid_t, int, FdKind) override { return -EBADF; }

@@ -124,7 +124,7 @@ public:
 			return -ESRCH;
 		return store(*p, addr, buf, len);
 	}
-	int pinnable(pid_t tid, uint64_t addr, uint64_t len, bool write) override
+	int pinnable(pid_t tid, pid_t, uint64_t addr, uint64_t len, bool write) override
 	{
 		if (!procOf(tid))
 			return -ESRCH;

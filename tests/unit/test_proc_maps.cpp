@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
 // /proc/PID/maps kept open between registrations (cuse_dev/proc_maps.h),
-// and ProcessAccess::pinnable() reading it: a kept file never answers for
-// an address space that has gone.
+// and ProcessAccess::pinnable() reading it: each process gets its own
+// file's answer, and a kept file never answers for an address space that
+// has gone.
 #include "cuse_dev/proc_maps.h"
 #include "cuse_dev/process_access.h"
 
@@ -11,10 +12,17 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
+#include <functional>
+#include <memory>
+#include <string>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 using namespace ibemu::cuse_dev;
 
@@ -28,7 +36,7 @@ struct Child {
 	pid_t pid = -1;
 	int toChild = -1, fromChild = -1;
 
-	explicit Child(void (*setup)(int out))
+	explicit Child(const std::function<void(int out)> &setup)
 	{
 		int down[2], up[2];
 		REQUIRE(pipe(down) == 0);
@@ -62,7 +70,17 @@ struct Child {
 		REQUIRE(read(fromChild, &v, sizeof v) == sizeof v);
 		return v;
 	}
+	int pin(ProcessAccess &pa, uint64_t addr, uint64_t len, bool write) const
+	{
+		return pa.pinnable(pid, pid, addr, len, write);
+	}
 };
+
+void report(int out, const void *v, size_t len)
+{
+	if (write(out, v, len) != ssize_t(len))
+		_exit(1);
+}
 
 struct Regions {
 	uint64_t rw, ro, hole;
@@ -85,25 +103,25 @@ void mapRegions(int out)
 	r.rw = reinterpret_cast<uint64_t>(p);
 	r.ro = r.rw + kPage;
 	r.hole = r.rw + 2 * kPage;
-	if (write(out, &r, sizeof r) != sizeof r)
-		_exit(1);
+	report(out, &r, sizeof r);
 }
 
-/* the first mapping /proc/PID/maps lists that a pinnable() for writing
- * takes, read directly */
-uint64_t firstWritable(pid_t pid)
+/* the start of the line of /proc/PID/maps whose name is `name`, read
+ * directly; 0 when there is none */
+uint64_t mappingNamed(pid_t pid, const char *name)
 {
 	char path[64], line[512];
 	snprintf(path, sizeof path, "/proc/%d/maps", static_cast<int>(pid));
 	FILE *f = fopen(path, "re");
 	REQUIRE(f);
-	uint64_t s = 0, e;
-	char perms[8];
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "%lx-%lx %7s", &s, &e, perms) == 3 && perms[0] == 'r' && perms[1] == 'w')
-			break;
+	uint64_t found = 0;
+	while (!found && fgets(line, sizeof line, f)) {
+		unsigned long long s;
+		if (strstr(line, name) && sscanf(line, "%llx-", &s) == 1)
+			found = s;
+	}
 	fclose(f);
-	return s;
+	return found;
 }
 
 } /* namespace */
@@ -113,45 +131,115 @@ TEST_CASE("proc maps: pinnable() as get_user_pages() judges a range", "[proc_map
 	Child child(mapRegions);
 	auto r = child.get<Regions>();
 	ProcessAccess pa;
-	CHECK(pa.pinnable(child.pid, r.rw, kPage, true) == 0);
-	CHECK(pa.pinnable(child.pid, r.rw + 100, 10, true) == 0);
-	CHECK(pa.pinnable(child.pid, r.ro, kPage, false) == 0);
-	CHECK(pa.pinnable(child.pid, r.ro, kPage, true) == -EFAULT); /* not writable */
-	CHECK(pa.pinnable(child.pid, r.rw, 2 * kPage, false) == 0); /* rw then ro */
-	CHECK(pa.pinnable(child.pid, r.rw, 2 * kPage, true) == -EFAULT);
-	CHECK(pa.pinnable(child.pid, r.hole, kPage, false) == -EFAULT);
-	CHECK(pa.pinnable(child.pid, r.ro, 2 * kPage, false) == -EFAULT); /* runs into the hole */
+	CHECK(child.pin(pa, r.rw, kPage, true) == 0);
+	CHECK(child.pin(pa, r.rw + 100, 10, true) == 0);
+	CHECK(child.pin(pa, r.ro, kPage, false) == 0);
+	CHECK(child.pin(pa, r.ro, kPage, true) == -EFAULT); /* not writable */
+	CHECK(child.pin(pa, r.rw, 2 * kPage, false) == 0); /* rw then ro */
+	CHECK(child.pin(pa, r.rw, 2 * kPage, true) == -EFAULT);
+	CHECK(child.pin(pa, r.hole, kPage, false) == -EFAULT);
+	CHECK(child.pin(pa, r.ro, 2 * kPage, false) == -EFAULT); /* runs into the hole */
 	/* 300 lines of the file, across many of the small reads */
 	uint64_t last = r.many + 299 * kPage;
-	CHECK(pa.pinnable(child.pid, r.many, 300 * kPage, false) == 0);
-	CHECK(pa.pinnable(child.pid, r.many, 300 * kPage, true) == -EFAULT);
-	CHECK(pa.pinnable(child.pid, last - kPage, kPage, true) == 0);
-	CHECK(pa.pinnable(child.pid, last, kPage, true) == -EFAULT);
-	CHECK(pa.pinnable(child.pid, last + 1, 10, false) == 0);
+	CHECK(child.pin(pa, r.many, 300 * kPage, false) == 0);
+	CHECK(child.pin(pa, r.many, 300 * kPage, true) == -EFAULT);
+	CHECK(child.pin(pa, last - kPage, kPage, true) == 0);
+	CHECK(child.pin(pa, last, kPage, true) == -EFAULT);
+	CHECK(child.pin(pa, last + 1, 10, false) == 0);
 }
 
-TEST_CASE("proc maps: a kept maps file follows the process through exec", "[proc_maps]")
+TEST_CASE("proc maps: a line longer than the reader's buffer is judged by its start", "[proc_maps]")
+{
+	/* a file deep enough that its name alone is longer than 8 KiB */
+	char base[] = "/tmp/ibemu-maps-XXXXXX";
+	REQUIRE(mkdtemp(base));
+	const std::string part(200, 'd');
+	std::vector<int> dirs{ open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC) };
+	for (int i = 0; i < 45 && dirs.back() >= 0; i++) {
+		REQUIRE(mkdirat(dirs.back(), part.c_str(), 0700) == 0);
+		dirs.push_back(openat(dirs.back(), part.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+	}
+	REQUIRE(dirs.back() >= 0);
+	int file = openat(dirs.back(), "f", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	REQUIRE(file >= 0);
+	REQUIRE(ftruncate(file, kPage) == 0);
+
+	struct Placed {
+		uint64_t above, mapped;
+	};
+	{
+		Child child([file](int out) {
+			/* mappings go down from the top: `above` is listed after
+			 * the file's long line */
+			Placed p{};
+			p.above = reinterpret_cast<uint64_t>(
+				mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+			p.mapped = reinterpret_cast<uint64_t>(mmap(nullptr, kPage, PROT_READ, MAP_SHARED, file, 0));
+			report(out, &p, sizeof p);
+		});
+		auto p = child.get<Placed>();
+		REQUIRE(p.mapped < p.above);
+		ProcessAccess pa;
+		CHECK(child.pin(pa, p.mapped, kPage, false) == 0);
+		CHECK(child.pin(pa, p.mapped, kPage, true) == -EFAULT); /* r--s */
+		CHECK(child.pin(pa, p.above, kPage, true) == 0); /* the line after it */
+	}
+	close(file);
+	REQUIRE(unlinkat(dirs.back(), "f", 0) == 0);
+	for (size_t i = dirs.size() - 1; i > 0; i--) {
+		close(dirs[i]);
+		CHECK(unlinkat(dirs[i - 1], part.c_str(), AT_REMOVEDIR) == 0);
+	}
+	close(dirs[0]);
+	CHECK(rmdir(base) == 0);
+}
+
+TEST_CASE("proc maps: more processes than files kept, each with its own answer", "[proc_maps]")
+{
+	/* the same address in each, writable in every other one */
+	constexpr uint64_t kAt = 0x7e5500000000;
+	std::vector<std::unique_ptr<Child>> children;
+	for (size_t i = 0; i < kKeptMaps + 8; i++) {
+		int prot = i % 2 ? PROT_READ : PROT_READ | PROT_WRITE;
+		children.push_back(std::make_unique<Child>([prot](int out) {
+			void *p = mmap(reinterpret_cast<void *>(kAt), kPage, prot,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+			uint64_t got = reinterpret_cast<uint64_t>(p);
+			report(out, &got, sizeof got);
+		}));
+		REQUIRE(children.back()->get<uint64_t>() == kAt);
+	}
+	ProcessAccess pa;
+	for (int round = 0; round < 2; round++)
+		for (size_t i = 0; i < children.size(); i++) {
+			INFO("round " << round << ", child " << i);
+			CHECK(children[i]->pin(pa, kAt, kPage, true) == (i % 2 ? -EFAULT : 0));
+			CHECK(children[i]->pin(pa, kAt, kPage, false) == 0);
+		}
+}
+
+TEST_CASE("proc maps: a kept file follows the process through exec", "[proc_maps]")
 {
 	Child child(mapRegions);
 	auto r = child.get<Regions>();
 	ProcessAccess pa;
-	REQUIRE(pa.pinnable(child.pid, r.rw, kPage, true) == 0); /* now kept */
+	REQUIRE(child.pin(pa, r.rw, kPage, true) == 0); /* now kept */
 	REQUIRE(write(child.toChild, "x", 1) == 1);
-	/* the same process ID, a new address space: the old one's range is
-	 * judged by the new image's mappings, which do not have it */
-	uint64_t now = 0;
-	for (int i = 0; i < 5000; i++) {
+	bool execd = false;
+	for (int i = 0; i < 5000 && !execd; i++) {
 		char exe[64], target[256] = {};
 		snprintf(exe, sizeof exe, "/proc/%d/exe", static_cast<int>(child.pid));
-		if (readlink(exe, target, sizeof target - 1) > 0 && strstr(target, "sleep"))
-			break;
-		usleep(1000);
+		execd = readlink(exe, target, sizeof target - 1) > 0 && strstr(target, "sleep");
+		if (!execd)
+			usleep(1000);
 	}
-	now = firstWritable(child.pid);
-	REQUIRE(now != 0);
-	CHECK(pa.pinnable(child.pid, now, kPage, true) == 0);
-	if (now != r.rw)
-		CHECK(pa.pinnable(child.pid, r.rw, kPage, true) == -EFAULT);
+	REQUIRE(execd);
+	/* the same process ID, a new address space: the new image's stack is
+	 * there, the old image's mapping is not */
+	uint64_t stack = mappingNamed(child.pid, "[stack]");
+	REQUIRE(stack != 0);
+	CHECK(child.pin(pa, stack, kPage, true) == 0);
+	CHECK(child.pin(pa, r.rw, kPage, true) == -EFAULT);
 }
 
 TEST_CASE("proc maps: a gone process is ESRCH, never a kept answer", "[proc_maps]")
@@ -163,10 +251,10 @@ TEST_CASE("proc maps: a gone process is ESRCH, never a kept answer", "[proc_maps
 		rw = child.get<Regions>().rw;
 		pid = child.pid;
 		ProcessAccess pa;
-		REQUIRE(pa.pinnable(pid, rw, kPage, true) == 0); /* now kept */
+		REQUIRE(child.pin(pa, rw, kPage, true) == 0); /* now kept */
 	}
 	ProcessAccess pa;
-	CHECK(pa.pinnable(pid, rw, kPage, true) == -ESRCH);
+	CHECK(pa.pinnable(pid, pid, rw, kPage, true) == -ESRCH);
 	char text[64];
-	CHECK(readMaps(pid, text, sizeof text, 0) < 0);
+	CHECK(readMaps(pid, pid, text, sizeof text, 0) < 0);
 }

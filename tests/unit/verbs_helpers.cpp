@@ -49,7 +49,7 @@ int FakeAccess::write(pid_t tid, uint64_t addr, const void *buf, size_t len)
 	return 0;
 }
 
-int FakeAccess::pinnable(pid_t tid, uint64_t addr, uint64_t len, bool write)
+int FakeAccess::pinnable(pid_t tid, pid_t, uint64_t addr, uint64_t len, bool write)
 {
 	FakeProcess &p = proc(tid);
 	if (overlaps(p.unmapped, addr, len) || (write && overlaps(p.readOnly, addr, len)))

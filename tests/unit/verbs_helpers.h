@@ -39,7 +39,7 @@ public:
 	FakeProcess &proc(pid_t tid);
 	int read(pid_t tid, uint64_t addr, void *buf, size_t len) override;
 	int write(pid_t tid, uint64_t addr, const void *buf, size_t len) override;
-	int pinnable(pid_t tid, uint64_t addr, uint64_t len, bool write) override;
+	int pinnable(pid_t tid, pid_t pid, uint64_t addr, uint64_t len, bool write) override;
 	int credentials(pid_t tid, ProcessCreds &out) override;
 	int descriptorOf(pid_t tid, const UverbsFile &file) override;
 	/* the "program" is this test process: a dup() of its own descriptor */
