@@ -818,8 +818,9 @@ int Daemon::mountAll(const Links &t, std::string &err) const
 		rc = tools::mountSysClass(inst_.fsDir(), classes, merged, inst_.scratchDir(), err);
 	if (rc == 0 && !opts_.global)
 		rc = tools::mountDevInfiniband(t.links, inst_.scratchDir(), err);
-	if (rc == 0 && !opts_.global)
-		rc = tools::mountVerbsDrivers(err);
+	std::string why;
+	if (rc == 0 && !opts_.global && tools::mountVerbsDrivers(why) != 0) /* a speed-up only */
+		spdlog::warn("{}; programs load every provider the host lists", why);
 	return rc;
 }
 

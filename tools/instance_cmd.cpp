@@ -521,7 +521,7 @@ bool execDirect(int argc, char **argv, int &exitCode)
 		return false;
 	std::string name = defaultInstance();
 	int i = 2;
-	if (strcmp(argv[i], "--instance") == 0 && argc > i + 1) {
+	if (strcmp(argv[i], "--instance") == 0 && argc > i + 1 && argv[i + 1][0] != '-') {
 		name = argv[i + 1];
 		i += 2;
 	} else if (strncmp(argv[i], "--instance=", 11) == 0) {

@@ -179,19 +179,34 @@ int mountVerbsDrivers(std::string &err)
 	std::string text; /* the file as the host has it, if it has it */
 	if (FILE *f = fopen((dir + "/" + kept).c_str(), "re")) {
 		char buf[512];
-		size_t n = fread(buf, 1, sizeof buf, f);
+		for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;)
+			text.append(buf, n);
 		fclose(f);
-		text.assign(buf, n);
 	}
 	if (mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755") != 0)
 		return fail(err, "tmpfs on " + dir);
-	if (text.empty())
-		return 0;
-	FILE *f = fopen((dir + "/" + kept).c_str(), "we");
-	bool ok = f && fwrite(text.data(), 1, text.size(), f) == text.size();
-	if (f)
-		ok = fclose(f) == 0 && ok;
-	return ok ? 0 : fail(err, "writing " + dir + "/" + kept);
+	if (!text.empty()) {
+		FILE *f = fopen((dir + "/" + kept).c_str(), "we");
+		bool ok = f && fwrite(text.data(), 1, text.size(), f) == text.size();
+		if (f)
+			ok = fclose(f) == 0 && ok;
+		if (!ok) {
+			int e = errno ? errno : EIO;
+			umount2(dir.c_str(), MNT_DETACH); /* the host's list again */
+			errno = e;
+			return fail(err, "writing " + dir + "/" + kept);
+		}
+	}
+	/* read-only, so that installing a provider in the namespace fails
+	 * rather than vanishing with it */
+	if (mount(nullptr, dir.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) !=
+	    0) {
+		int e = errno;
+		umount2(dir.c_str(), MNT_DETACH);
+		errno = e;
+		return fail(err, "remounting " + dir + " read-only");
+	}
+	return 0;
 }
 
 void unmountSysClass(const std::string &scratch)

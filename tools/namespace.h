@@ -29,12 +29,13 @@ int mountSysClass(const std::string &fsRoot, const std::vector<std::string> &nam
 int mountDevInfiniband(const std::vector<std::pair<std::string, std::string>> &links, const std::string &scratch,
 		       std::string &err);
 
-/* /etc/libibverbs.d becomes a tmpfs holding only the host's
+/* /etc/libibverbs.d becomes a read-only tmpfs holding only the host's
  * ipathverbs.driver, the stock provider that ibemu's HCAs match (ibemu's
- * own comes in RDMAV_DRIVERS from `ibemu exec`). libibverbs loads every
- * provider listed there at a program's first device list (60 to 70 ms of
- * each start in the VM suite's TCG guest), and in the namespace no other
- * can match a device. A host without the directory keeps none. */
+ * own comes in RDMAV_DRIVERS from `ibemu exec`), for the namespace's life.
+ * libibverbs loads every provider listed there at a program's first device
+ * list (60 to 70 ms of each start in the VM suite's TCG guest), and in the
+ * namespace no other can match a device. A host without the directory
+ * keeps none. A failure leaves the host's list, as it was, and says why. */
 int mountVerbsDrivers(std::string &err);
 /* Undoes mountSysClass (for --global, where it was done host-wide). */
 void unmountSysClass(const std::string &scratch);

@@ -25,8 +25,9 @@ if [ ! -f "kernel/boot/vmlinuz-$kver" ]; then
 	dpkg-deb -x linux-image-"$kver"-unsigned_*.deb kernel
 	rm -f ./*.deb
 fi
-# a run that stopped before depmod (none installed yet) left no index
-if [ ! -f "kernel/lib/modules/$kver/modules.dep" ]; then
+# a run that stopped before depmod (none installed yet) left no index;
+# modprobe reads the .bin, which depmod writes after modules.dep
+if [ ! -f "kernel/lib/modules/$kver/modules.dep.bin" ]; then
 	depmod -b kernel "$kver"
 fi
 ln -sfn "kernel/boot/vmlinuz-$kver" vmlinuz
