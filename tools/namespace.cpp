@@ -186,6 +186,7 @@ int mountVerbsDrivers(std::string &err)
 	if (mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755") != 0)
 		return fail(err, "tmpfs on " + dir);
 	if (!text.empty()) {
+		errno = 0;
 		FILE *f = fopen((dir + "/" + kept).c_str(), "we");
 		bool ok = f && fwrite(text.data(), 1, text.size(), f) == text.size();
 		if (f)
