@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -151,8 +152,12 @@ TEST_CASE("proc maps: pinnable() as get_user_pages() judges a range", "[proc_map
 TEST_CASE("proc maps: a line longer than the reader's buffer is judged by its start", "[proc_maps]")
 {
 	/* a file deep enough that its name alone is longer than 8 KiB */
-	char base[] = "/tmp/ibemu-maps-XXXXXX";
-	REQUIRE(mkdtemp(base));
+	/* under $TMPDIR, a name of its own: parallel runs never meet */
+	std::string made = (std::filesystem::temp_directory_path() / "ibemu-maps-XXXXXX").string();
+	std::vector<char> tmpl(made.begin(), made.end());
+	tmpl.push_back(0);
+	REQUIRE(mkdtemp(tmpl.data()));
+	const char *base = tmpl.data();
 	const std::string part(200, 'd');
 	std::vector<int> dirs{ open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC) };
 	for (int i = 0; i < 45 && dirs.back() >= 0; i++) {
