@@ -44,19 +44,19 @@ pid_t tgidOf(pid_t tid)
 	return tgid;
 }
 
-int callerSyscall(pid_t tid, long &nr, uint64_t args[6])
+int callerSyscall(pid_t tid, long &nr, uint64_t args[6], int looks)
 {
 	/* Most writes ask this (callerIo), so it is a plain open and read:
 	 * "NR ARG0 ... ARG5 SP PC", or "running" while the caller has not yet
-	 * gone to sleep in its request. Give it a moment then: a few hundred
-	 * yields, a millisecond or two at most for the io thread. The file is
-	 * opened for each look on purpose: keeping it open (tried twice, see
-	 * docs/performance.md) makes the looks ten times cheaper in the TCG
-	 * guest, and so the wait too short for a loaded guest; a wait by time
-	 * would let a client hold the io thread longer (docs/robustness.md). */
+	 * gone to sleep in its request. Looking again after a yield finds most
+	 * callers asleep; one that is not is handled again later (restarts.h),
+	 * so the io thread never waits long. The file is opened for each look
+	 * on purpose: kept open (tried twice, see docs/performance.md), the
+	 * looks got ten times cheaper in the TCG guest, and the first look's
+	 * wait too short for many callers there. */
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/syscall", static_cast<int>(tid));
-	for (int attempt = 0; attempt < 200; attempt++) {
+	for (int look = 0; look < looks; look++) {
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return -errno;
@@ -82,7 +82,7 @@ int callerSyscall(pid_t tid, long &nr, uint64_t args[6])
 		}
 		return 0;
 	}
-	return -EAGAIN;
+	return -kCallerRunning;
 }
 
 int readCaller(pid_t tid, uint64_t addr, void *data, size_t len)
@@ -105,47 +105,51 @@ int writeCaller(pid_t tid, uint64_t addr, const void *data, size_t len)
 	return n == static_cast<ssize_t>(len) ? 0 : -EFAULT;
 }
 
-CallerIo callerIo(pid_t tid, long nr, size_t chunk)
+int callerIo(pid_t tid, long nr, size_t chunk, CallerIo &io, int looks)
 {
 	/* Any request may be the start of a longer call: the kernel splits at
 	 * max_write and at page boundaries, and stops at the first page it
 	 * cannot map, so a write running into a hole arrives as its mapped
 	 * head. Only the caller's call itself tells. */
-	CallerIo io{ nr, 0, chunk };
 	long callNr;
 	uint64_t args[6];
-	if (callerSyscall(tid, callNr, args) != 0 || callNr != nr || args[2] <= chunk)
-		return io;
-	io.addr = args[1];
-	io.count = args[2];
-	return io;
+	int rc = callerSyscall(tid, callNr, args, looks);
+	if (rc == -kCallerRunning)
+		return rc;
+	io = CallerIo{ nr, 0, chunk };
+	if (rc == 0 && callNr == nr && args[2] > chunk) {
+		io.addr = args[1];
+		io.count = args[2];
+	}
+	return 0;
 }
 
-bool Continuation::continues(pid_t t)
+int Continuation::continues(pid_t t, int looks)
 {
 	if (!left || tid != t)
-		return false;
+		return 0;
 	long nr;
 	uint64_t args[6];
-	int rc = callerSyscall(t, nr, args);
-	/* A write that cannot be told apart is taken as the tail: running a
-	 * command twice is worse than acknowledging a write unread. A read
-	 * must match exactly, or it would get another read's bytes. */
-	if ((rc == -EAGAIN && io.nr == SYS_write) ||
-	    (rc == 0 && nr == io.nr && args[1] == io.addr && args[2] == io.count))
-		return true;
+	int rc = callerSyscall(t, nr, args, looks);
+	if (rc == -kCallerRunning)
+		return rc;
+	if (rc == 0 && nr == io.nr && args[1] == io.addr && args[2] == io.count)
+		return 1;
 	clear();
-	return false;
+	return 0;
 }
 
 int takeWrite(pid_t tid, const char *buf, size_t size, size_t maxLen, Continuation &rest, std::vector<uint8_t> &storage,
-	      const uint8_t *&data, CallerIo &io)
+	      const uint8_t *&data, CallerIo &io, int looks)
 {
-	if (rest.continues(tid)) {
+	if (int c = rest.continues(tid, looks)) {
+		if (c < 0)
+			return c;
 		rest.left -= std::min(size, rest.left);
 		return 1;
 	}
-	io = callerIo(tid, SYS_write, size);
+	if (int rc = callerIo(tid, SYS_write, size, io, looks))
+		return rc;
 	data = reinterpret_cast<const uint8_t *>(buf);
 	size_t len = io.count;
 	if (len == size)

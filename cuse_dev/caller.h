@@ -16,9 +16,29 @@
 
 namespace ibemu::cuse_dev {
 
+/* What a look at the caller gives while it is still on its way into its
+ * request: /proc/TID/syscall says "running" until the thread has gone to
+ * sleep, and a thread that is runnable but off the CPU (a loaded machine)
+ * can stay so for many milliseconds. It is the kernel's ERESTARTSYS (512),
+ * and like it never reaches the caller: the request is handled again a
+ * moment later (restarts.h) rather than guessed at. */
+constexpr int kCallerRunning = 512;
+
+/* How often a look reads /proc/TID/syscall, yielding in between, before it
+ * gives kCallerRunning: the first look at a request waits a while (most
+ * callers go to sleep within it), a request handled again looks briefly. */
+constexpr int kFirstLooks = 200;
+constexpr int kAgainLooks = 8;
+/* attempt: 0 the first time a request is handled, then 1 on (restarts.h) */
+constexpr int looksFor(unsigned attempt)
+{
+	return attempt ? kAgainLooks : kFirstLooks;
+}
+
 /* The system call thread `tid` is blocked in: its number and arguments.
- * Returns 0 or a negative errno. */
-int callerSyscall(pid_t tid, long &nr, uint64_t args[6]);
+ * Returns 0, -kCallerRunning, or a negative errno (-ESRCH: not in a
+ * system call, or gone). */
+int callerSyscall(pid_t tid, long &nr, uint64_t args[6], int looks = kFirstLooks);
 
 /* The process (thread group) of thread `tid`, or -1 when it is gone. */
 pid_t tgidOf(pid_t tid);
@@ -51,23 +71,25 @@ struct Continuation {
 	std::vector<uint8_t> data; /* read: what is left to hand out */
 
 	void clear() { *this = Continuation{}; }
-	/* Is a request of thread tid the next part of the call? Drops the
-	 * continuation when the thread has moved on to another call. */
-	bool continues(pid_t tid);
+	/* Is a request of thread tid the next part of the call? 1 yes; 0 no,
+	 * and the continuation is dropped (the thread has moved on to another
+	 * call); -kCallerRunning when the thread cannot be seen yet. */
+	int continues(pid_t tid, int looks);
 };
 
 /* The system call that a request of `chunk` bytes from thread tid starts:
- * the caller's whole read() or write() (nr), or just the chunk itself when
- * the call is no longer (or /proc/TID/syscall cannot tell). */
-CallerIo callerIo(pid_t tid, long nr, size_t chunk);
+ * io is the caller's whole read() or write() (nr), or just the chunk itself
+ * when the call is no longer (or is another call). 0, or -kCallerRunning
+ * with io left alone. */
+int callerIo(pid_t tid, long nr, size_t chunk, CallerIo &io, int looks);
 
 /* A write request from thread tid: returns 1 when it is the tail of a
  * write() handled already (acknowledge it), or 0 with the caller's whole
  * write() in data (io.count bytes; read from the caller into storage when
  * the kernel split it), or -ENOMEM when that is longer than maxLen, or
- * -EFAULT. After handling the data, call expectRest(). */
+ * -EFAULT, or -kCallerRunning. After handling the data, call expectRest(). */
 int takeWrite(pid_t tid, const char *buf, size_t size, size_t maxLen, Continuation &rest, std::vector<uint8_t> &storage,
-	      const uint8_t *&data, CallerIo &io);
+	      const uint8_t *&data, CallerIo &io, int looks);
 /* The whole write() of `len` bytes was handled from a first request of
  * `first`: its other requests are to be acknowledged. A file keeps one
  * continuation: a write() that was not split leaves another thread's be,

@@ -157,7 +157,8 @@ int ProcessAccess::credentials(pid_t tid, emu::ProcessCreds &out)
 }
 
 /* GET_CONTEXT comes in a write() on the uverbs descriptor, and the caller
- * waits in it: /proc/TID/syscall names the descriptor. */
+ * waits in it: /proc/TID/syscall names the descriptor (or says the caller
+ * is not asleep yet: kCallerRunning, and the command is run again). */
 int ProcessAccess::descriptorOf(pid_t tid, const emu::UverbsFile &)
 {
 	long nr;

@@ -15,6 +15,7 @@
 
 #include <fuse_lowlevel.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -34,6 +35,8 @@ struct UmadFiles::Open {
 	WaitQueue wait;
 	Continuation readRest;
 	Continuation writeRest;
+	unsigned serveAttempt = 0; /* of the first parked read (restarts.h) */
+	bool serveAgain = false; /* serveReads() is to run again: serveLater() */
 };
 
 struct UmadFiles::PendingIssm {
@@ -43,7 +46,7 @@ struct UmadFiles::PendingIssm {
 	OpenLimit::Slot slot;
 };
 
-UmadFiles::UmadFiles(boost::asio::io_context &io) : io_(io), opens_(kFhTag | 1)
+UmadFiles::UmadFiles(boost::asio::io_context &io) : io_(io), opens_(kFhTag | 1), restarts_(io)
 {}
 
 UmadFiles::~UmadFiles()
@@ -104,31 +107,52 @@ void UmadFiles::open(fuse_req_t req, emu::UmadPort &port, bool issm, fuse_file_i
 
 void UmadFiles::read(fuse_req_t req, size_t size, fuse_file_info *fi)
 {
-	Open *o = opens_.find(fi->fh);
+	readFrom(req, size, fi->fh, fi->flags & O_NONBLOCK, 0);
+}
+
+void UmadFiles::readFrom(fuse_req_t req, size_t size, uint64_t fh, bool nonblock, unsigned attempt)
+{
+	Open *o = opens_.find(fh);
 	if (!o)
 		return (void)fuse_reply_err(req, EBADF);
 	if (o->issm)
 		return (void)fuse_reply_err(req, EINVAL); /* issm has no read */
+	pid_t tid = fuse_req_ctx(req)->pid;
 	Continuation &rest = o->readRest;
-	if (rest.continues(fuse_req_ctx(req)->pid)) { /* the rest of a big read */
+	int c = rest.continues(tid, looksFor(attempt));
+	/* the checks that come before looking at the queue never wait; a
+	 * request shorter than the caller's read() is a buffer that runs
+	 * into unmapped memory, which serveReads() answers EFAULT */
+	CallerIo io{ SYS_read, 0, size };
+	if (c == 0 && size < o->umad->hdrSize())
+		c = callerIo(tid, SYS_read, size, io, looksFor(attempt));
+	if (c == -kCallerRunning) {
+		auto again = [this, req, size, fh, nonblock](unsigned n) { readFrom(req, size, fh, nonblock, n); };
+		if (!restarts_.later(req, attempt, 0, again))
+			fuse_reply_err(req, EAGAIN);
+		return;
+	}
+	if (c > 0) { /* the rest of a big read */
 		size_t n = std::min(size, rest.data.size());
 		fuse_reply_buf(req, reinterpret_cast<const char *>(rest.data.data()), n);
 		rest.data.erase(rest.data.begin(), rest.data.begin() + long(n));
 		rest.left = rest.data.empty() ? 0 : rest.left - n;
 		return;
 	}
-	/* the checks that come before looking at the queue never wait; a
-	 * request shorter than the caller's read() is a buffer that runs
-	 * into unmapped memory, which serveReads() answers EFAULT */
-	if (size < o->umad->hdrSize() && callerIo(fuse_req_ctx(req)->pid, SYS_read, size).count < o->umad->hdrSize())
+	if (io.count < o->umad->hdrSize())
 		return (void)fuse_reply_err(req, EINVAL);
 	/* ib_umad_read(): a blocking reader waits here for a MAD */
-	opens_.park(*o, req, size, fi->flags & O_NONBLOCK, [&] { serveReads(fi->fh, false); });
+	opens_.park(*o, req, size, nonblock, [&] { serveReads(fh, false); });
 }
 
 void UmadFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_info *fi)
 {
-	Open *o = opens_.find(fi->fh);
+	writeFrom(req, buf, size, fi->fh, 0);
+}
+
+void UmadFiles::writeFrom(fuse_req_t req, const char *buf, size_t size, uint64_t fh, unsigned attempt)
+{
+	Open *o = opens_.find(fh);
 	if (!o)
 		return (void)fuse_reply_err(req, EBADF);
 	if (o->issm)
@@ -139,7 +163,15 @@ void UmadFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_in
 	CallerIo io;
 	/* at most the longest message the MAD layer takes */
 	int t = takeWrite(tid, buf, size, o->umad->hdrSize() + emu::rmpp::kMaxMessageBytes, o->writeRest, storage, data,
-			  io);
+			  io, looksFor(attempt));
+	if (t == -kCallerRunning) {
+		auto again = [this, req, bytes = std::vector<char>(buf, buf + size), fh](unsigned n) {
+			writeFrom(req, bytes.data(), bytes.size(), fh, n);
+		};
+		if (!restarts_.later(req, attempt, size, std::move(again)))
+			fuse_reply_err(req, EAGAIN);
+		return;
+	}
 	if (t < 0)
 		return (void)fuse_reply_err(req, -t);
 	if (t > 0) /* the rest of a big write, handled already */
@@ -214,8 +246,15 @@ void UmadFiles::serveReads(uint64_t fh, bool queued)
 		 * (split over several requests, or cut short by a hole) */
 		CallerIo io{ SYS_read, 0, r.size };
 		size_t next = o.umad->nextLength();
-		if (next > r.size || r.size < o.umad->hdrSize())
-			io = callerIo(tid, SYS_read, r.size);
+		if ((next > r.size || r.size < o.umad->hdrSize()) &&
+		    callerIo(tid, SYS_read, r.size, io, looksFor(o.serveAttempt)) != 0) {
+			if (serveLater(o, fh))
+				break; /* stays parked until its caller is seen asleep */
+			o.wait.pop();
+			fuse_reply_err(r.req, EAGAIN);
+			continue;
+		}
+		o.serveAttempt = 0;
 		ssize_t n = o.umad->read(io.count, mad);
 		if (n == -EAGAIN && !r.nonblock && !opens_.stopping())
 			break; /* stays parked until the next MAD */
@@ -257,6 +296,23 @@ void UmadFiles::serveReads(uint64_t fh, bool queued)
 		o.wait.notifyPoll();
 }
 
+bool UmadFiles::serveLater(Open &o, uint64_t fh)
+{
+	if (o.serveAgain)
+		return true;
+	auto again = [this, fh](unsigned n) {
+		if (Open *f = opens_.find(fh)) {
+			f->serveAgain = false;
+			f->serveAttempt = n;
+			serveReads(fh, false);
+		}
+	};
+	o.serveAgain = restarts_.later(nullptr, o.serveAttempt, 0, again);
+	if (!o.serveAgain)
+		o.serveAttempt = 0;
+	return o.serveAgain;
+}
+
 void UmadFiles::retryIssm()
 {
 	for (auto it = issmWaiters_.begin(); it != issmWaiters_.end();) {
@@ -282,6 +338,7 @@ void UmadFiles::retryIssm()
 
 void UmadFiles::shutdown()
 {
+	restarts_.shutdown();
 	bool first = opens_.shutdown([](Open &o) {
 		if (o.issm)
 			o.port->issmRelease();

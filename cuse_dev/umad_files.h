@@ -11,6 +11,7 @@
 #pragma once
 
 #include "cuse_dev/open_files.h"
+#include "cuse_dev/restarts.h"
 
 #include <boost/asio/io_context.hpp>
 
@@ -70,6 +71,14 @@ private:
 	 * ib_umad's queue_packet() wakes them. A read that takes a MAD makes
 	 * nothing readable, so it tells nobody. */
 	void serveReads(uint64_t fh, bool queued);
+	/* The first read parked on o waits for its caller to be seen asleep:
+	 * serveReads() runs again a moment later. false after the last
+	 * attempt. */
+	bool serveLater(Open &o, uint64_t fh);
+	/* read() and write() from their start; attempt: 0, or how often the
+	 * request has been handled again (restarts.h) */
+	void readFrom(fuse_req_t req, size_t size, uint64_t fh, bool nonblock, unsigned attempt);
+	void writeFrom(fuse_req_t req, const char *buf, size_t size, uint64_t fh, unsigned attempt);
 	void retryIssm();
 	static void issmInterrupted(fuse_req_t req, void *self);
 
@@ -79,6 +88,7 @@ private:
 	OpenFiles<Open> opens_; /* handles kFhTag | 1 on */
 	std::list<PendingIssm> issmWaiters_;
 	std::vector<emu::UmadPort *> watched_;
+	Restarts restarts_;
 };
 
 } /* namespace ibemu::cuse_dev */

@@ -36,7 +36,7 @@ struct VerbsFiles::Open {
 	Continuation writeRest;
 };
 
-VerbsFiles::VerbsFiles(boost::asio::io_context &io, emu::Host &host) : io_(io), host_(host), opens_(1)
+VerbsFiles::VerbsFiles(boost::asio::io_context &io, emu::Host &host) : io_(io), host_(host), opens_(1), restarts_(io)
 {}
 
 VerbsFiles::~VerbsFiles()
@@ -61,7 +61,12 @@ void VerbsFiles::open(fuse_req_t req, emu::VerbsDevice &dev, fuse_file_info *fi)
 
 void VerbsFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_info *fi)
 {
-	Open *o = opens_.find(fi->fh);
+	writeFrom(req, buf, size, fi->fh, 0);
+}
+
+void VerbsFiles::writeFrom(fuse_req_t req, const char *buf, size_t size, uint64_t fh, unsigned attempt)
+{
+	Open *o = opens_.find(fh);
 	if (!o)
 		return (void)fuse_reply_err(req, EBADF);
 	pid_t tid = fuse_req_ctx(req)->pid;
@@ -77,21 +82,36 @@ void VerbsFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_i
 	 * which only the caller's system call tells (takeWrite). */
 	if (o->writeRest.left || size >= kWholeBelow || size != emu::UverbsFile::commandSize(head, size)) {
 		/* a command's size is 16-bit word counts: longer writes are EINVAL */
-		int t = takeWrite(tid, buf, size, kMaxCommand, o->writeRest, storage, data, io);
+		int t = takeWrite(tid, buf, size, kMaxCommand, o->writeRest, storage, data, io, looksFor(attempt));
 		if (t == -ENOMEM || t == -EFAULT) { /* too long, or a hole: the header checks come first */
 			int h = emu::UverbsFile::headerErrno(head, size, io.count);
 			t = h ? h : (t == -ENOMEM ? -EINVAL : -EFAULT);
 		}
+		if (t == -kCallerRunning)
+			return writeLater(req, buf, size, fh, attempt);
 		if (t < 0)
 			return (void)fuse_reply_err(req, -t);
 		if (t > 0) /* the rest of a big command, handled already */
 			return (void)fuse_reply_write(req, size);
 	}
+	/* GET_CONTEXT looks for the descriptor it came on, and nothing was
+	 * done when it finds the caller running */
 	ssize_t rc = o->file->write(tid, data, io.count);
+	if (rc == -kCallerRunning)
+		return writeLater(req, buf, size, fh, attempt);
 	if (rc < 0)
 		return (void)fuse_reply_err(req, static_cast<int>(-rc));
 	expectRest(o->writeRest, tid, io, size);
 	fuse_reply_write(req, size);
+}
+
+void VerbsFiles::writeLater(fuse_req_t req, const char *buf, size_t size, uint64_t fh, unsigned attempt)
+{
+	auto again = [this, req, bytes = std::vector<char>(buf, buf + size), fh](unsigned n) {
+		writeFrom(req, bytes.data(), bytes.size(), fh, n);
+	};
+	if (!restarts_.later(req, attempt, size, std::move(again)))
+		fuse_reply_err(req, EAGAIN);
 }
 
 void VerbsFiles::ioctl(fuse_req_t req, unsigned cmd, fuse_file_info *fi)
@@ -151,6 +171,7 @@ void VerbsFiles::release(fuse_req_t req, fuse_file_info *fi)
 
 void VerbsFiles::shutdown()
 {
+	restarts_.shutdown();
 	if (opens_.shutdown([](Open &) {}))
 		opens_.clear();
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "cuse_dev/open_files.h"
+#include "cuse_dev/restarts.h"
 
 #include <boost/asio/io_context.hpp>
 
@@ -47,10 +48,16 @@ public:
 
 private:
 	void serveReads(uint64_t fh);
+	/* write() from its start; attempt: 0, or how often the request has
+	 * been handled again (restarts.h) */
+	void writeFrom(fuse_req_t req, const char *buf, size_t size, uint64_t fh, unsigned attempt);
+	/* its caller was running: writeFrom() again a moment later */
+	void writeLater(fuse_req_t req, const char *buf, size_t size, uint64_t fh, unsigned attempt);
 
 	boost::asio::io_context &io_;
 	emu::Host &host_;
 	OpenFiles<Open> opens_; /* handles 1 on */
+	Restarts restarts_;
 };
 
 } /* namespace ibemu::cuse_dev */

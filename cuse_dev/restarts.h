@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Requests handled again a moment later, as the kernel restarts a system
+// call that returned ERESTARTSYS. A handler that must see its caller's
+// system call (caller.h) and finds the caller still on its way into the
+// request (kCallerRunning) neither guesses nor holds the io thread: it
+// hands the request here, and a timer runs the handler again, a little
+// later each time (1, 2, 4 ... 64 ms), until the caller is asleep. A
+// signal to the caller ends the wait with EINTR, and a caller still not
+// asleep after about ten seconds is answered EAGAIN by its handler.
+//
+// One per device-file table (umad_files.h, verbs_files.h); the io thread
+// owns it, like everything else there.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+
+struct fuse_req;
+typedef struct fuse_req *fuse_req_t;
+
+namespace ibemu::cuse_dev {
+
+class Restarts {
+public:
+	/* the attempts a request gets after its first: ~10 s in all */
+	static constexpr unsigned kAttempts = 160;
+	/* what the requests waiting here may hold of their callers' bytes */
+	static constexpr size_t kMaxBytes = size_t(32) << 20;
+
+	explicit Restarts(boost::asio::io_context &io) : io_(io) {}
+	~Restarts() { shutdown(); }
+	Restarts(const Restarts &) = delete;
+	Restarts &operator=(const Restarts &) = delete;
+
+	/* The handler of req (attempt: 0 the first time) found its caller
+	 * running: again(attempt + 1) runs a moment later. false, with nothing
+	 * taken, when that was the last attempt, when `bytes` (what again()
+	 * holds) would take the held total over kMaxBytes, or after
+	 * shutdown(): the handler answers req then. Until again() runs, a
+	 * signal to the caller answers req EINTR. req may be null: a request
+	 * parked elsewhere, with its own interrupt handler. */
+	bool later(fuse_req_t req, unsigned attempt, size_t bytes, std::function<void(unsigned)> again);
+
+	/* The daemon stops: waiting requests are answered ENXIO, none after. */
+	void shutdown();
+
+private:
+	struct Entry {
+		Entry(boost::asio::io_context &io, fuse_req_t r, unsigned n, size_t b, std::function<void(unsigned)> fn)
+			: req(r), attempt(n), bytes(b), again(std::move(fn)), timer(io)
+		{}
+		fuse_req_t req;
+		unsigned attempt; /* the one again() makes */
+		size_t bytes;
+		std::function<void(unsigned)> again;
+		boost::asio::steady_timer timer;
+	};
+	using Iter = std::map<uint64_t, Entry>::iterator;
+
+	void run(uint64_t id);
+	void drop(Iter it);
+	static void interrupted(fuse_req_t req, void *self);
+
+	boost::asio::io_context &io_;
+	/* By id: a timer's handler finds its entry by id, never by pointer,
+	 * since a wait that has expired already is not cancelled when its
+	 * entry goes (an interrupt handled first); nor is a handler run after
+	 * this object went (alive_). */
+	std::map<uint64_t, Entry> entries_;
+	uint64_t nextId_ = 0;
+	size_t bytes_ = 0;
+	bool stopped_ = false;
+	std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+} /* namespace ibemu::cuse_dev */

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Requests handled again a moment later (cuse_dev/restarts.h): the
+// attempts counted, the bound on what waiting requests hold, shutdown.
+// (Requests with a FUSE request behind them are covered end to end.)
+#include "cuse_dev/restarts.h"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+using namespace ibemu::cuse_dev;
+
+TEST_CASE("restarts: again() runs later with the next attempt's number", "[restarts]")
+{
+	boost::asio::io_context io;
+	Restarts r(io);
+	std::vector<unsigned> ran;
+	REQUIRE(r.later(nullptr, 0, 0, [&](unsigned n) { ran.push_back(n); }));
+	REQUIRE(r.later(nullptr, 5, 0, [&](unsigned n) { ran.push_back(n); }));
+	CHECK(ran.empty()); /* not before the io thread runs it */
+	io.run();
+	CHECK(ran == std::vector<unsigned>{ 1, 6 });
+
+	/* the last attempt is refused: the handler answers the request */
+	CHECK_FALSE(r.later(nullptr, Restarts::kAttempts, 0, [&](unsigned) { ran.push_back(0); }));
+	io.restart();
+	io.run();
+	CHECK(ran.size() == 2);
+}
+
+TEST_CASE("restarts: again() may ask for another attempt", "[restarts]")
+{
+	boost::asio::io_context io;
+	Restarts r(io);
+	unsigned last = 0;
+	std::function<void(unsigned)> again = [&](unsigned n) {
+		last = n;
+		if (n < 3)
+			CHECK(r.later(nullptr, n, 10, again));
+	};
+	REQUIRE(r.later(nullptr, 0, 10, again));
+	io.run();
+	CHECK(last == 3);
+}
+
+TEST_CASE("restarts: what waiting requests hold is bounded", "[restarts]")
+{
+	boost::asio::io_context io;
+	Restarts r(io);
+	int ran = 0;
+	REQUIRE(r.later(nullptr, 0, Restarts::kMaxBytes - 1, [&](unsigned) { ran++; }));
+	CHECK_FALSE(r.later(nullptr, 0, 2, [&](unsigned) { ran++; }));
+	REQUIRE(r.later(nullptr, 0, 1, [&](unsigned) { ran++; }));
+	io.run();
+	CHECK(ran == 2);
+	/* given back when they ran */
+	CHECK(r.later(nullptr, 0, Restarts::kMaxBytes, [&](unsigned) { ran++; }));
+	io.restart();
+	io.run();
+	CHECK(ran == 3);
+}
+
+TEST_CASE("restarts: shutdown drops what waits, and takes nothing after", "[restarts]")
+{
+	boost::asio::io_context io;
+	int ran = 0;
+	{
+		Restarts r(io);
+		REQUIRE(r.later(nullptr, 0, 100, [&](unsigned) { ran++; }));
+		r.shutdown();
+		CHECK_FALSE(r.later(nullptr, 0, 0, [&](unsigned) { ran++; }));
+	}
+	io.run(); /* the cancelled wait finds nothing */
+	CHECK(ran == 0);
+}
+
+TEST_CASE("restarts: an entry dropped after its wait expired is not run", "[restarts]")
+{
+	/* Both waits expire together, so both handlers are queued before
+	 * either runs; the first one's again() drops the second entry, whose
+	 * handler must find nothing (a cancelled wait that had expired
+	 * already still runs its handler, with success). */
+	boost::asio::io_context io;
+	Restarts r(io);
+	int ran = 0;
+	REQUIRE(r.later(nullptr, 0, 0, [&](unsigned) {
+		ran++;
+		r.shutdown();
+	}));
+	REQUIRE(r.later(nullptr, 0, 0, [&](unsigned) { ran++; }));
+	std::this_thread::sleep_for(std::chrono::milliseconds(5));
+	io.run();
+	CHECK(ran == 1);
+}
