@@ -12,74 +12,76 @@
 
 namespace ibemu::cuse_dev {
 
-bool Restarts::later(fuse_req_t req, unsigned attempt, size_t bytes, std::function<void(unsigned)> again)
+bool Restarts::later(fuse_req_t req, unsigned attempt, size_t bytes, Again again)
 {
 	if (stopped_)
 		return false;
-	if (attempt >= kAttempts || bytes > kMaxBytes - bytes_) {
+	uid_t uid = req ? fuse_req_ctx(req)->uid : 0;
+	auto found = bytes_.find(uid);
+	size_t held = found == bytes_.end() ? 0 : found->second;
+	if (attempt >= kAttempts || bytes > kMaxBytes - held) {
 		const char *why = attempt >= kAttempts ? "its caller was never seen asleep in it, for ~10 s"
-						       : "the requests waiting for their callers hold too much already";
+						       : "the user's requests waiting for their callers hold too much";
 		if (req)
 			spdlog::warn("a request of thread {} is answered EAGAIN: {}", fuse_req_ctx(req)->pid, why);
 		else
 			spdlog::warn("a parked read is answered EAGAIN: {}", why);
 		return false;
 	}
+	/* A signal that came already: fuse_req_interrupt_func() would call
+	 * interrupted() at once, with the request's lock held, and the answer
+	 * would free the request under it. */
+	if (req && fuse_req_interrupted(req)) {
+		again(attempt + 1, EINTR);
+		return true;
+	}
 	uint64_t id = nextId_++;
-	Entry &e = entries_.try_emplace(id, io_, req, attempt + 1, bytes, std::move(again)).first->second;
-	bytes_ += bytes;
+	Entry &e = entries_.try_emplace(id, io_, req, uid, attempt + 1, bytes, std::move(again)).first->second;
+	if (bytes) /* a user is in bytes_ while it holds any */
+		bytes_[uid] += bytes;
 	e.timer.expires_after(std::chrono::milliseconds(1u << std::min(attempt, 6u)));
 	e.timer.async_wait([alive = std::weak_ptr<bool>(alive_), this, id](const boost::system::error_code &ec) {
-		if (!ec && !alive.expired())
-			run(id);
+		if (ec || alive.expired())
+			return;
+		Iter it = entries_.find(id);
+		if (it != entries_.end()) /* else interrupted, or ended at shutdown */
+			end(it, 0);
 	});
-	/* calls interrupted() at once if the signal came already */
 	if (req)
 		fuse_req_interrupt_func(req, interrupted, this);
 	return true;
 }
 
-void Restarts::run(uint64_t id)
+void Restarts::end(Iter it, int err)
 {
-	Iter it = entries_.find(id);
-	if (it == entries_.end())
-		return; /* interrupted, or dropped at shutdown */
-	if (it->second.req)
+	/* (interrupted() runs under the request's lock, which this takes) */
+	if (it->second.req && err != EINTR)
 		fuse_req_interrupt_func(it->second.req, nullptr, nullptr);
-	std::function<void(unsigned)> again = std::move(it->second.again);
+	Again again = std::move(it->second.again);
 	unsigned attempt = it->second.attempt;
-	drop(it);
-	again(attempt);
-}
-
-void Restarts::drop(Iter it)
-{
-	bytes_ -= it->second.bytes;
+	if (it->second.bytes) {
+		auto held = bytes_.find(it->second.uid);
+		held->second -= it->second.bytes;
+		if (!held->second)
+			bytes_.erase(held);
+	}
 	entries_.erase(it); /* cancels the wait, unless it has expired */
+	again(attempt, err);
 }
 
 void Restarts::interrupted(fuse_req_t req, void *self)
 {
 	auto &s = *static_cast<Restarts *>(self);
 	for (Iter it = s.entries_.begin(); it != s.entries_.end(); ++it)
-		if (it->second.req == req) {
-			s.drop(it);
-			fuse_reply_err(req, EINTR);
-			return;
-		}
+		if (it->second.req == req)
+			return s.end(it, EINTR);
 }
 
 void Restarts::shutdown()
 {
 	stopped_ = true;
-	while (!entries_.empty()) {
-		fuse_req_t req = entries_.begin()->second.req;
-		drop(entries_.begin());
-		if (req) {
-			fuse_req_interrupt_func(req, nullptr, nullptr);
-			fuse_reply_err(req, ENXIO);
-		}
-	}
+	while (!entries_.empty())
+		end(entries_.begin(), ENXIO);
 }
 
 } /* namespace ibemu::cuse_dev */

@@ -6,8 +6,11 @@
 // request (kCallerRunning) neither guesses nor holds the io thread: it
 // hands the request here, and a timer runs the handler again, a little
 // later each time (1, 2, 4 ... 64 ms), until the caller is asleep. A
-// signal to the caller ends the wait with EINTR, and a caller still not
-// asleep after about ten seconds is answered EAGAIN by its handler.
+// signal to the caller ends the wait with EINTR; a caller still not
+// asleep after about ten seconds is answered EAGAIN.
+//
+// The handler answers its request, always: Restarts only tells it when
+// to run again, or with which error to end.
 //
 // One per device-file table (umad_files.h, verbs_files.h); the io thread
 // owns it, like everything else there.
@@ -21,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <sys/types.h>
 
 struct fuse_req;
 typedef struct fuse_req *fuse_req_t;
@@ -31,8 +35,13 @@ class Restarts {
 public:
 	/* the attempts a request gets after its first: ~10 s in all */
 	static constexpr unsigned kAttempts = 160;
-	/* what the requests waiting here may hold of their callers' bytes */
+	/* what one user's waiting requests may hold of their callers' bytes */
 	static constexpr size_t kMaxBytes = size_t(32) << 20;
+
+	/* attempt: the attempt to make (1 on); err: 0 to run again, or the
+	 * error to answer the request with and end it (EINTR: a signal;
+	 * ENXIO: the daemon stops) */
+	using Again = std::function<void(unsigned attempt, int err)>;
 
 	explicit Restarts(boost::asio::io_context &io) : io_(io) {}
 	~Restarts() { shutdown(); }
@@ -40,32 +49,35 @@ public:
 	Restarts &operator=(const Restarts &) = delete;
 
 	/* The handler of req (attempt: 0 the first time) found its caller
-	 * running: again(attempt + 1) runs a moment later. false, with nothing
-	 * taken, when that was the last attempt, when `bytes` (what again()
-	 * holds) would take the held total over kMaxBytes, or after
-	 * shutdown(): the handler answers req then. Until again() runs, a
-	 * signal to the caller answers req EINTR. req may be null: a request
-	 * parked elsewhere, with its own interrupt handler. */
-	bool later(fuse_req_t req, unsigned attempt, size_t bytes, std::function<void(unsigned)> again);
+	 * running: again(attempt + 1, 0) runs a moment later, or again(_,
+	 * EINTR) when a signal comes first (at once, if one came already), or
+	 * again(_, ENXIO) at shutdown(). false, with nothing taken, when that
+	 * was the last attempt, when `bytes` (what again() holds) would take
+	 * what the caller's user holds here over kMaxBytes, or after
+	 * shutdown(): the handler answers req then (EAGAIN). req may be null:
+	 * a request parked elsewhere, with its own interrupt handler. */
+	bool later(fuse_req_t req, unsigned attempt, size_t bytes, Again again);
 
-	/* The daemon stops: waiting requests are answered ENXIO, none after. */
+	/* The daemon stops: waiting requests end (ENXIO), none come after. */
 	void shutdown();
 
 private:
 	struct Entry {
-		Entry(boost::asio::io_context &io, fuse_req_t r, unsigned n, size_t b, std::function<void(unsigned)> fn)
-			: req(r), attempt(n), bytes(b), again(std::move(fn)), timer(io)
+		Entry(boost::asio::io_context &io, fuse_req_t r, uid_t u, unsigned n, size_t b, Again fn)
+			: req(r), uid(u), attempt(n), bytes(b), again(std::move(fn)), timer(io)
 		{}
 		fuse_req_t req;
+		uid_t uid;
 		unsigned attempt; /* the one again() makes */
 		size_t bytes;
-		std::function<void(unsigned)> again;
+		Again again;
 		boost::asio::steady_timer timer;
 	};
 	using Iter = std::map<uint64_t, Entry>::iterator;
 
-	void run(uint64_t id);
-	void drop(Iter it);
+	/* Takes the entry out and tells its handler: err 0 runs it again;
+	 * EINTR comes from interrupted() only. */
+	void end(Iter it, int err);
 	static void interrupted(fuse_req_t req, void *self);
 
 	boost::asio::io_context &io_;
@@ -75,7 +87,7 @@ private:
 	 * this object went (alive_). */
 	std::map<uint64_t, Entry> entries_;
 	uint64_t nextId_ = 0;
-	size_t bytes_ = 0;
+	std::map<uid_t, size_t> bytes_; /* held, by user */
 	bool stopped_ = false;
 	std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -35,7 +35,9 @@ struct UmadFiles::Open {
 	WaitQueue wait;
 	Continuation readRest;
 	Continuation writeRest;
-	unsigned serveAttempt = 0; /* of the first parked read (restarts.h) */
+	/* the first parked read, while its caller has not been seen asleep */
+	fuse_req_t serveReq = nullptr;
+	unsigned serveAttempt = 0; /* its attempt (restarts.h) */
 	bool serveAgain = false; /* serveReads() is to run again: serveLater() */
 };
 
@@ -94,6 +96,8 @@ void UmadFiles::open(fuse_req_t req, emu::UmadPort &port, bool issm, fuse_file_i
 		/* ib_umad_sm_open(): one holder per port */
 		int rc = port.issmOpen();
 		if (rc == -EAGAIN && !o->nonblock) {
+			if (fuse_req_interrupted(req)) /* as WaitQueue::armInterrupt() */
+				return (void)fuse_reply_err(req, EINTR);
 			issmWaiters_.push_back({ req, *fi, &port, std::move(o->slot) });
 			fuse_req_interrupt_func(req, issmInterrupted, this);
 			return;
@@ -127,9 +131,13 @@ void UmadFiles::readFrom(fuse_req_t req, size_t size, uint64_t fh, bool nonblock
 	if (c == 0 && size < o->umad->hdrSize())
 		c = callerIo(tid, SYS_read, size, io, looksFor(attempt));
 	if (c == -kCallerRunning) {
-		auto again = [this, req, size, fh, nonblock](unsigned n) { readFrom(req, size, fh, nonblock, n); };
+		auto again = [this, req, size, fh, nonblock, tid](unsigned n, int err) {
+			if (err)
+				return endRequest(req, fh, tid, err);
+			readFrom(req, size, fh, nonblock, n);
+		};
 		if (!restarts_.later(req, attempt, 0, again))
-			fuse_reply_err(req, EAGAIN);
+			endRequest(req, fh, tid, EAGAIN);
 		return;
 	}
 	if (c > 0) { /* the rest of a big read */
@@ -165,11 +173,13 @@ void UmadFiles::writeFrom(fuse_req_t req, const char *buf, size_t size, uint64_t
 	int t = takeWrite(tid, buf, size, o->umad->hdrSize() + emu::rmpp::kMaxMessageBytes, o->writeRest, storage, data,
 			  io, looksFor(attempt));
 	if (t == -kCallerRunning) {
-		auto again = [this, req, bytes = std::vector<char>(buf, buf + size), fh](unsigned n) {
+		auto again = [this, req, bytes = std::vector<char>(buf, buf + size), fh, tid](unsigned n, int err) {
+			if (err)
+				return endRequest(req, fh, tid, err);
 			writeFrom(req, bytes.data(), bytes.size(), fh, n);
 		};
 		if (!restarts_.later(req, attempt, size, std::move(again)))
-			fuse_reply_err(req, EAGAIN);
+			endRequest(req, fh, tid, EAGAIN);
 		return;
 	}
 	if (t < 0)
@@ -242,6 +252,10 @@ void UmadFiles::serveReads(uint64_t fh, bool queued)
 	while (!o.wait.empty()) {
 		const PendingRead r = o.wait.front();
 		pid_t tid = fuse_req_ctx(r.req)->pid;
+		if (o.serveReq != r.req) {
+			o.serveReq = r.req;
+			o.serveAttempt = 0;
+		}
 		/* a MAD longer than this request may fit the caller's whole read()
 		 * (split over several requests, or cut short by a hole) */
 		CallerIo io{ SYS_read, 0, r.size };
@@ -254,7 +268,6 @@ void UmadFiles::serveReads(uint64_t fh, bool queued)
 			fuse_reply_err(r.req, EAGAIN);
 			continue;
 		}
-		o.serveAttempt = 0;
 		ssize_t n = o.umad->read(io.count, mad);
 		if (n == -EAGAIN && !r.nonblock && !opens_.stopping())
 			break; /* stays parked until the next MAD */
@@ -300,17 +313,30 @@ bool UmadFiles::serveLater(Open &o, uint64_t fh)
 {
 	if (o.serveAgain)
 		return true;
-	auto again = [this, fh](unsigned n) {
-		if (Open *f = opens_.find(fh)) {
-			f->serveAgain = false;
+	auto again = [this, fh, req = o.serveReq](unsigned n, int err) {
+		Open *f = opens_.find(fh);
+		if (!f)
+			return;
+		f->serveAgain = false;
+		if (err) /* the daemon stops, and fails the parked reads */
+			return;
+		if (f->serveReq == req)
 			f->serveAttempt = n;
-			serveReads(fh, false);
-		}
+		serveReads(fh, false);
 	};
 	o.serveAgain = restarts_.later(nullptr, o.serveAttempt, 0, again);
-	if (!o.serveAgain)
-		o.serveAttempt = 0;
 	return o.serveAgain;
+}
+
+void UmadFiles::endRequest(fuse_req_t req, uint64_t fh, pid_t tid, int err)
+{
+	if (Open *o = opens_.find(fh)) {
+		if (o->readRest.tid == tid)
+			o->readRest.clear();
+		if (o->writeRest.tid == tid)
+			o->writeRest.clear();
+	}
+	fuse_reply_err(req, err);
 }
 
 void UmadFiles::retryIssm()

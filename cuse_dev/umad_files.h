@@ -79,6 +79,9 @@ private:
 	 * request has been handled again (restarts.h) */
 	void readFrom(fuse_req_t req, size_t size, uint64_t fh, bool nonblock, unsigned attempt);
 	void writeFrom(fuse_req_t req, const char *buf, size_t size, uint64_t fh, unsigned attempt);
+	/* A request handled again ends with err: its thread's system call
+	 * ends there, and with it any continuation of it on the file. */
+	void endRequest(fuse_req_t req, uint64_t fh, pid_t tid, int err);
 	void retryIssm();
 	static void issmInterrupted(fuse_req_t req, void *self);
 

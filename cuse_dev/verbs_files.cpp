@@ -70,6 +70,13 @@ void VerbsFiles::writeFrom(fuse_req_t req, const char *buf, size_t size, uint64_
 	if (!o)
 		return (void)fuse_reply_err(req, EBADF);
 	pid_t tid = fuse_req_ctx(req)->pid;
+	/* A command handled again runs only once its caller is seen asleep,
+	 * with a few looks: GET_CONTEXT's own look (ProcessAccess) would
+	 * otherwise take the long first wait on every attempt. */
+	long nr;
+	uint64_t args[6];
+	if (attempt && callerSyscall(tid, nr, args, kAgainLooks) == -kCallerRunning)
+		return writeLater(req, buf, size, fh, attempt);
 	std::vector<uint8_t> storage;
 	const auto *head = reinterpret_cast<const uint8_t *>(buf);
 	const uint8_t *data = head; /* or the whole command, when split */
@@ -107,11 +114,22 @@ void VerbsFiles::writeFrom(fuse_req_t req, const char *buf, size_t size, uint64_
 
 void VerbsFiles::writeLater(fuse_req_t req, const char *buf, size_t size, uint64_t fh, unsigned attempt)
 {
-	auto again = [this, req, bytes = std::vector<char>(buf, buf + size), fh](unsigned n) {
+	pid_t tid = fuse_req_ctx(req)->pid;
+	auto again = [this, req, bytes = std::vector<char>(buf, buf + size), fh, tid](unsigned n, int err) {
+		if (err)
+			return endRequest(req, fh, tid, err);
 		writeFrom(req, bytes.data(), bytes.size(), fh, n);
 	};
 	if (!restarts_.later(req, attempt, size, std::move(again)))
-		fuse_reply_err(req, EAGAIN);
+		endRequest(req, fh, tid, EAGAIN);
+}
+
+void VerbsFiles::endRequest(fuse_req_t req, uint64_t fh, pid_t tid, int err)
+{
+	Open *o = opens_.find(fh);
+	if (o && o->writeRest.tid == tid)
+		o->writeRest.clear();
+	fuse_reply_err(req, err);
 }
 
 void VerbsFiles::ioctl(fuse_req_t req, unsigned cmd, fuse_file_info *fi)

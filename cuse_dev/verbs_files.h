@@ -53,6 +53,9 @@ private:
 	void writeFrom(fuse_req_t req, const char *buf, size_t size, uint64_t fh, unsigned attempt);
 	/* its caller was running: writeFrom() again a moment later */
 	void writeLater(fuse_req_t req, const char *buf, size_t size, uint64_t fh, unsigned attempt);
+	/* A command handled again ends with err: its thread's write() ends
+	 * there, and with it any continuation of it on the file. */
+	void endRequest(fuse_req_t req, uint64_t fh, pid_t tid, int err);
 
 	boost::asio::io_context &io_;
 	emu::Host &host_;

@@ -16,7 +16,14 @@ WaitQueue::~WaitQueue()
 
 void WaitQueue::armInterrupt(fuse_req_t req, void (*interrupted)(fuse_req_t, void *), void *data)
 {
-	if (parked(req))
+	if (!parked(req))
+		return;
+	/* A signal that came already: fuse_req_interrupt_func() would call
+	 * interrupted() at once, with the request's lock held, and the answer
+	 * would free the request under it. */
+	if (fuse_req_interrupted(req))
+		cancel(req);
+	else
 		fuse_req_interrupt_func(req, interrupted, data);
 }
 
