@@ -9,24 +9,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <string>
 
 namespace ibemu::cuse_dev {
 
 bool Restarts::later(fuse_req_t req, unsigned attempt, size_t bytes, Again again)
 {
-	if (stopped_)
-		return false;
-	uid_t uid = req ? fuse_req_ctx(req)->uid : 0;
-	auto found = bytes_.find(uid);
-	size_t held = found == bytes_.end() ? 0 : found->second;
-	if (attempt >= kAttempts || bytes > kMaxBytes - held) {
-		const char *why = attempt >= kAttempts ? "its caller was never seen asleep in it, for ~10 s"
-						       : "the user's requests waiting for their callers hold too much";
-		if (req)
-			spdlog::warn("a request of thread {} is answered EAGAIN: {}", fuse_req_ctx(req)->pid, why);
-		else
-			spdlog::warn("a parked read is answered EAGAIN: {}", why);
-		return false;
+	if (stopped_) {
+		again(attempt + 1, ENXIO);
+		return true;
 	}
 	/* A signal that came already: fuse_req_interrupt_func() would call
 	 * interrupted() at once, with the request's lock held, and the answer
@@ -34,6 +25,24 @@ bool Restarts::later(fuse_req_t req, unsigned attempt, size_t bytes, Again again
 	if (req && fuse_req_interrupted(req)) {
 		again(attempt + 1, EINTR);
 		return true;
+	}
+	uid_t uid = req ? fuse_req_ctx(req)->uid : 0;
+	auto found = bytes_.find(uid);
+	size_t held = found == bytes_.end() ? 0 : found->second;
+	if (attempt >= kAttempts || bytes > kMaxBytes - held) {
+		refused_++;
+		auto now = std::chrono::steady_clock::now();
+		if (now - lastWarning_ >= std::chrono::seconds(10)) { /* a user can make many */
+			lastWarning_ = now;
+			spdlog::warn("{} request(s) answered EAGAIN, the last {}: {}", refused_,
+				     req ? "of thread " + std::to_string(fuse_req_ctx(req)->pid)
+					 : std::string("a parked read"),
+				     attempt >= kAttempts
+					     ? "its caller was never seen asleep in it, for ~10 s"
+					     : "its user's requests waiting for their callers hold too much");
+			refused_ = 0;
+		}
+		return false;
 	}
 	uint64_t id = nextId_++;
 	Entry &e = entries_.try_emplace(id, io_, req, uid, attempt + 1, bytes, std::move(again)).first->second;

@@ -19,6 +19,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -51,14 +52,15 @@ public:
 	/* The handler of req (attempt: 0 the first time) found its caller
 	 * running: again(attempt + 1, 0) runs a moment later, or again(_,
 	 * EINTR) when a signal comes first (at once, if one came already), or
-	 * again(_, ENXIO) at shutdown(). false, with nothing taken, when that
-	 * was the last attempt, when `bytes` (what again() holds) would take
-	 * what the caller's user holds here over kMaxBytes, or after
-	 * shutdown(): the handler answers req then (EAGAIN). req may be null:
+	 * again(_, ENXIO) at shutdown() (at once, after it). false, with
+	 * nothing taken, when that was the last attempt, or when `bytes` (what
+	 * again() holds) would take what the caller's user holds here over
+	 * kMaxBytes: the handler answers req then (EAGAIN). req may be null:
 	 * a request parked elsewhere, with its own interrupt handler. */
 	bool later(fuse_req_t req, unsigned attempt, size_t bytes, Again again);
 
-	/* The daemon stops: waiting requests end (ENXIO), none come after. */
+	/* The daemon stops: waiting requests end (ENXIO), and so do later
+	 * ones. */
 	void shutdown();
 
 private:
@@ -89,6 +91,9 @@ private:
 	uint64_t nextId_ = 0;
 	std::map<uid_t, size_t> bytes_; /* held, by user */
 	bool stopped_ = false;
+	/* refusals since the last warning, logged at most every 10 s */
+	unsigned long refused_ = 0;
+	std::chrono::steady_clock::time_point lastWarning_{};
 	std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -35,8 +35,9 @@ struct UmadFiles::Open {
 	WaitQueue wait;
 	Continuation readRest;
 	Continuation writeRest;
-	/* the first parked read, while its caller has not been seen asleep */
-	fuse_req_t serveReq = nullptr;
+	/* the first parked read (its seq), while its caller has not been seen
+	 * asleep */
+	uint64_t serveSeq = 0;
 	unsigned serveAttempt = 0; /* its attempt (restarts.h) */
 	bool serveAgain = false; /* serveReads() is to run again: serveLater() */
 };
@@ -252,8 +253,8 @@ void UmadFiles::serveReads(uint64_t fh, bool queued)
 	while (!o.wait.empty()) {
 		const PendingRead r = o.wait.front();
 		pid_t tid = fuse_req_ctx(r.req)->pid;
-		if (o.serveReq != r.req) {
-			o.serveReq = r.req;
+		if (o.serveSeq != r.seq) {
+			o.serveSeq = r.seq;
 			o.serveAttempt = 0;
 		}
 		/* a MAD longer than this request may fit the caller's whole read()
@@ -313,18 +314,20 @@ bool UmadFiles::serveLater(Open &o, uint64_t fh)
 {
 	if (o.serveAgain)
 		return true;
-	auto again = [this, fh, req = o.serveReq](unsigned n, int err) {
+	auto again = [this, fh, seq = o.serveSeq](unsigned n, int err) {
 		Open *f = opens_.find(fh);
 		if (!f)
 			return;
 		f->serveAgain = false;
 		if (err) /* the daemon stops, and fails the parked reads */
 			return;
-		if (f->serveReq == req)
+		if (f->serveSeq == seq)
 			f->serveAttempt = n;
 		serveReads(fh, false);
 	};
-	o.serveAgain = restarts_.later(nullptr, o.serveAttempt, 0, again);
+	o.serveAgain = true; /* until again() runs: at once, when stopping */
+	if (!restarts_.later(nullptr, o.serveAttempt, 0, again))
+		o.serveAgain = false;
 	return o.serveAgain;
 }
 

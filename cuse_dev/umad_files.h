@@ -73,7 +73,7 @@ private:
 	void serveReads(uint64_t fh, bool queued);
 	/* The first read parked on o waits for its caller to be seen asleep:
 	 * serveReads() runs again a moment later. false after the last
-	 * attempt. */
+	 * attempt, or when the daemon stops. */
 	bool serveLater(Open &o, uint64_t fh);
 	/* read() and write() from their start; attempt: 0, or how often the
 	 * request has been handled again (restarts.h) */

@@ -22,6 +22,7 @@ struct PendingRead {
 	size_t size;
 	bool nonblock; /* the file's flags at the time of this read(): fcntl may change them */
 	std::vector<uint8_t> command; /* a parked write() instead: what to run again (rdma_cm's GET_EVENT) */
+	uint64_t seq; /* which read this is: a request's address is reused */
 };
 
 class WaitQueue {
@@ -35,7 +36,7 @@ public:
 	 * if the read is still parked. */
 	void park(fuse_req_t req, size_t size, bool nonblock, std::vector<uint8_t> command = {})
 	{
-		reads_.push_back({ req, size, nonblock, std::move(command) });
+		reads_.push_back({ req, size, nonblock, std::move(command), nextSeq_++ });
 	}
 	/* interrupted(req, data) must find the read and call cancel(). */
 	void armInterrupt(fuse_req_t req, void (*interrupted)(fuse_req_t, void *), void *data);
@@ -58,6 +59,7 @@ public:
 
 private:
 	std::deque<PendingRead> reads_;
+	uint64_t nextSeq_ = 1;
 	fuse_pollhandle *ph_ = nullptr;
 };
 
