@@ -14,7 +14,7 @@
 #include "fabric/smi.h"
 #include "fabric/subnet.h"
 #include "fabric/topology.h"
-#include "tools/packet_capture.h"
+#include "tools/observe/packet_capture.h"
 
 #include <algorithm>
 #include <chrono>

@@ -2,7 +2,7 @@
 // Copyright (c) 2026 the ibemu authors
 // The FUSE transport, for machines without /dev/cuse: one FUSE filesystem
 // per instance serving the sysfs view (class/...) and the device files
-// (dev/umadN, dev/issmN) as regular files. tools/namespace.cpp makes them
+// (dev/umadN, dev/issmN) as regular files. tools/instance/namespace.cpp makes them
 // appear at /sys/class and /dev/infiniband inside the instance's mount
 // namespace.
 //

@@ -4,7 +4,7 @@
 // present, BTH, the extended transport headers, the payload, ICRC and VCRC.
 //
 // The fabric moves Packet structs and counts data messages; nothing in it
-// needs these bytes. They are built only for a capture (tools/capture),
+// needs these bytes. They are built only for a capture (tools/observe/packet_capture),
 // which writes what a port would have sent or received.
 #pragma once
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// A watcher of the wire: what a capture (tools/capture) plugs into the
+// A watcher of the wire: what a capture (tools/observe/packet_capture) plugs into the
 // Subnet to see every packet that crosses a cable, as bytes.
 //
 // The Subnet asks watches() first and encodes a packet (fabric/

@@ -15,7 +15,7 @@
 // they agree without a protocol of their own.
 //
 // Nothing here does I/O: the channel between daemons is the daemon's
-// (tools/peer_links.h).
+// (tools/peer/peer_links.h).
 #pragma once
 
 #include "fabric/node.h"

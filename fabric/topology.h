@@ -72,7 +72,7 @@ struct TopoHost {
 };
 
 /* An ibsim `do COMMAND` line: not the fabric's business; ibemud runs it
- * once the fabric is built (tools/ibsim_script.h) */
+ * once the fabric is built (tools/control/ibsim_script.h) */
 struct TopoCommand {
 	std::string text; /* COMMAND */
 	uint32_t file = 0;

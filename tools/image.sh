@@ -30,12 +30,12 @@ trap 'rm -rf "$work"' EXIT
 meson install -C "$build" --no-rebuild --quiet --strip --destdir "$work/dest" >/dev/null
 
 # The packages of every library the installed binaries link or open when
-# needed (libpcap, Graphviz: tools/sonames.h), as this machine resolves
+# needed (libpcap, Graphviz: tools/observe/sonames.h), as this machine resolves
 # them (the image is the same Debian release); and fuse3, whose
 # fusermount3 libfuse falls back to where mount(2) is refused.
 libs=$(find "$work/dest" -type f -perm -u+x -exec ldd {} + 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3}')
-opened=$(sed -n 's/^#define IBEMU_[A-Z]*_SONAME "\(.*\)"$/\1/p' "$build/tools/sonames.h")
-[ -n "$opened" ] || { echo "image: no sonames in $build/tools/sonames.h" >&2; exit 1; }
+opened=$(sed -n 's/^#define IBEMU_[A-Z]*_SONAME "\(.*\)"$/\1/p' "$build/tools/observe/sonames.h")
+[ -n "$opened" ] || { echo "image: no sonames in $build/tools/observe/sonames.h" >&2; exit 1; }
 cache=$(ldconfig -p)
 for soname in $opened; do
 	lib=$(awk -v s="$soname" '$1 == s && !found {print $NF; found = 1} END {exit !found}' <<<"$cache") ||

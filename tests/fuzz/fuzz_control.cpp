@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
 // Fuzz target: what comes in to change a running fabric (docs/faults.md):
-// control requests (tools/fabric_control), scenario files (tools/scenario)
-// and ibsim lines (tools/ibsim_script), on the built-in fabric.
+// control requests (tools/control/fabric_control), scenario files (tools/control/scenario)
+// and ibsim lines (tools/control/ibsim_script), on the built-in fabric.
 //
 // The input is text. Its first byte picks what the rest is:
 //   'j'  JSON requests, one per line, each carried out (FabricControl::run)
 //   's'  a scenario file: parsed and, when it parses, played for what is
 //        due at once (events at 0 s; timers later than that never fire)
 //   'i'  ibsim lines: translated, and their requests carried out
-//   'p'  a captured packet (tools/packet_capture, tools/packet_text): a
+//   'p'  a captured packet (tools/observe/packet_capture, tools/observe/packet_text): a
 //        byte choosing the node, one the port (its top bit: received),
 //        then the packet's bytes as a capture at every port gets them
 //   else the same as 'j'; a "capture" request starts a capture
@@ -21,11 +21,11 @@
 // neither, no port is both cabled and pulled; the target traps otherwise.
 #include "fabric/subnet.h"
 #include "fabric/topology.h"
-#include "tools/fabric_control.h"
-#include "tools/ibsim_script.h"
-#include "tools/packet_capture.h"
-#include "tools/packet_text.h"
-#include "tools/scenario.h"
+#include "tools/control/fabric_control.h"
+#include "tools/control/ibsim_script.h"
+#include "tools/observe/packet_capture.h"
+#include "tools/observe/packet_text.h"
+#include "tools/control/scenario.h"
 
 #include <boost/asio/io_context.hpp>
 

@@ -2,7 +2,7 @@
 // Copyright (c) 2026 the ibemu authors
 // Fuzz target: the topology parser (fabric::parseTopology) and, for inputs
 // that parse, building the subnet (fabric::buildSubnet) and writing it back
-// out (writeTopology, and the picture of tools/fabric_picture).
+// out (writeTopology, and the picture of tools/observe/fabric_picture).
 //
 // The input is the text of a topology file.
 //
@@ -22,7 +22,7 @@
 // hold (what it found is in tests/fuzz/crashes/README.md).
 #include "fabric/subnet.h"
 #include "fabric/topology.h"
-#include "tools/fabric_picture.h"
+#include "tools/observe/fabric_picture.h"
 
 #include <cctype>
 #include <cstdint>

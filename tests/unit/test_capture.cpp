@@ -2,15 +2,15 @@
 // Copyright (c) 2026 the ibemu authors
 // Packet capture: the bytes a port sends and receives (fabric/packet_format,
 // the Subnet's tap, emu/verbs_packets), the daemon's capture streams
-// (tools/packet_capture) and the text trace (tools/packet_text).
+// (tools/observe/packet_capture) and the text trace (tools/observe/packet_text).
 #include "tests/unit/fabric_helpers.h"
 #include "tests/unit/verbs_helpers.h"
 
 #include "emu/verbs_packets.h"
 #include "fabric/packet_format.h"
 #include "fabric/smp_attrs.h"
-#include "tools/packet_capture.h"
-#include "tools/packet_text.h"
+#include "tools/observe/packet_capture.h"
+#include "tools/observe/packet_text.h"
 
 #include <boost/crc.hpp>
 #include <catch2/catch.hpp>

@@ -10,9 +10,9 @@
 #include "fabric/port_counters.h"
 #include "fabric/smp_attrs.h"
 #include "fabric/topology.h"
-#include "tools/fabric_control.h"
-#include "tools/ibsim_script.h"
-#include "tools/scenario.h"
+#include "tools/control/fabric_control.h"
+#include "tools/control/ibsim_script.h"
+#include "tools/control/scenario.h"
 
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>

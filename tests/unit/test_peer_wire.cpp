@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// The bytes between the daemons of a split subnet (tools/peer_wire.h):
+// The bytes between the daemons of a split subnet (tools/peer/peer_wire.h):
 // hellos, sealed messages a stranger cannot forge, replay or cut, and the
 // END and PACKET bodies.
-#include "tools/peer_wire.h"
+#include "tools/peer/peer_wire.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// Pictures of a fabric (tools/fabric_picture): what the dot says about
+// Pictures of a fabric (tools/observe/fabric_picture): what the dot says about
 // nodes, cables and their states, the summaries of large fabrics, and
-// Graphviz reading and drawing it; the live view's answers (tools/web_view).
+// Graphviz reading and drawing it; the live view's answers (tools/observe/web_view).
 #include "tests/unit/fabric_helpers.h"
 
 #include "fabric/capability.h"
 #include "fabric/generators.h"
-#include "tools/fabric_picture.h"
-#include "tools/fabric_source.h"
-#include "tools/packet_capture.h"
-#include "tools/web_view.h"
+#include "tools/observe/fabric_picture.h"
+#include "tools/instance/fabric_source.h"
+#include "tools/observe/packet_capture.h"
+#include "tools/observe/web_view.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The live view's page and its script (tools/observe/web_view.h serves them).
+// No library: the fabric is drawn by Graphviz on the daemon's side; the
+// script only fetches the state twice a second and recolours what changed.
+// Text from the fabric (node descriptions can be set by any SM) goes in
+// with textContent, never as markup.
+
+namespace ibemu::tools {
+
+extern const char kWebPage[];
+extern const char kWebScript[];
+
+const char kWebPage[] = R"html(<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>ibemu: live view</title>
+<style>
+body { font: 13px sans-serif; margin: 0; display: grid; grid-template-columns: 3fr 2fr; height: 100vh; }
+#map { overflow: auto; border-right: 1px solid #ccc; padding: 6px; }
+#side { overflow: auto; padding: 6px 10px; }
+h1 { font-size: 16px; margin: 4px 0; } h2 { font-size: 14px; margin: 12px 0 4px; }
+table { border-collapse: collapse; } td, th { padding: 1px 6px; text-align: left; font-family: monospace; }
+tr:nth-child(even) { background: #f4f4f4; }
+#map g.node { cursor: pointer; }
+#map g.edge[data-state=active] path { stroke: forestgreen; }
+#map g.edge[data-state=up] path { stroke: orange; }
+#map g.edge[data-state=down] path, #map g.edge[data-state=pulled] path { stroke: red; stroke-dasharray: 6,3; }
+#map g.edge[data-state=elsewhere] path { stroke: gray; stroke-dasharray: 2,3; }
+tr[data-state=Active] .state { color: forestgreen; } tr[data-state=Armed] .state, tr[data-state=Init] .state { color: darkorange; }
+tr[data-state=Down] .state { color: red; }
+.errors { color: red; } #mads { font-family: monospace; font-size: 11px; padding-left: 0; list-style: none; }
+#node { background: #eef; padding: 4px; display: none; }
+</style>
+<script src="/app.js" defer></script>
+</head>
+<body>
+<div id="map">loading the fabric...</div>
+<div id="side">
+<h1 id="title">ibemu</h1>
+<div id="sm"></div>
+<div id="summary"></div>
+<div id="node"></div>
+<h2>Ports</h2>
+<table id="ports"><thead><tr><th>node</th><th>port</th><th>LID</th><th>state</th><th>physical</th><th>xmit pkts</th><th>rcv pkts</th><th>errors</th></tr></thead><tbody></tbody></table>
+<h2>Recent MADs</h2>
+<ol id="mads"></ol>
+<h2>Faults and events</h2>
+<ul id="events"></ul>
+</div>
+</body>
+</html>
+)html";
+
+const char kWebScript[] = R"js("use strict";
+let picture = null;
+const cableColours = { active: "forestgreen", up: "orange", down: "red", pulled: "red", elsewhere: "gray" };
+
+function el(tag, text, attrs) {
+  const e = document.createElement(tag);
+  if (text !== undefined) e.textContent = String(text);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  return e;
+}
+
+function row(cells, attrs) {
+  const tr = el("tr", undefined, attrs);
+  for (const c of cells) tr.appendChild(typeof c === "object" ? c : el("td", c));
+  return tr;
+}
+
+async function showNode(index) {
+  const r = await fetch("/api/node/" + index);
+  if (!r.ok) return;
+  const n = await r.json();
+  const box = document.getElementById("node");
+  box.replaceChildren();
+  box.dataset.node = index;
+  box.style.display = "block";
+  box.appendChild(el("h2", n.name));
+  box.appendChild(el("div", `${n.type}, ${n.num_ports} ports, node GUID ${n.node_guid} (${n.node_id})`));
+  const t = el("table");
+  t.appendChild(row(["port", "GUID", "LID", "SM LID", "state", "physical", "width", "speed", "MTU"]));
+  for (const p of n.ports)
+    t.appendChild(row([p.port, p.port_guid, p.lid, p.sm_lid, p.state, p.phys, p.width + "x", p.speed, p.mtu],
+                      { "data-state": p.state }));
+  box.appendChild(t);
+  if (n.lft) {
+    box.appendChild(el("div", `LinearForwardingTable (LinearFDBTop ${n.linear_fdb_top}): ` +
+                              (n.lft.length ? n.lft.map(([lid, port]) => `${lid}→${port}`).join(" ") : "empty")));
+  }
+}
+
+function hookNodes() {
+  for (const g of document.querySelectorAll("#map g.node")) {
+    const m = /^n(\d+)$/.exec(g.id);
+    if (m) g.addEventListener("click", () => showNode(m[1]));
+  }
+}
+
+async function refresh() {
+  let s;
+  try {
+    const r = await fetch("/api/state");
+    s = await r.json();
+  } catch (e) {
+    document.getElementById("title").textContent = "ibemu: the daemon does not answer";
+    return;
+  }
+  document.getElementById("title").textContent = "ibemu instance " + (s.instance || "");
+  if (s.picture !== picture) {
+    const r = await fetch("/api/picture.svg");
+    if (r.ok) {
+      document.getElementById("map").innerHTML = await r.text();
+      picture = s.picture;
+      hookNodes();
+    }
+  }
+  for (const [id, state] of Object.entries(s.cables || {})) {
+    const g = document.getElementById(id);
+    if (!g || g.dataset.state === state) continue;
+    g.dataset.state = state;
+    for (const p of g.querySelectorAll("path")) p.setAttribute("stroke", cableColours[state] || "gray");
+  }
+  const sm = s.sm || {};
+  document.getElementById("sm").textContent =
+    sm.lid ? `SM: LID ${sm.lid} on ${sm.node} port ${sm.port}` : "SM: " + (sm.state || "none");
+  document.getElementById("summary").textContent =
+    "ports: " + Object.entries(s.states || {}).map(([k, v]) => `${v} ${k}`).join(", ");
+  const body = document.querySelector("#ports tbody");
+  body.replaceChildren();
+  for (const p of s.ports || []) {
+    const state = el("td", p.state, { class: "state" });
+    const errors = el("td", p.errors, p.errors ? { class: "errors" } : {});
+    body.appendChild(row([p.name, p.port, p.lid || "", state, p.phys, p.xmit_pkts, p.rcv_pkts, errors],
+                         { id: `port-${p.node}-${p.port}`, "data-state": p.state }));
+  }
+  if (s.ports_omitted)
+    body.appendChild(row([`${s.ports_omitted} ports: too many to list`]));
+  const mads = document.getElementById("mads");
+  mads.replaceChildren();
+  for (const m of (s.mads || []).slice().reverse())
+    mads.appendChild(el("li", `${m.port} ${m.dir === "out" ? "→" : "←"} ${m.text}`));
+  const events = document.getElementById("events");
+  events.replaceChildren();
+  const f = s.faults || {};
+  for (const c of f.pulled_cables || []) events.appendChild(el("li", "pulled: " + JSON.stringify(c)));
+  for (const n of f.silent_nodes || []) events.appendChild(el("li", "silent: " + JSON.stringify(n)));
+  for (const e of (f.recent_events || []).slice().reverse()) events.appendChild(el("li", JSON.stringify(e)));
+}
+
+setInterval(refresh, 500);
+refresh();
+/* a link to one node: #node=N */
+const wanted = /^#node=(\d+)$/.exec(location.hash);
+if (wanted) showNode(wanted[1]);
+)js";
+
+} /* namespace ibemu::tools */

@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+#include "tools/observe/web_view.h"
+
+#include "fabric/packet_format.h"
+#include "fabric/subnet.h"
+#include "tools/control/control_socket.h"
+#include "tools/observe/fabric_picture.h"
+#include "tools/observe/packet_capture.h"
+#include "tools/observe/packet_text.h"
+#include "tools/observe/web_state.h"
+
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace ibemu::tools {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = boost::asio::ip::tcp;
+using Json = nlohmann::ordered_json;
+
+/* The page and its script (tools/observe/web_page.cpp) */
+extern const char kWebPage[];
+extern const char kWebScript[];
+
+/* The recent MADs, decoded: a capture stream kept in memory */
+class WebView::MadLog final : public ControlSocket::Stream {
+public:
+	bool write(std::string line) override
+	{
+		if (!open_)
+			return false;
+		Json rec = Json::parse(line, nullptr, false);
+		std::vector<uint8_t> bytes;
+		PacketPlace at;
+		if (!readRecord(rec, bytes, at))
+			return true; /* the first line, {"ok": true, ...} */
+		lines_.push_back({ { "t", rec.value("t", int64_t(0)) },
+				   { "port", at.port },
+				   { "dir", at.out ? "out" : "in" },
+				   { "text", text_.describe(bytes, at) } });
+		if (lines_.size() > kRecentMads)
+			lines_.pop_front();
+		return true;
+	}
+	void close() override
+	{
+		open_ = false;
+		closed_ = nullptr; /* the capture let go of it */
+	}
+	bool open() const override { return open_; }
+	void onClosed(std::function<void()> fn) override { closed_ = std::move(fn); }
+	/* the view stops asking: the capture ends */
+	void stop()
+	{
+		open_ = false;
+		if (auto fn = std::move(closed_))
+			fn();
+	}
+	Json json() const
+	{
+		Json a = Json::array();
+		for (const auto &l : lines_)
+			a.push_back(l);
+		return a;
+	}
+
+private:
+	bool open_ = true;
+	std::function<void()> closed_;
+	std::deque<Json> lines_;
+	PacketText text_;
+};
+
+/* One HTTP connection: requests in order, one at a time */
+class WebView::Session : public std::enable_shared_from_this<Session> {
+public:
+	Session(WebView &view, tcp::socket s) : view_(view), stream_(std::move(s)) {}
+
+	void start() { read(); }
+	void close()
+	{
+		beast::error_code ec;
+		stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+		stream_.close();
+	}
+
+private:
+	void read()
+	{
+		parser_.emplace();
+		parser_->header_limit(8 * 1024);
+		parser_->body_limit(0); /* GETs have no body */
+		stream_.expires_after(kIdle);
+		http::async_read(stream_, buffer_, *parser_,
+				 [self = shared_from_this()](beast::error_code ec, size_t) { self->onRead(ec); });
+	}
+
+	void onRead(beast::error_code ec)
+	{
+		if (ec == http::error::body_limit) /* nothing here takes a body */
+			return reply({ 413, "text/plain", "no request bodies here\n" }, 11, false, false);
+		if (ec)
+			return done();
+		const auto &req = parser_->get();
+		Answer a;
+		auto host = req.find(http::field::host);
+		if (req.method() != http::verb::get && req.method() != http::verb::head)
+			a = { 405, "text/plain", "only GET\n" };
+		else if (!view_.host_.empty() && (host == req.end() || !view_.allowedHost(std::string(host->value()))))
+			a = { 421, "text/plain", "this server answers to its own address only\n" };
+		else
+			a = view_.get(std::string(req.target()));
+		reply(std::move(a), req.version(), req.keep_alive(), req.method() == http::verb::head);
+	}
+
+	void reply(Answer a, unsigned version, bool keepAlive, bool head)
+	{
+		auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(a.status),
+									       version);
+		res->set(http::field::server, "ibemud");
+		res->set(http::field::content_type, a.type);
+		res->set(http::field::cache_control, "no-store");
+		res->set("X-Content-Type-Options", "nosniff");
+		/* the page's own script only: markup that slipped into the SVG runs nothing */
+		res->set("Content-Security-Policy",
+			 "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
+		res->keep_alive(keepAlive);
+		if (!head)
+			res->body() = std::move(a.body);
+		res->prepare_payload();
+		http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code e, size_t) {
+			if (e || !res->keep_alive())
+				return self->done();
+			self->read();
+		});
+	}
+
+	void done()
+	{
+		close();
+		view_.sessions_.erase(shared_from_this());
+	}
+
+	WebView &view_;
+	beast::tcp_stream stream_;
+	beast::flat_buffer buffer_;
+	std::optional<http::request_parser<http::empty_body>> parser_;
+};
+
+WebView::WebView(boost::asio::io_context &io, fabric::Subnet &subnet, PacketCapture &capture,
+		 std::function<Json()> extra, const SubnetSplit *split)
+	: io_(io), subnet_(subnet), capture_(capture), extra_(std::move(extra)), split_(split), acceptor_(io),
+	  retry_(io), madsTimer_(io)
+{}
+
+WebView::~WebView()
+{
+	close();
+}
+
+int WebView::listen(const std::string &where, std::string &err)
+{
+	std::string addr = "127.0.0.1";
+	unsigned port = 0;
+	size_t colon = where.rfind(':');
+	std::string portText = colon == std::string::npos ? where : where.substr(colon + 1);
+	if (colon != std::string::npos)
+		addr = where.substr(0, colon);
+	if (addr.size() > 2 && addr.front() == '[' && addr.back() == ']')
+		addr = addr.substr(1, addr.size() - 2);
+	auto [p, ec] = std::from_chars(portText.data(), portText.data() + portText.size(), port);
+	if (!where.empty() && (ec != std::errc() || p != portText.data() + portText.size() || port > 65535)) {
+		err = "--web " + where + ": give ADDR:PORT, e.g. 127.0.0.1:8080 (port 0: any free one)";
+		return -EINVAL;
+	}
+	boost::system::error_code e;
+	auto ip = boost::asio::ip::make_address(addr, e);
+	if (e) {
+		err = "--web " + where + ": \"" + addr + "\" is not an IP address";
+		return -EINVAL;
+	}
+	tcp::endpoint ep(ip, static_cast<uint16_t>(port));
+	acceptor_.open(ep.protocol(), e);
+	if (!e)
+		acceptor_.set_option(tcp::acceptor::reuse_address(true), e);
+	if (!e)
+		acceptor_.bind(ep, e);
+	if (!e)
+		acceptor_.listen(boost::asio::socket_base::max_listen_connections, e);
+	if (e) {
+		err = fmt::format("--web {}: {}", where.empty() ? addr : where, e.message());
+		acceptor_.close(e);
+		return -EADDRINUSE;
+	}
+	const unsigned bound = acceptor_.local_endpoint().port();
+	const std::string shown = ip.is_v6() ? "[" + ip.to_string() + "]" : ip.to_string();
+	url_ = fmt::format("http://{}:{}/", shown, bound);
+	/* an address for everyone (0.0.0.0, ::) was the user's choice: any
+	 * Host; otherwise only our own names */
+	if (!ip.is_unspecified()) {
+		host_ = shown;
+		port_ = std::to_string(bound);
+		if (ip.is_loopback())
+			hostAlias_ = "localhost";
+	}
+	accept();
+	return 0;
+}
+
+/* Host: NAME[:PORT], NAME an address ([v6] bracketed) or, on loopback,
+ * localhost; names compare without case, and no port is port 80 */
+bool WebView::allowedHost(const std::string &host) const
+{
+	std::string name = host, port = "80";
+	size_t colon = host.rfind(':');
+	if (colon != std::string::npos && host.find(']', colon) == std::string::npos) {
+		name = host.substr(0, colon);
+		port = host.substr(colon + 1);
+	}
+	std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+	if (port != port_)
+		return false;
+	return name == host_ || (!hostAlias_.empty() && name == hostAlias_);
+}
+
+void WebView::close()
+{
+	boost::system::error_code ec;
+	retry_.cancel();
+	madsTimer_.cancel();
+	acceptor_.close(ec);
+	for (const auto &s : sessions_)
+		s->close();
+	sessions_.clear();
+	if (mads_)
+		mads_->stop();
+	mads_.reset();
+}
+
+void WebView::accept()
+{
+	acceptor_.async_accept([this](const boost::system::error_code &ec, tcp::socket s) {
+		if (ec == boost::asio::error::operation_aborted || !acceptor_.is_open())
+			return;
+		if (ec) { /* out of descriptors: try again a little later */
+			retry_.expires_after(std::chrono::milliseconds(100));
+			retry_.async_wait([this](const boost::system::error_code &e) {
+				if (!e && acceptor_.is_open())
+					accept();
+			});
+			return;
+		}
+		if (sessions_.size() < kMaxConnections) {
+			auto session = std::make_shared<Session>(*this, std::move(s));
+			sessions_.insert(session);
+			session->start();
+		}
+		accept();
+	});
+}
+
+void WebView::touchMads()
+{
+	lastPoll_ = std::chrono::steady_clock::now();
+	if (mads_)
+		return;
+	mads_ = std::make_shared<MadLog>();
+	capture_.start({ { "op", "capture" }, { "kinds", { "mad" } } }, mads_);
+	if (!mads_->open()) { /* refused: as many captures as allowed run */
+		mads_.reset();
+		return;
+	}
+	touchMadsTimer();
+}
+
+void WebView::touchMadsTimer()
+{
+	madsTimer_.expires_after(kMadsIdle);
+	madsTimer_.async_wait([this](const boost::system::error_code &ec) {
+		if (ec || !mads_)
+			return;
+		if (std::chrono::steady_clock::now() - lastPoll_ >= kMadsIdle) {
+			mads_->stop();
+			mads_.reset();
+			return;
+		}
+		touchMadsTimer();
+	});
+}
+
+WebView::Answer WebView::get(const std::string &target)
+{
+	const std::string path = target.substr(0, target.find('?'));
+	if (path == "/" || path == "/index.html")
+		return { 200, "text/html; charset=utf-8", kWebPage };
+	if (path == "/app.js")
+		return { 200, "text/javascript; charset=utf-8", kWebScript };
+	if (path == "/api/state") {
+		touchMads();
+		Json j = fabricState(subnet_);
+		j["mads"] = mads_ ? mads_->json() : Json::array();
+		if (extra_) {
+			Json more = extra_();
+			for (auto &[k, v] : more.items())
+				j[k] = v;
+		}
+		return { 200, "application/json", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) };
+	}
+	if (path == "/api/picture.svg") {
+		const size_t key = pictureKey(subnet_);
+		if (picture_.empty() || key != pictureKey_) {
+			std::string svg, err;
+			if (!renderDot(fabricDot(subnet_, { .split = split_ }), "svg", svg, err))
+				return { 500, "text/plain", err + "\n" };
+			picture_ = std::move(svg);
+			pictureKey_ = key;
+		}
+		return { 200, "image/svg+xml", picture_ };
+	}
+	if (path.rfind("/api/node/", 0) == 0) {
+		const std::string id = path.substr(10);
+		unsigned index = 0;
+		auto [p, ec] = std::from_chars(id.data(), id.data() + id.size(), index);
+		if (ec != std::errc() || p != id.data() + id.size() || index >= subnet_.nodes().size())
+			return { 404, "application/json", R"({"error":"no such node"})" };
+		return { 200, "application/json",
+			 nodeState(*subnet_.nodes()[index])
+				 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) };
+	}
+	return { 404, "text/plain", "not found\n" };
+}
+
+} /* namespace ibemu::tools */
