@@ -222,13 +222,18 @@ void ControlSocket::readNext(const std::shared_ptr<Conn> &c)
 			send(c, { { "ok", false }, { "error", "the request is not JSON" } }, false);
 			return;
 		}
+		/* one look in the tables: a stream, an op of the daemon's own,
+		 * else the default handler (the fabric's operations) */
+		const Handler *handler = &handler_;
 		if (req.is_object() && req.contains("op") && req["op"].is_string()) {
-			auto it = streams_.find(req["op"].get<std::string>());
-			if (it != streams_.end())
+			const std::string &op = req["op"].get_ref<const std::string &>();
+			if (auto it = streams_.find(op); it != streams_.end())
 				return startStream(c, it->second, req);
+			if (auto it = ops_.find(op); it != ops_.end())
+				handler = &it->second;
 		}
 		Json id = req.is_object() && req.contains("id") ? req["id"] : Json();
-		handler_(req, c->client, [this, c, id](Json reply) {
+		(*handler)(req, c->client, [this, c, id](Json reply) {
 			if (!id.is_null())
 				reply["id"] = id;
 			send(c, reply, false);
@@ -260,6 +265,11 @@ void ControlSocket::send(const std::shared_ptr<Conn> &c, const Json &reply, bool
 void ControlSocket::addStream(std::string op, StreamHandler fn)
 {
 	streams_[std::move(op)] = std::move(fn);
+}
+
+void ControlSocket::addOp(std::string op, Handler fn)
+{
+	ops_[std::move(op)] = std::move(fn);
 }
 
 void ControlSocket::startStream(const std::shared_ptr<Conn> &c, const StreamHandler &fn, const Json &req)

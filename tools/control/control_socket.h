@@ -60,6 +60,7 @@ public:
 	/* Takes over a connection whose request's "op" named it. */
 	using StreamHandler = std::function<void(const Json &req, const Json &client, std::shared_ptr<Stream> s)>;
 
+	/* `handler` answers every request whose op was not added below. */
 	ControlSocket(boost::asio::io_context &io, Handler handler);
 	~ControlSocket();
 
@@ -69,6 +70,8 @@ public:
 	void close();
 	/* Requests with {"op": op} are streams, handed to fn. */
 	void addStream(std::string op, StreamHandler fn);
+	/* Requests with {"op": op} are answered by fn. */
+	void addOp(std::string op, Handler fn);
 
 private:
 	struct Conn;
@@ -89,6 +92,7 @@ private:
 	uid_t owner_ = 0;
 	std::set<std::shared_ptr<Conn>> conns_;
 	std::map<std::string, StreamHandler> streams_;
+	std::map<std::string, Handler> ops_;
 };
 
 } /* namespace ibemu::tools */

@@ -9,6 +9,7 @@
 // unknown argument) before anything changes, so a bad request leaves the
 // fabric as it was. Every operation carried out is written to the event
 // log, RUNDIR/events.jsonl, one JSON object per line.
+// The operations themselves are one table, in fabric_ops.h.
 //
 // Runs on the daemon's io_context thread, like the Subnet it changes.
 #pragma once
@@ -63,14 +64,15 @@ public:
 	/* The names of the operations, for messages and help. */
 	static std::vector<std::string> ops();
 
-private:
+	/* A request checked: its entry in the table of operations and what
+	 * it names (fabric_control.cpp) */
 	struct Action;
+
+private:
 	struct Flap;
 
 	bool parse(const Json &req, Action &a, std::string &err, bool now = true) const;
-	bool fits(const Action &a, std::string &err) const;
-	bool parseFragment(const Json &req, Action &a, std::string &err) const;
-	Json apply(const Action &a);
+	bool apply(const Action &a, Json &done, std::string &err);
 	void flapStep(const std::shared_ptr<Flap> &f);
 	void log(const Json &origin, const Action &a, const Json &result);
 	void append(const Json &event);

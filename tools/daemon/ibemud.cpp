@@ -135,8 +135,14 @@ private:
 	bool runDoLines();
 	bool startControl();
 	bool startWeb();
-	void control(const nlohmann::ordered_json &req, const nlohmann::ordered_json &client,
-		     tools::ControlSocket::Reply reply);
+	/* the control socket's requests the daemon answers itself */
+	using Json = nlohmann::ordered_json;
+	using Reply = tools::ControlSocket::Reply;
+	void checkRequest(const Json &req, Reply reply);
+	void stateRequest(const Json &req, Reply reply);
+	void pictureRequest(const Json &req, Reply reply);
+	void scenarioStop(const Json &req, Reply reply);
+	void scenarioRun(const Json &req, Reply reply);
 	void runScenario(tools::Scenario sc);
 	nlohmann::ordered_json scenarioStates() const;
 	bool chooseLocal();
@@ -310,9 +316,19 @@ bool Daemon::runDoLines()
 
 bool Daemon::startControl()
 {
+	/* every op the daemon does not answer itself is a change to the
+	 * fabric, found in FabricControl's table of operations */
 	controlSocket_ = std::make_unique<tools::ControlSocket>(
-		io_,
-		[this](const auto &req, const auto &client, auto reply) { control(req, client, std::move(reply)); });
+		io_, [this](const auto &req, const auto &client, auto reply) { control_->run(req, client, std::move(reply)); });
+	const std::pair<const char *, void (Daemon::*)(const Json &, Reply)> ops[] = {
+		{ "check", &Daemon::checkRequest },	  { "state", &Daemon::stateRequest },
+		{ "picture", &Daemon::pictureRequest },	  { "scenario.stop", &Daemon::scenarioStop },
+		{ "scenario.run", &Daemon::scenarioRun },
+	};
+	for (auto [op, fn] : ops)
+		controlSocket_->addOp(op, [this, fn](const auto &req, const auto &, auto reply) {
+			(this->*fn)(req, std::move(reply));
+		});
 	capture_ = std::make_unique<tools::PacketCapture>(subnet_);
 	controlSocket_->addStream("capture", [this](const auto &req, const auto &, auto stream) {
 		capture_->start(req, std::move(stream));
@@ -347,60 +363,62 @@ bool Daemon::startWeb()
 	return true;
 }
 
-/* A request on the control socket: scenarios and the state here, the
- * fabric's operations in FabricControl */
-void Daemon::control(const nlohmann::ordered_json &req, const nlohmann::ordered_json &client,
-		     tools::ControlSocket::Reply reply)
+/* check: a request checked, not carried out (ibemu ibsim, before it starts) */
+void Daemon::checkRequest(const Json &req, Reply reply)
 {
-	std::string op = req.is_object() && req.contains("op") && req["op"].is_string() ? req["op"].get<std::string>()
-											: "";
-	if (op == "check") { /* a request checked, not carried out (ibemu ibsim, before it starts) */
-		std::string err = req.contains("request") ? control_->check(req["request"], false)
-							  : "check: give the \"request\" to check";
-		reply(err.empty() ? nlohmann::ordered_json{ { "ok", true } }
-				  : nlohmann::ordered_json{ { "ok", false }, { "error", err } });
-	} else if (op == "state") {
-		reply({ { "ok", true }, { "faults", control_->state() }, { "scenarios", scenarioStates() } });
-	} else if (op == "picture") { /* ibemu topo show --instance */
-		reply({ { "ok", true }, { "dot", tools::fabricDot(subnet_, { .split = splitOrNull() }) } });
-	} else if (op == "scenario.stop") {
-		size_t n = scenarios_.size();
-		scenarios_.clear();
-		control_->stop("scenario stop"); /* and the links they (or anyone) left flapping */
-		reply({ { "ok", true }, { "stopped", n } });
-	} else if (op == "scenario.run") {
-		if (!req.contains("text") || !req["text"].is_string()) {
-			reply({ { "ok", false }, { "error", "scenario.run: give the scenario (\"text\")" } });
-			return;
-		}
-		if (scenarios_.size() >= kMaxScenarios) {
-			reply({ { "ok", false },
-				{ "error", "already " + std::to_string(kMaxScenarios) + " scenarios playing" } });
-			return;
-		}
-		std::string file = req.contains("file") && req["file"].is_string() ? req["file"].get<std::string>()
-										   : "scenario";
-		tools::Scenario sc;
-		std::string err;
-		if (!tools::parseScenario(req["text"].get<std::string>(), file, *control_, sc, err)) {
-			reply({ { "ok", false }, { "error", err } });
-			return;
-		}
-		if (req.contains("seed")) {
-			if (!req["seed"].is_number_unsigned()) {
-				reply({ { "ok", false }, { "error", "seed must be an integer of 0 or more" } });
-				return;
-			}
-			sc.seed = req["seed"].get<uint64_t>();
-		}
-		nlohmann::ordered_json r = {
-			{ "ok", true }, { "scenario", file }, { "seed", sc.seed }, { "events", sc.events.size() }
-		};
-		runScenario(std::move(sc));
-		reply(r);
-	} else {
-		control_->run(req, client, std::move(reply));
+	std::string err = req.contains("request") ? control_->check(req["request"], false)
+						  : "check: give the \"request\" to check";
+	reply(err.empty() ? Json{ { "ok", true } } : Json{ { "ok", false }, { "error", err } });
+}
+
+/* state: what is faulty, and the scenarios playing (ibemu status) */
+void Daemon::stateRequest(const Json &, Reply reply)
+{
+	reply({ { "ok", true }, { "faults", control_->state() }, { "scenarios", scenarioStates() } });
+}
+
+/* picture: the fabric as dot (ibemu topo show --instance) */
+void Daemon::pictureRequest(const Json &, Reply reply)
+{
+	reply({ { "ok", true }, { "dot", tools::fabricDot(subnet_, { .split = splitOrNull() }) } });
+}
+
+void Daemon::scenarioStop(const Json &, Reply reply)
+{
+	size_t n = scenarios_.size();
+	scenarios_.clear();
+	control_->stop("scenario stop"); /* and the links they (or anyone) left flapping */
+	reply({ { "ok", true }, { "stopped", n } });
+}
+
+void Daemon::scenarioRun(const Json &req, Reply reply)
+{
+	if (!req.contains("text") || !req["text"].is_string()) {
+		reply({ { "ok", false }, { "error", "scenario.run: give the scenario (\"text\")" } });
+		return;
 	}
+	if (scenarios_.size() >= kMaxScenarios) {
+		reply({ { "ok", false }, { "error", "already " + std::to_string(kMaxScenarios) + " scenarios playing" } });
+		return;
+	}
+	std::string file = req.contains("file") && req["file"].is_string() ? req["file"].get<std::string>()
+									   : "scenario";
+	tools::Scenario sc;
+	std::string err;
+	if (!tools::parseScenario(req["text"].get<std::string>(), file, *control_, sc, err)) {
+		reply({ { "ok", false }, { "error", err } });
+		return;
+	}
+	if (req.contains("seed")) {
+		if (!req["seed"].is_number_unsigned()) {
+			reply({ { "ok", false }, { "error", "seed must be an integer of 0 or more" } });
+			return;
+		}
+		sc.seed = req["seed"].get<uint64_t>();
+	}
+	Json r = { { "ok", true }, { "scenario", file }, { "seed", sc.seed }, { "events", sc.events.size() } };
+	runScenario(std::move(sc));
+	reply(r);
 }
 
 void Daemon::runScenario(tools::Scenario sc)
