@@ -18,6 +18,12 @@
 // Lifetime rules: Cma owns every CmaId. An ID's events go to its sink
 // (the rdma_cm file, emu/ucma_file.h) from handlers run by the io_context;
 // destroy() ends an ID at once and no event for it follows.
+//
+// Where it is (the kernel's cma.c, by concern):
+//   cma.cpp            IDs, their indexes, binding to ports, events
+//   cma_addr.cpp       addresses, address and route resolution (addr.c)
+//   cma_conn.cpp       connections and SIDR over the IB CM, INIT_QP_ATTR
+//   cma_multicast.cpp  multicast joins and leaves
 #pragma once
 
 #include "emu/clock.h"
@@ -44,6 +50,10 @@ class Host;
 struct Hca;
 class MadPort;
 struct CmaId;
+
+/* RDMA_UDP_QKEY (include/rdma/rdma_cm.h): the Q_Key of the UDP and IB port
+ * spaces' QPs and of their multicast groups */
+constexpr uint32_t kUdpQkey = 0x01234567;
 
 /* A socket address of any family rdma_cm takes (AF_INET, AF_INET6, AF_IB). */
 struct CmaAddr {

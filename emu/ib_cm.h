@@ -12,6 +12,11 @@
 // with "invalid service ID", and an ID destroyed mid-way sends what the
 // kernel's cm_destroy_id() sends (REJ, DREQ or DREP).
 //
+// Where it is (the kernel's cm.c, by direction):
+//   ib_cm.cpp       IDs, ports, listening, sending with retries, timewait
+//   ib_cm_send.cpp  the messages an ID sends (ib_send_cm_*())
+//   ib_cm_recv.cpp  what arrives, by attribute (cm_*_handler())
+//
 // Lifetime rules: IbCm owns every CmId. A CmId's handler is called from
 // handlers run by the io_context, never from inside a call the handler
 // made; destroy() ends the ID at once and no event for it follows.

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// The text level of topology files, under the parser (topology_parse.cpp):
-// reading a file whole (with a size cap and a UTF-8 check), and the words,
-// numbers and link tokens its lines are made of.
+// The text level of topology files, under the parser (topology_parse.cpp,
+// topology_parse_node.cpp): reading a file whole (with a size cap and a
+// UTF-8 check), and the words, numbers and link tokens its lines are made
+// of.
 #pragma once
 
 #include "fabric/types.h"

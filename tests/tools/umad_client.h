@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// A raw ib_umad client for the hostile-client tools (umad_hostile.cpp): the
+// A raw ib_umad client for the hostile-client tools (umad_hostile*.cpp): the
 // ABI with plain system calls (no libibumad), MADs built by hand, and
 // memory laid out to fault where a test wants it.
 #pragma once

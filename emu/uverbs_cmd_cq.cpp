@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The uverbs CQ commands (the kernel's ib_uverbs_create_comp_channel() and
+// the CQ handlers of uverbs_cmd.c, uverbs_std_types_cq.c): handing out a
+// completion channel from ibemu's provider's spares, CREATE_CQ with its
+// optional completion ring (emu/cq_ring.h), RESIZE_CQ, DESTROY_CQ, POLL_CQ
+// and REQ_NOTIFY_CQ. The shared lookups are in uverbs_cmd.cpp.
+#include "emu/uverbs_file.h"
+
+#include "emu/uverbs_cmd.h"
+#include "emu/verbs_device.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <unistd.h>
+#include <vector>
+
+namespace ibemu::emu {
+
+/* --- CQ --- */
+
+/* ib_uverbs_create_comp_channel(): a new descriptor in the caller, which
+ * only a spare of ibemu's provider can be (emu/comp_channel.h); with any
+ * other provider, EOPNOTSUPP (docs/verbs.md). */
+int UverbsFile::createCompChannel(Request &r)
+{
+	if (!ibemuProvider_)
+		return -EOPNOTSUPP;
+	for (auto &ch : channels_) {
+		if (ch->handedOut)
+			continue;
+		/* the program may have closed it, or put something else under its number */
+		int copy = ua_.takeDescriptor(r.tid, ch->number(), FdKind::UnixStream);
+		bool held = copy >= 0 && ch->isOurs(copy);
+		if (copy >= 0)
+			close(copy);
+		if (!held)
+			continue;
+		ib_uverbs_create_comp_channel_resp resp{ static_cast<uint32_t>(ch->number()) };
+		if (int ret = respond(r, &resp, sizeof resp))
+			return ret;
+		ch->handedOut = true;
+		return 0;
+	}
+	return -EMFILE; /* the provider ran out of spares */
+}
+
+int UverbsFile::createCq(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_create_cq>();
+	if (cmd.comp_vector >= kNumCompVectors)
+		return -EINVAL;
+	Reservation res = reserve();
+	if (cmd.cqe < 1 || cmd.cqe > dev_.limits().maxCqe)
+		return -EINVAL;
+	CompChannel *channel = nullptr; /* ib_uverbs_lookup_comp_file() */
+	if (cmd.comp_channel >= 0 && !(channel = channelOf(r.tid, cmd.comp_channel)))
+		return -EINVAL;
+	if (dev_.full(UType::Cq))
+		return -ENOMEM;
+	/* ibemu's provider: the completions go to its ring (ibemu_user_verbs.h) */
+	std::unique_ptr<CqRing> ring;
+	ibemu_create_cq_req drv{ -1, 0 };
+	size_t core = sizeof(ib_uverbs_create_cq);
+	if (ibemuProvider_ && r.inLen >= core + sizeof drv)
+		memcpy(&drv, r.in + core, sizeof drv);
+	if (drv.ring_fd >= 0 || drv.ring_fd == IBEMU_RING_IN_AREA) {
+		if (r.outLen < sizeof(ib_uverbs_create_cq_resp) + sizeof(ibemu_create_cq_resp))
+			return -EINVAL;
+		RingMemory mem;
+		if (int ret = ringMemory(r.tid, drv.ring_fd, drv.area_offset, mem))
+			return ret;
+		int ret = CqRing::adopt(mem, cmd.cqe, ring);
+		if (mem.fd >= 0)
+			close(mem.fd);
+		if (ret)
+			return ret;
+	} else if (drv.area_offset) {
+		return -EINVAL;
+	}
+	struct {
+		ib_uverbs_create_cq_resp core;
+		ibemu_create_cq_resp drv;
+	} resp{ { res.handle(), cmd.cqe }, { ring ? ring->entries() : 0, 0 } };
+	if (int ret = respond(r, &resp, ibemuProvider_ ? sizeof resp : sizeof resp.core))
+		return ret;
+	auto cq = std::make_unique<Cq>();
+	cq->ring = std::move(ring);
+	cq->file = this;
+	cq->cqe = cmd.cqe;
+	cq->userHandle = cmd.user_handle;
+	cq->channel = channel;
+	if (channel)
+		channel->cqs++;
+	commit(res, std::move(cq));
+	return 0;
+}
+
+int UverbsFile::resizeCq(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_resize_cq>();
+	Cq *cq;
+	if (int ret = get(cmd.cq_handle, cq))
+		return ret;
+	if (cmd.cqe < 1 || cmd.cqe > dev_.limits().maxCqe || cmd.cqe < cq->queue.size())
+		return -EINVAL;
+	if (cq->ring && (cmd.cqe > cq->ring->entries() || cmd.cqe < cq->ring->used()))
+		return -EINVAL; /* the shared ring has the size it was made with */
+	cq->cqe = cmd.cqe;
+	ib_uverbs_resize_cq_resp resp{ cmd.cqe, 0 };
+	return respond(r, &resp, sizeof resp);
+}
+
+int UverbsFile::destroyCq(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_destroy_cq>();
+	UObject *o;
+	if (int ret = lookup(cmd.cq_handle, UType::Cq, o))
+		return ret;
+	auto *cq = static_cast<Cq *>(o);
+	if (cq->usecnt)
+		return -EBUSY;
+	if (cq->channel) { /* its unread events leave the channel, the read ones count */
+		int copy = ua_.takeDescriptor(r.tid, cq->channel->number(), FdKind::UnixStream);
+		cq->channel->forget(*cq, copy >= 0 && cq->channel->isOurs(copy) ? copy : -1);
+		if (copy >= 0)
+			close(copy);
+	}
+	ib_uverbs_destroy_cq_resp resp{ cq->compEventsReported, cq->asyncEventsReported };
+	destroy(*cq, false);
+	return respond(r, &resp, sizeof resp);
+}
+
+int UverbsFile::pollCq(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_poll_cq>();
+	Cq *cq;
+	if (int ret = get(cmd.cq_handle, cq))
+		return ret;
+	ib_uverbs_poll_cq_resp hdr{};
+	uint64_t at = r.response + sizeof hdr;
+	ib_uverbs_wc wc;
+	while (hdr.count < cmd.ne && (cq->ring ? cq->ring->pop(wc) : !cq->queue.empty())) {
+		if (!cq->ring) {
+			wc = cq->queue.front();
+			cq->queue.pop_front();
+		}
+		if (int ret = ua_.write(r.tid, at, &wc, sizeof wc))
+			return ret;
+		at += sizeof wc;
+		hdr.count++;
+	}
+	return ua_.write(r.tid, r.response, &hdr, sizeof hdr);
+}
+
+int UverbsFile::reqNotifyCq(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_req_notify_cq>();
+	Cq *cq;
+	if (int ret = get(cmd.cq_handle, cq))
+		return ret;
+	/* ib_req_notify_cq(): the next completion (or the next solicited or
+	 * failed one) sends one event to the CQ's channel */
+	if (cq->notify != IB_CQ_NEXT_COMP) /* rvt_req_notify_cq(): never narrowed */
+		cq->notify = cmd.solicited_only ? IB_CQ_SOLICITED : IB_CQ_NEXT_COMP;
+	return 0;
+}
+
+} /* namespace ibemu::emu */

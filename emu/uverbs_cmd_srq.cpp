@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The uverbs SRQ commands (the SRQ handlers of the kernel's uverbs_cmd.c,
+// uverbs_std_types_srq.c): CREATE_SRQ, MODIFY_SRQ (its limit),
+// QUERY_SRQ and DESTROY_SRQ. Posting receives to an SRQ is in
+// uverbs_post.cpp.
+#include "emu/uverbs_file.h"
+
+#include "emu/verbs_device.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace ibemu::emu {
+
+/* --- SRQ --- */
+
+int UverbsFile::createSrq(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_create_srq>();
+	Reservation res = reserve();
+	Pd *pd;
+	if (int ret = get(cmd.pd_handle, pd))
+		return ret;
+	const VerbsLimits &lim = dev_.limits();
+	if (cmd.max_wr == 0 || cmd.max_wr > lim.maxSrqWr || cmd.max_sge == 0 || cmd.max_sge > lim.maxSrqSge ||
+	    cmd.srq_limit > cmd.max_wr)
+		return -EINVAL;
+	if (dev_.full(UType::Srq))
+		return -ENOMEM;
+	auto srq = std::make_unique<Srq>();
+	srq->file = this;
+	srq->pd = pd;
+	srq->maxWr = cmd.max_wr;
+	srq->maxSge = cmd.max_sge;
+	srq->limit = cmd.srq_limit;
+	srq->userHandle = cmd.user_handle;
+	srq->srqn = dev_.nextSrqn();
+	ib_uverbs_create_srq_resp resp{ res.handle(), srq->maxWr, srq->maxSge, srq->srqn };
+	if (int ret = respond(r, &resp, sizeof resp))
+		return ret;
+	pd->usecnt++;
+	commit(res, std::move(srq));
+	return 0;
+}
+
+int UverbsFile::modifySrq(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_modify_srq>();
+	Srq *srq;
+	if (int ret = get(cmd.srq_handle, srq))
+		return ret;
+	if (cmd.attr_mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT))
+		return -EINVAL;
+	uint32_t maxWr = (cmd.attr_mask & IB_SRQ_MAX_WR) ? cmd.max_wr : srq->maxWr;
+	if ((cmd.attr_mask & IB_SRQ_MAX_WR) &&
+	    (maxWr == 0 || maxWr > dev_.limits().maxSrqWr || maxWr < srq->queue.size()))
+		return -EINVAL;
+	if ((cmd.attr_mask & IB_SRQ_LIMIT) && cmd.srq_limit >= maxWr)
+		return -EINVAL;
+	srq->maxWr = maxWr;
+	if (cmd.attr_mask & IB_SRQ_LIMIT)
+		srq->limit = cmd.srq_limit;
+	return 0;
+}
+
+int UverbsFile::querySrq(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_query_srq>();
+	Srq *srq;
+	if (int ret = get(cmd.srq_handle, srq))
+		return ret;
+	ib_uverbs_query_srq_resp resp{ srq->maxWr, srq->maxSge, srq->limit, 0 };
+	return respond(r, &resp, sizeof resp);
+}
+
+int UverbsFile::destroySrq(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_destroy_srq>();
+	UObject *o;
+	if (int ret = lookup(cmd.srq_handle, UType::Srq, o))
+		return ret;
+	if (o->usecnt)
+		return -EBUSY;
+	ib_uverbs_destroy_srq_resp resp{ static_cast<Srq *>(o)->eventsReported };
+	destroy(*o, false);
+	return respond(r, &resp, sizeof resp);
+}
+
+} /* namespace ibemu::emu */
+
