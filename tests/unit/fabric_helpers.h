@@ -117,7 +117,7 @@ extern const std::string_view kSplitTopology;
  * A subnet split across two daemons (fabric/remote_cable.h): two Subnets
  * built from kSplitTopology, each simulating its host's nodes, joined by
  * a wire that carries their packets as bytes (encodeMadPacket and back)
- * and their cable ends, as tools/peer/peer_links.cpp does over TCP. MAD
+ * and their cable ends, as tools/peer/peer_traffic.cpp does over TCP. MAD
  * packets cross at once; data messages cross in a later turn of `io`
  * when one is given (a reply never overtakes its request's sender), at
  * once otherwise.

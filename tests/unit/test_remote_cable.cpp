@@ -3,7 +3,7 @@
 // A subnet split across two daemons (fabric/remote_cable.h): two Subnets
 // built from one topology file, each simulating its host's nodes, joined
 // by a wire that carries their packets as bytes (encodeMadPacket and
-// back) and their cable ends, as tools/peer/peer_links.cpp does over TCP. An SM
+// back) and their cable ends, as tools/peer/peer_traffic.cpp does over TCP. An SM
 // in one brings the whole subnet up through the other.
 #include "tests/unit/fabric_helpers.h"
 

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Where ibemud and ibemu's provider are, an instance by name and its ready
+// file, stopping its daemon and what is left of its run directory: what
+// the instance commands share (tools/cli/instance_cmd.h).
+#include "tools/cli/instance_cmd.h"
+
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <signal.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace ibemu::tools::instance_cmd {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string selfDir()
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return ".";
+	buf[n] = 0;
+	std::string p(buf);
+	return p.substr(0, p.rfind('/'));
+}
+
+} /* namespace */
+
+bool loadReady(const Instance &inst, nlohmann::json &j)
+{
+	return loadJson(inst.readyFile(), j);
+}
+
+std::string daemonPath()
+{
+	for (const std::string &p :
+	     { selfDir() + "/ibemud", selfDir() + "/../sbin/ibemud", std::string(IBEMU_SBINDIR) + "/ibemud" })
+		if (access(p.c_str(), X_OK) == 0)
+			return p;
+	return selfDir() + "/ibemud";
+}
+
+std::string providerPath()
+{
+	for (const std::string &p :
+	     { selfDir() + "/provider/libibemu", selfDir() + "/../" IBEMU_LIBDIR "/libibverbs/libibemu",
+	       std::string(IBEMU_PROVIDER_DIR) + "/libibemu" })
+		if (access((p + "-rdmav34.so").c_str(), R_OK) == 0)
+			return p;
+	return "";
+}
+
+bool instanceOf(const std::string &name, Instance &inst)
+{
+	std::string err;
+	if (!makeInstance(name, inst, err)) {
+		fprintf(stderr, "ibemu: %s\n", err.c_str());
+		return false;
+	}
+	return true;
+}
+
+void leaveRunDir(const Instance &inst, bool keepLogs, const char *cmd)
+{
+	if (keepLogs) {
+		/* after a failed up, next to its error */
+		fprintf(strcmp(cmd, "up") == 0 ? stderr : stdout, "ibemu %s: logs kept in %s\n", cmd,
+			inst.runDir.c_str());
+		return;
+	}
+	std::string err;
+	if (!removeRunDir(inst, err))
+		fprintf(stderr, "ibemu %s: %s\n", cmd, err.c_str());
+}
+
+bool stopDaemon(int pid, const char *cmd)
+{
+	kill(pid, SIGTERM);
+	/* `up` is its parent: reap it, or it would linger as a zombie */
+	for (int i = 0; i < 1500 && waitpid(pid, nullptr, WNOHANG) <= 0 && kill(pid, 0) == 0; i++)
+		std::this_thread::sleep_for(20ms);
+	if (kill(pid, 0) != 0)
+		return true;
+	/* the instance goes, but a daemon that needed this is a bug: say so */
+	fprintf(stderr, "ibemu %s: ibemud (pid %d) did not stop in 30 s; killed it\n", cmd, pid);
+	kill(pid, SIGKILL);
+	return false;
+}
+
+std::string notRunning(const Instance &inst, const std::string &why, const char *hint)
+{
+	if (!why.empty())
+		return why;
+	return "instance \"" + inst.name + "\" is not running" + hint;
+}
+
+} /* namespace ibemu::tools::instance_cmd */

@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The daemon's devices (tools/daemon/daemon.h): the private mount
+// namespace, the transport (CUSE character devices or FUSE files, over
+// io_uring or /dev/fuse), and the mounts of the sysfs view and
+// /dev/infiniband, done on a thread of their own.
+#include "tools/daemon/daemon.h"
+
+#include "tools/instance/namespace.h"
+
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace ibemu::tools {
+
+bool Daemon::isolate()
+{
+	std::string err;
+	if (opts_.global) {
+		/* --global: the standard device names and the host's /sys/class;
+		 * one such instance per host */
+		if (access("/dev/infiniband/umad0", F_OK) == 0 || access("/sys/class/infiniband_mad", F_OK) == 0) {
+			spdlog::error("--global: this host already has InfiniBand devices or a global instance");
+			return false;
+		}
+	} else if (tools::enterPrivateMountNamespace(err) != 0) {
+		spdlog::error("{}", err);
+		return false;
+	}
+	return true;
+}
+
+/* Whether the FUSE files go over io_uring (cuse_dev/fuse_uring.h). The
+ * kernel offers the ring only while the host-wide enable_uring is Y; it is
+ * turned on only when asked (--fuse-uring), said so in the log, and put
+ * back at exit. The CUSE transport stays on /dev/cuse: the kernel's CUSE
+ * never offers the ring. */
+bool Daemon::chooseFuseUring()
+{
+	const char *param = "/sys/module/fuse/parameters/enable_uring";
+	if (opts_.fuseUring == "off")
+		return false;
+	std::string v = tools::UringSwitch::state();
+	if (v.empty()) {
+		spdlog::info("fuse-uring: not in use (this kernel has no {}); requests go through /dev/fuse", param);
+		return false;
+	}
+	if (opts_.fuseUring == "auto") {
+		if (v != "Y")
+			spdlog::info("fuse-uring: not in use ({} is N; --fuse-uring turns it on); requests go "
+				     "through /dev/fuse",
+				     param);
+		return v == "Y";
+	}
+	bool turnedOn;
+	std::string why;
+	if (!uringSwitch_.hold(turnedOn, why)) {
+		spdlog::warn("fuse-uring: not in use ({}); requests go through /dev/fuse", why);
+		return false;
+	}
+	if (!why.empty())
+		spdlog::warn("fuse-uring: {}: {} will stay Y after the last instance", why, param);
+	if (turnedOn)
+		spdlog::info("fuse-uring: turned on {} (host-wide); the last ibemu instance that asked for it sets "
+			     "it back to N",
+			     param);
+	return true;
+}
+
+/* CUSE character devices where asked or usable, else FUSE files; the
+ * FUSE filesystem serves sysfs either way. */
+bool Daemon::startTransport()
+{
+	std::string err;
+	useCuse_ = opts_.global || opts_.transport == "cuse" ||
+		(opts_.transport == "auto" && cuse_dev::cuseAvailable());
+	if (useCuse_) {
+		/* per-instance names under /dev, so instances never collide; a
+		 * global instance takes the standard ones */
+		std::string prefix = opts_.global ? "infiniband/" : "infiniband/ibemu-" + inst_.name + "/";
+		cuse_ = std::make_unique<cuse_dev::CuseDevices>(io_, *host_, prefix, opts_.spinUs);
+		if (cuse_->start(err) != 0) {
+			spdlog::error("{}", err);
+			return false;
+		}
+	}
+	cuse_dev::FuseFs::Options fsOpts;
+	fsOpts.deviceFiles = !useCuse_;
+	fsOpts.spinUs = opts_.spinUs;
+	fsOpts.fuseUring = !useCuse_ && chooseFuseUring();
+	fsOpts.status = [this] { return liveStatus(); };
+	if (useCuse_) {
+		cuse_dev::CuseDevices *c = cuse_.get();
+		fsOpts.umadNumbers = [c](unsigned dev, bool issm) {
+			return c->numbers(issm ? cuse_dev::NodeKind::Issm : cuse_dev::NodeKind::Umad, dev);
+		};
+		fsOpts.uverbsNumbers = [c](unsigned n) { return c->numbers(cuse_dev::NodeKind::Uverbs, n); };
+		fsOpts.rdmaCmNumbers = [c] { return c->numbers(cuse_dev::NodeKind::RdmaCm, 0); };
+	}
+	mkdir(inst_.fsDir().c_str(), 0755);
+	fs_ = std::make_unique<cuse_dev::FuseFs>(io_, *host_, fsOpts);
+	if (fs_->mount(inst_.fsDir(), err) != 0) {
+		spdlog::error("{}", err);
+		return false;
+	}
+	spdlog::info("transport: {}", useCuse_ ? "CUSE character devices" : "FUSE files");
+	return true;
+}
+
+/* Which /dev/infiniband names point where: the CUSE nodes (reached
+ * through the host's /dev/infiniband, kept at scratch/dev-infiniband) or
+ * the FUSE files. */
+Daemon::Links Daemon::linkTable() const
+{
+	Links t;
+	std::string keep = inst_.scratchDir() + "/dev-infiniband";
+	auto cuseNode = [&](cuse_dev::NodeKind kind, unsigned num, const std::string &name) {
+		std::string p = cuse_->path(kind, num);
+		t.nodes.push_back(p);
+		t.links.emplace_back(name, keep + p.substr(strlen("/dev/infiniband")));
+		return p;
+	};
+	for (const auto &h : host_->hcas()) {
+		for (const auto &u : h->umadPorts)
+			for (bool issm : { false, true }) {
+				std::string name = (issm ? "issm" : "umad") + std::to_string(u->devNum());
+				if (useCuse_)
+					cuseNode(issm ? cuse_dev::NodeKind::Issm : cuse_dev::NodeKind::Umad,
+						 u->devNum(), name);
+				else
+					t.links.emplace_back(name, inst_.fsDir() + "/dev/" + name);
+			}
+		if (useCuse_) /* verbs exist only as character devices */
+			t.verbsNodes.push_back(cuseNode(cuse_dev::NodeKind::Uverbs, h->verbsNum,
+							"uverbs" + std::to_string(h->verbsNum)));
+	}
+	if (useCuse_) /* ucma's misc device: 0666 too */
+		t.verbsNodes.push_back(cuseNode(cuse_dev::NodeKind::RdmaCm, 0, "rdma_cm"));
+	return t;
+}
+
+/* On the mounter thread: waits for the CUSE nodes, then mounts the sysfs
+ * view and the device links. 0 or a negative errno with err set. */
+int Daemon::mountAll(const Links &t, std::string &err) const
+{
+	int rc = 0;
+	for (const auto &n : t.nodes) { /* devtmpfs makes the CUSE nodes soon after INIT */
+		struct stat st;
+		int tries = 0;
+		while (stat(n.c_str(), &st) != 0 && tries++ < 500)
+			usleep(10000);
+		if (tries > 500) {
+			rc = -ENODEV;
+			err = "the CUSE device " + n + " did not appear";
+			break;
+		}
+	}
+	for (const auto &n : t.verbsNodes) /* uverbs_devnode(): 0666 */
+		if (rc == 0)
+			chmod(n.c_str(), 0666);
+	std::vector<std::string> classes = { "infiniband", "infiniband_mad" }, merged;
+	if (useCuse_) {
+		classes.push_back("infiniband_verbs");
+		merged.push_back("misc"); /* misc/rdma_cm next to the host's */
+	}
+	if (rc == 0)
+		rc = tools::mountSysClass(inst_.fsDir(), classes, merged, inst_.scratchDir(), err);
+	if (rc == 0 && !opts_.global)
+		rc = tools::mountDevInfiniband(t.links, inst_.scratchDir(), err);
+	std::string why;
+	if (rc == 0 && !opts_.global && tools::mountVerbsDrivers(why) != 0) /* a speed-up only */
+		spdlog::warn("{}; programs load every provider the host lists", why);
+	return rc;
+}
+
+/* The bind mounts look things up in our FUSE filesystem, which the io
+ * thread serves: so they happen on a thread of their own, which then
+ * hands the outcome back to the io thread. */
+void Daemon::startMounter()
+{
+	if (useCuse_) { /* the host's /dev/infiniband, at scratch/dev-infiniband once covered */
+		std::string node = cuse_->path(cuse_dev::NodeKind::RdmaCm, 0);
+		if (!opts_.global)
+			node = inst_.scratchDir() + "/dev-infiniband" + node.substr(strlen("/dev/infiniband"));
+		cuse_->setRdmaCmNode(node);
+	}
+	mounter_ = std::thread([this, links = linkTable()] {
+		std::string e;
+		int rc = mountAll(links, e);
+		boost::asio::post(io_, [this, rc, e] {
+			if (rc) {
+				spdlog::error("{}", e);
+				stop(1);
+				return;
+			}
+			ready();
+		});
+	});
+}
+
+} /* namespace ibemu::tools */

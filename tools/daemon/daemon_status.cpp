@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// What the daemon tells about itself (tools/daemon/daemon.h): the
+// description written to the ready file, and the live status `ibemu status`
+// reads from the FUSE filesystem.
+#include "tools/daemon/daemon.h"
+
+#include "emu/hca_attrs.h"
+
+#include <arpa/inet.h>
+#include <cinttypes>
+#include <cstdio>
+#include <unistd.h>
+
+namespace ibemu::tools {
+
+nlohmann::ordered_json Daemon::describe() const
+{
+	nlohmann::ordered_json j;
+	j["instance"] = inst_.name;
+	j["pid"] = getpid();
+	j["transport"] = cuse_ ? "cuse" : "fuse";
+	/* how FUSE requests reach the daemon: "io_uring" (a queue per CPU) or
+	 * "/dev/fuse" */
+	j["fuse_requests"] = fs_ && fs_->overIoUring() ? "io_uring" : "/dev/fuse";
+	j["global"] = opts_.global; /* CUSE nodes under the standard names */
+	j["verbs_provider"] = opts_.verbsProvider;
+	j["topology"] = !opts_.gen.empty() ? "gen " + opts_.gen
+		: opts_.topology.empty()   ? "(built-in default)"
+					   : opts_.topology;
+	if (web_)
+		j["web"] = web_->url();
+	if (peers_)
+		j["split"] = peers_->status();
+	j["fabric"] = { { "switches", subnet_.numSwitches() },
+			{ "cas", subnet_.numCas() },
+			{ "routers", subnet_.numRouters() },
+			{ "links", subnet_.numLinks() } };
+	nlohmann::ordered_json devs = nlohmann::ordered_json::array();
+	for (const auto &h : host_->hcas()) {
+		nlohmann::ordered_json d;
+		d["ibdev"] = h->name;
+		d["node"] = h->node->desc;
+		char guid[24];
+		snprintf(guid, sizeof(guid), "0x%016" PRIx64, h->node->nodeGuid);
+		d["node_guid"] = guid;
+		nlohmann::ordered_json ports = nlohmann::ordered_json::array();
+		for (size_t k = 0; k < h->umadPorts.size(); k++) {
+			const emu::UmadPort &u = *h->umadPorts[k];
+			char v4[INET_ADDRSTRLEN], v6[INET6_ADDRSTRLEN];
+			uint32_t a4 = host_->cma().ipv4Of(*h->node, u.portNum());
+			if (a4)
+				inet_ntop(AF_INET, &a4, v4, sizeof v4);
+			else
+				v4[0] = '\0'; /* a CA past the 256th of a split subnet */
+			inet_ntop(AF_INET6, emu::Cma::ipv6Of(h->madPorts[k]->port().guid).data(), v6, sizeof v6);
+			ports.push_back({ { "port", u.portNum() },
+					  { "umad", "/dev/infiniband/umad" + std::to_string(u.devNum()) },
+					  { "issm", "/dev/infiniband/issm" + std::to_string(u.devNum()) },
+					  { "ipv4", v4 },
+					  { "ipv6", v6 } });
+		}
+		d["ports"] = ports;
+		if (cuse_)
+			d["uverbs"] = "/dev/infiniband/uverbs" + std::to_string(h->verbsNum);
+		devs.push_back(d);
+	}
+	j["devices"] = devs;
+	if (cuse_)
+		j["rdma_cm"] = "/dev/infiniband/rdma_cm";
+	if (sm_)
+		j["sm"] = { { "pid", sm_->pid() },
+			    { "state", sm_->state() },
+			    { "log", sm_->logFile() },
+			    { "output", sm_->outFile() } };
+	return j;
+}
+
+/* What `ibemu status` shows: the description plus each port's state now. */
+std::string Daemon::liveStatus() const
+{
+	nlohmann::ordered_json j = describe();
+	size_t i = 0;
+	for (const auto &h : host_->hcas()) {
+		auto &ports = j["devices"][i++]["ports"];
+		for (size_t k = 0; k < h->umadPorts.size(); k++) {
+			const emu::UmadPort &u = *h->umadPorts[k];
+			const emu::PortAttr a = emu::queryPort(*h->madPorts[k]);
+			auto &o = ports[k];
+			o["state"] = fabric::portStateName(a.state);
+			o["phys_state"] = fabric::physStateName(a.physState);
+			o["lid"] = a.lid;
+			o["lmc"] = a.lmc;
+			o["sm_lid"] = a.smLid;
+			o["rate"] = fabric::rateString(a.activeWidth ? a.activeWidth : uint8_t(fabric::kWidth1x),
+						       a.activeSpeed);
+			char cap[16];
+			snprintf(cap, sizeof(cap), "0x%08x", a.capMask);
+			o["cap_mask"] = cap;
+			o["issm_held"] = u.issmHeld();
+			o["open_files"] = u.openFiles();
+		}
+	}
+	i = 0;
+	for (const auto &h : host_->hcas())
+		j["devices"][i++]["verbs_open_files"] = h->verbs->openFiles();
+	/* pinned memory per process, as the kernel's pinned_vm (VmPin) */
+	nlohmann::ordered_json pinned = nlohmann::ordered_json::array();
+	for (const auto &[pid, pages] : host_->pinned().all())
+		pinned.push_back(
+			{ { "pid", pid }, { "pinned_pages", pages }, { "pinned_bytes", pages * emu::kPageSize } });
+	j["pinned"] = pinned;
+	/* who holds the devices, by the process that opened them */
+	std::map<pid_t, unsigned> openers;
+	if (fs_)
+		fs_->openers(openers);
+	if (cuse_)
+		cuse_->openers(openers);
+	nlohmann::ordered_json clients = nlohmann::ordered_json::array();
+	for (const auto &[pid, files] : openers)
+		clients.push_back({ { "pid", pid }, { "files", files } });
+	j["clients"] = clients;
+	j["dropped_packets"] = subnet_.droppedPackets();
+	j["faults"] = control_->state();
+	j["scenarios"] = scenarioStates();
+	return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+} /* namespace ibemu::tools */
