@@ -16,6 +16,8 @@
 // owns it, like everything else there.
 #pragma once
 
+#include "emu/liveness.h"
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -94,7 +96,7 @@ private:
 	/* refusals since the last warning, logged at most every 10 s */
 	unsigned long refused_ = 0;
 	std::chrono::steady_clock::time_point lastWarning_{};
-	std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+	emu::Liveness alive_;
 };
 
 } /* namespace ibemu::cuse_dev */
