@@ -12,8 +12,8 @@
 // The handler answers its request, always: Restarts only tells it when
 // to run again, or with which error to end.
 //
-// One per device-file table (umad_files.h, verbs_files.h); the io thread
-// owns it, like everything else there.
+// One per WholeCalls (whole_call.h), that is per device-file table; the
+// io thread owns it, like everything else there.
 #pragma once
 
 #include "emu/liveness.h"
