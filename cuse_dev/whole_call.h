@@ -48,7 +48,8 @@ public:
 	pid_t tid; /* the caller's thread */
 	const uint8_t *head; /* this request's bytes */
 	size_t size;
-	/* after take(): the whole call's bytes */
+	/* after take(): the whole call's bytes (len: its count, also when
+	 * take() fails with -ENOMEM or -EFAULT) */
 	const uint8_t *data;
 	size_t len;
 
