@@ -57,7 +57,8 @@ struct CallerIo {
 	size_t count = 0; /* its size */
 };
 
-/* The kernel hands a read() or write() bigger than one request (max_write,
+/* (whole_call.h keeps these per file and uses them.)
+ * The kernel hands a read() or write() bigger than one request (max_write,
  * 1 MiB here; less for a buffer that does not start on a page) over in
  * several requests. A command or message must be taken whole, so the first
  * request handles the caller's entire system call and the rest of it is

@@ -49,7 +49,7 @@ bool Restarts::later(fuse_req_t req, unsigned attempt, size_t bytes, Again again
 	if (bytes) /* a user is in bytes_ while it holds any */
 		bytes_[uid] += bytes;
 	e.timer.expires_after(std::chrono::milliseconds(1u << std::min(attempt, 6u)));
-	e.timer.async_wait([alive = std::weak_ptr<bool>(alive_), this, id](const boost::system::error_code &ec) {
+	e.timer.async_wait([alive = alive_.weak(), this, id](const boost::system::error_code &ec) {
 		if (ec || alive.expired())
 			return;
 		Iter it = entries_.find(id);

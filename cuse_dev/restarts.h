@@ -12,9 +12,11 @@
 // The handler answers its request, always: Restarts only tells it when
 // to run again, or with which error to end.
 //
-// One per device-file table (umad_files.h, verbs_files.h); the io thread
-// owns it, like everything else there.
+// One per WholeCalls (whole_call.h), that is per device-file table; the
+// io thread owns it, like everything else there.
 #pragma once
+
+#include "emu/liveness.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -94,7 +96,7 @@ private:
 	/* refusals since the last warning, logged at most every 10 s */
 	unsigned long refused_ = 0;
 	std::chrono::steady_clock::time_point lastWarning_{};
-	std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+	emu::Liveness alive_;
 };
 
 } /* namespace ibemu::cuse_dev */

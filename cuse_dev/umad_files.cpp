@@ -33,13 +33,6 @@ struct UmadFiles::Open {
 	std::unique_ptr<emu::UmadFile> umad;
 	bool nonblock = false; /* at open: for issm */
 	WaitQueue wait;
-	Continuation readRest;
-	Continuation writeRest;
-	/* the first parked read (its seq), while its caller has not been seen
-	 * asleep */
-	uint64_t serveSeq = 0;
-	unsigned serveAttempt = 0; /* its attempt (restarts.h) */
-	bool serveAgain = false; /* serveReads() is to run again: serveLater() */
 };
 
 struct UmadFiles::PendingIssm {
@@ -49,7 +42,7 @@ struct UmadFiles::PendingIssm {
 	OpenLimit::Slot slot;
 };
 
-UmadFiles::UmadFiles(boost::asio::io_context &io) : io_(io), opens_(kFhTag | 1), restarts_(io)
+UmadFiles::UmadFiles(boost::asio::io_context &io) : io_(io), opens_(kFhTag | 1), calls_(io)
 {}
 
 UmadFiles::~UmadFiles()
@@ -112,86 +105,47 @@ void UmadFiles::open(fuse_req_t req, emu::UmadPort &port, bool issm, fuse_file_i
 
 void UmadFiles::read(fuse_req_t req, size_t size, fuse_file_info *fi)
 {
-	readFrom(req, size, fi->fh, fi->flags & O_NONBLOCK, 0);
+	bool nonblock = fi->flags & O_NONBLOCK;
+	calls_.read(req, size, fi->fh, [this, nonblock](WholeRead &call) { return readCall(call, nonblock); });
 }
 
-void UmadFiles::readFrom(fuse_req_t req, size_t size, uint64_t fh, bool nonblock, unsigned attempt)
+int UmadFiles::readCall(WholeRead &call, bool nonblock)
 {
-	Open *o = opens_.find(fh);
+	Open *o = opens_.find(call.fh);
 	if (!o)
-		return (void)fuse_reply_err(req, EBADF);
+		return -EBADF;
 	if (o->issm)
-		return (void)fuse_reply_err(req, EINVAL); /* issm has no read */
-	pid_t tid = fuse_req_ctx(req)->pid;
-	Continuation &rest = o->readRest;
-	int c = rest.continues(tid, looksFor(attempt));
+		return -EINVAL; /* issm has no read */
 	/* the checks that come before looking at the queue never wait; a
 	 * request shorter than the caller's read() is a buffer that runs
 	 * into unmapped memory, which serveReads() answers EFAULT */
-	CallerIo io{ SYS_read, 0, size };
-	if (c == 0 && size < o->umad->hdrSize())
-		c = callerIo(tid, SYS_read, size, io, looksFor(attempt));
-	if (c == -kCallerRunning) {
-		auto again = [this, req, size, fh, nonblock, tid](unsigned n, int err) {
-			if (err)
-				return endRequest(req, fh, tid, err);
-			readFrom(req, size, fh, nonblock, n);
-		};
-		if (!restarts_.later(req, attempt, 0, again))
-			endRequest(req, fh, tid, EAGAIN);
-		return;
-	}
-	if (c > 0) { /* the rest of a big read */
-		size_t n = std::min(size, rest.data.size());
-		fuse_reply_buf(req, reinterpret_cast<const char *>(rest.data.data()), n);
-		rest.data.erase(rest.data.begin(), rest.data.begin() + long(n));
-		rest.left = rest.data.empty() ? 0 : rest.left - n;
-		return;
-	}
-	if (io.count < o->umad->hdrSize())
-		return (void)fuse_reply_err(req, EINVAL);
+	if (int c = call.take(o->umad->hdrSize()))
+		return c; /* the rest of a big read, or its caller is running */
+	if (call.io.count < o->umad->hdrSize())
+		return -EINVAL;
 	/* ib_umad_read(): a blocking reader waits here for a MAD */
-	opens_.park(*o, req, size, nonblock, [&] { serveReads(fh, false); });
+	uint64_t fh = call.fh;
+	opens_.park(*o, call.req, call.size, nonblock, [&] { serveReads(fh, false); });
+	return 0;
 }
 
 void UmadFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_info *fi)
 {
-	writeFrom(req, buf, size, fi->fh, 0);
+	calls_.write(req, buf, size, fi->fh, [this](WholeWrite &call) { return writeCall(call); });
 }
 
-void UmadFiles::writeFrom(fuse_req_t req, const char *buf, size_t size, uint64_t fh, unsigned attempt)
+int UmadFiles::writeCall(WholeWrite &call)
 {
-	Open *o = opens_.find(fh);
+	Open *o = opens_.find(call.fh);
 	if (!o)
-		return (void)fuse_reply_err(req, EBADF);
+		return -EBADF;
 	if (o->issm)
-		return (void)fuse_reply_err(req, EINVAL); /* issm has no write */
-	pid_t tid = fuse_req_ctx(req)->pid;
-	std::vector<uint8_t> storage;
-	const uint8_t *data;
-	CallerIo io;
+		return -EINVAL; /* issm has no write */
 	/* at most the longest message the MAD layer takes */
-	int t = takeWrite(tid, buf, size, o->umad->hdrSize() + emu::rmpp::kMaxMessageBytes, o->writeRest, storage, data,
-			  io, looksFor(attempt));
-	if (t == -kCallerRunning) {
-		auto again = [this, req, bytes = std::vector<char>(buf, buf + size), fh, tid](unsigned n, int err) {
-			if (err)
-				return endRequest(req, fh, tid, err);
-			writeFrom(req, bytes.data(), bytes.size(), fh, n);
-		};
-		if (!restarts_.later(req, attempt, size, std::move(again)))
-			endRequest(req, fh, tid, EAGAIN);
-		return;
-	}
-	if (t < 0)
-		return (void)fuse_reply_err(req, -t);
-	if (t > 0) /* the rest of a big write, handled already */
-		return (void)fuse_reply_write(req, size);
-	ssize_t rc = o->umad->write(data, io.count);
-	if (rc < 0)
-		return (void)fuse_reply_err(req, static_cast<int>(-rc));
-	expectRest(o->writeRest, tid, io, size);
-	fuse_reply_write(req, size);
+	if (int t = call.take(o->umad->hdrSize() + emu::rmpp::kMaxMessageBytes))
+		return t; /* the rest of a big write, an error, or its caller is running */
+	ssize_t rc = o->umad->write(call.data, call.len);
+	return rc < 0 ? static_cast<int>(rc) : 0;
 }
 
 void UmadFiles::ioctl(fuse_req_t req, unsigned cmd, void *userArg, fuse_file_info *fi, unsigned flags, const void *in,
@@ -239,6 +193,7 @@ void UmadFiles::release(fuse_req_t req, fuse_file_info *fi)
 	if (o && o->issm)
 		o->port->issmRelease(); /* ib_umad_sm_close() */
 	o.reset(); /* a umad file's close: ib_umad_close() */
+	calls_.closed(fi->fh);
 	if (req)
 		fuse_reply_err(req, 0);
 }
@@ -253,21 +208,19 @@ void UmadFiles::serveReads(uint64_t fh, bool queued)
 	while (!o.wait.empty()) {
 		const PendingRead r = o.wait.front();
 		pid_t tid = fuse_req_ctx(r.req)->pid;
-		if (o.serveSeq != r.seq) {
-			o.serveSeq = r.seq;
-			o.serveAttempt = 0;
-		}
 		/* a MAD longer than this request may fit the caller's whole read()
 		 * (split over several requests, or cut short by a hole) */
 		CallerIo io{ SYS_read, 0, r.size };
 		size_t next = o.umad->nextLength();
-		if ((next > r.size || r.size < o.umad->hdrSize()) &&
-		    callerIo(tid, SYS_read, r.size, io, looksFor(o.serveAttempt)) != 0) {
-			if (serveLater(o, fh))
+		if (next > r.size || r.size < o.umad->hdrSize()) {
+			int rc = calls_.parkedRead(fh, r, io, [this, fh] { serveReads(fh, false); });
+			if (rc == -kCallerRunning)
 				break; /* stays parked until its caller is seen asleep */
-			o.wait.pop();
-			fuse_reply_err(r.req, EAGAIN);
-			continue;
+			if (rc < 0) {
+				o.wait.pop();
+				fuse_reply_err(r.req, -rc);
+				continue;
+			}
 		}
 		ssize_t n = o.umad->read(io.count, mad);
 		if (n == -EAGAIN && !r.nonblock && !opens_.stopping())
@@ -299,47 +252,11 @@ void UmadFiles::serveReads(uint64_t fh, bool queued)
 			}
 			o.umad->consume();
 			fuse_reply_buf(r.req, reinterpret_cast<const char *>(mad.data()), r.size);
-			Continuation &rest = o.readRest;
-			rest.tid = tid;
-			rest.io = io;
-			rest.data.assign(mad.begin() + long(r.size), mad.end());
-			rest.left = rest.data.size();
+			calls_.continueRead(fh, tid, io, std::vector<uint8_t>(mad.begin() + long(r.size), mad.end()));
 		}
 	}
 	if (queued)
 		o.wait.notifyPoll();
-}
-
-bool UmadFiles::serveLater(Open &o, uint64_t fh)
-{
-	if (o.serveAgain)
-		return true;
-	auto again = [this, fh, seq = o.serveSeq](unsigned n, int err) {
-		Open *f = opens_.find(fh);
-		if (!f)
-			return;
-		f->serveAgain = false;
-		if (err) /* the daemon stops, and fails the parked reads */
-			return;
-		if (f->serveSeq == seq)
-			f->serveAttempt = n;
-		serveReads(fh, false);
-	};
-	o.serveAgain = true; /* until again() runs: at once, when stopping */
-	if (!restarts_.later(nullptr, o.serveAttempt, 0, again))
-		o.serveAgain = false;
-	return o.serveAgain;
-}
-
-void UmadFiles::endRequest(fuse_req_t req, uint64_t fh, pid_t tid, int err)
-{
-	if (Open *o = opens_.find(fh)) {
-		if (o->readRest.tid == tid)
-			o->readRest.clear();
-		if (o->writeRest.tid == tid)
-			o->writeRest.clear();
-	}
-	fuse_reply_err(req, err);
 }
 
 void UmadFiles::retryIssm()
@@ -367,7 +284,7 @@ void UmadFiles::retryIssm()
 
 void UmadFiles::shutdown()
 {
-	restarts_.shutdown();
+	calls_.shutdown();
 	bool first = opens_.shutdown([](Open &o) {
 		if (o.issm)
 			o.port->issmRelease();
@@ -383,6 +300,7 @@ void UmadFiles::shutdown()
 	}
 	issmWaiters_.clear();
 	opens_.clear();
+	calls_.clear();
 }
 
 void UmadFiles::openers(std::map<pid_t, unsigned> &out) const

@@ -11,7 +11,7 @@
 #pragma once
 
 #include "cuse_dev/open_files.h"
-#include "cuse_dev/restarts.h"
+#include "cuse_dev/whole_call.h"
 
 #include <boost/asio/io_context.hpp>
 
@@ -71,17 +71,9 @@ private:
 	 * ib_umad's queue_packet() wakes them. A read that takes a MAD makes
 	 * nothing readable, so it tells nobody. */
 	void serveReads(uint64_t fh, bool queued);
-	/* The first read parked on o waits for its caller to be seen asleep:
-	 * serveReads() runs again a moment later. false after the last
-	 * attempt, or when the daemon stops. */
-	bool serveLater(Open &o, uint64_t fh);
-	/* read() and write() from their start; attempt: 0, or how often the
-	 * request has been handled again (restarts.h) */
-	void readFrom(fuse_req_t req, size_t size, uint64_t fh, bool nonblock, unsigned attempt);
-	void writeFrom(fuse_req_t req, const char *buf, size_t size, uint64_t fh, unsigned attempt);
-	/* A request handled again ends with err: its thread's system call
-	 * ends there, and with it any continuation of it on the file. */
-	void endRequest(fuse_req_t req, uint64_t fh, pid_t tid, int err);
+	/* ib_umad_read() and ib_umad_write() on a whole call (whole_call.h) */
+	int readCall(WholeRead &call, bool nonblock);
+	int writeCall(WholeWrite &call);
 	void retryIssm();
 	static void issmInterrupted(fuse_req_t req, void *self);
 
@@ -91,7 +83,7 @@ private:
 	OpenFiles<Open> opens_; /* handles kFhTag | 1 on */
 	std::list<PendingIssm> issmWaiters_;
 	std::vector<emu::UmadPort *> watched_;
-	Restarts restarts_;
+	WholeCalls calls_;
 };
 
 } /* namespace ibemu::cuse_dev */

@@ -33,10 +33,9 @@ struct VerbsFiles::Open {
 	OpenLimit::Slot slot;
 	std::unique_ptr<emu::UverbsFile> file;
 	WaitQueue wait;
-	Continuation writeRest;
 };
 
-VerbsFiles::VerbsFiles(boost::asio::io_context &io, emu::Host &host) : io_(io), host_(host), opens_(1), restarts_(io)
+VerbsFiles::VerbsFiles(boost::asio::io_context &io, emu::Host &host) : io_(io), host_(host), opens_(1), calls_(io)
 {}
 
 VerbsFiles::~VerbsFiles()
@@ -61,75 +60,38 @@ void VerbsFiles::open(fuse_req_t req, emu::VerbsDevice &dev, fuse_file_info *fi)
 
 void VerbsFiles::write(fuse_req_t req, const char *buf, size_t size, fuse_file_info *fi)
 {
-	writeFrom(req, buf, size, fi->fh, 0);
+	calls_.write(req, buf, size, fi->fh, [this](WholeWrite &call) { return writeCall(call); });
 }
 
-void VerbsFiles::writeFrom(fuse_req_t req, const char *buf, size_t size, uint64_t fh, unsigned attempt)
+int VerbsFiles::writeCall(WholeWrite &call)
 {
-	Open *o = opens_.find(fh);
+	Open *o = opens_.find(call.fh);
 	if (!o)
-		return (void)fuse_reply_err(req, EBADF);
-	pid_t tid = fuse_req_ctx(req)->pid;
+		return -EBADF;
 	/* A command handled again runs only once its caller is seen asleep,
 	 * with a few looks: GET_CONTEXT's own look (ProcessAccess) would
 	 * otherwise take the long first wait on every attempt. */
-	long nr;
-	uint64_t args[6];
-	if (attempt && callerSyscall(tid, nr, args, kAgainLooks) == -kCallerRunning)
-		return writeLater(req, buf, size, fh, attempt);
-	std::vector<uint8_t> storage;
-	const auto *head = reinterpret_cast<const uint8_t *>(buf);
-	const uint8_t *data = head; /* or the whole command, when split */
-	CallerIo io{ SYS_write, 0, size };
+	if (!call.settled())
+		return -kCallerRunning;
 	/* A request of exactly the size its command declares, and shorter than
 	 * the kernel ever cuts a write() by size (32 pages and more), is the
 	 * whole call: the kernel takes no other size. A longer write() that
 	 * runs into a hole right there would be EINVAL on a real device; here
 	 * the command runs. Any other request may be the head of a longer call,
-	 * which only the caller's system call tells (takeWrite). */
-	if (o->writeRest.left || size >= kWholeBelow || size != emu::UverbsFile::commandSize(head, size)) {
-		/* a command's size is 16-bit word counts: longer writes are EINVAL */
-		int t = takeWrite(tid, buf, size, kMaxCommand, o->writeRest, storage, data, io, looksFor(attempt));
-		if (t == -ENOMEM || t == -EFAULT) { /* too long, or a hole: the header checks come first */
-			int h = emu::UverbsFile::headerErrno(head, size, io.count);
-			t = h ? h : (t == -ENOMEM ? -EINVAL : -EFAULT);
-		}
-		if (t == -kCallerRunning)
-			return writeLater(req, buf, size, fh, attempt);
-		if (t < 0)
-			return (void)fuse_reply_err(req, -t);
-		if (t > 0) /* the rest of a big command, handled already */
-			return (void)fuse_reply_write(req, size);
+	 * which only the caller's system call tells (WholeWrite::take). */
+	bool self = call.size < kWholeBelow && call.size == emu::UverbsFile::commandSize(call.head, call.size);
+	/* a command's size is 16-bit word counts: longer writes are EINVAL */
+	int t = call.take(kMaxCommand, self);
+	if (t == -ENOMEM || t == -EFAULT) { /* too long, or a hole: the header checks come first */
+		int h = emu::UverbsFile::headerErrno(call.head, call.size, call.len);
+		t = h ? h : (t == -ENOMEM ? -EINVAL : -EFAULT);
 	}
+	if (t)
+		return t; /* the rest of a big command, an error, or its caller is running */
 	/* GET_CONTEXT looks for the descriptor it came on, and nothing was
-	 * done when it finds the caller running */
-	ssize_t rc = o->file->write(tid, data, io.count);
-	if (rc == -kCallerRunning)
-		return writeLater(req, buf, size, fh, attempt);
-	if (rc < 0)
-		return (void)fuse_reply_err(req, static_cast<int>(-rc));
-	expectRest(o->writeRest, tid, io, size);
-	fuse_reply_write(req, size);
-}
-
-void VerbsFiles::writeLater(fuse_req_t req, const char *buf, size_t size, uint64_t fh, unsigned attempt)
-{
-	pid_t tid = fuse_req_ctx(req)->pid;
-	auto again = [this, req, bytes = std::vector<char>(buf, buf + size), fh, tid](unsigned n, int err) {
-		if (err)
-			return endRequest(req, fh, tid, err);
-		writeFrom(req, bytes.data(), bytes.size(), fh, n);
-	};
-	if (!restarts_.later(req, attempt, size, std::move(again)))
-		endRequest(req, fh, tid, EAGAIN);
-}
-
-void VerbsFiles::endRequest(fuse_req_t req, uint64_t fh, pid_t tid, int err)
-{
-	Open *o = opens_.find(fh);
-	if (o && o->writeRest.tid == tid)
-		o->writeRest.clear();
-	fuse_reply_err(req, err);
+	 * done when it finds the caller running (-kCallerRunning) */
+	ssize_t rc = o->file->write(call.tid, call.data, call.len);
+	return rc < 0 ? static_cast<int>(rc) : 0;
 }
 
 void VerbsFiles::ioctl(fuse_req_t req, unsigned cmd, fuse_file_info *fi)
@@ -181,6 +143,7 @@ void VerbsFiles::release(fuse_req_t req, fuse_file_info *fi)
 {
 	if (std::unique_ptr<Open> o = opens_.remove(fi->fh)) {
 		o.reset(); /* the file's objects first, then the HCAs they kept */
+		calls_.closed(fi->fh);
 		host_.reapRetired();
 	}
 	if (req)
@@ -189,9 +152,11 @@ void VerbsFiles::release(fuse_req_t req, fuse_file_info *fi)
 
 void VerbsFiles::shutdown()
 {
-	restarts_.shutdown();
-	if (opens_.shutdown([](Open &) {}))
+	calls_.shutdown();
+	if (opens_.shutdown([](Open &) {})) {
 		opens_.clear();
+		calls_.clear();
+	}
 }
 
 void VerbsFiles::openers(std::map<pid_t, unsigned> &out) const

@@ -10,7 +10,7 @@
 #pragma once
 
 #include "cuse_dev/open_files.h"
-#include "cuse_dev/restarts.h"
+#include "cuse_dev/whole_call.h"
 
 #include <boost/asio/io_context.hpp>
 
@@ -48,19 +48,13 @@ public:
 
 private:
 	void serveReads(uint64_t fh);
-	/* write() from its start; attempt: 0, or how often the request has
-	 * been handled again (restarts.h) */
-	void writeFrom(fuse_req_t req, const char *buf, size_t size, uint64_t fh, unsigned attempt);
-	/* its caller was running: writeFrom() again a moment later */
-	void writeLater(fuse_req_t req, const char *buf, size_t size, uint64_t fh, unsigned attempt);
-	/* A command handled again ends with err: its thread's write() ends
-	 * there, and with it any continuation of it on the file. */
-	void endRequest(fuse_req_t req, uint64_t fh, pid_t tid, int err);
+	/* ib_uverbs_write() on a whole call (whole_call.h) */
+	int writeCall(WholeWrite &call);
 
 	boost::asio::io_context &io_;
 	emu::Host &host_;
 	OpenFiles<Open> opens_; /* handles 1 on */
-	Restarts restarts_;
+	WholeCalls calls_;
 };
 
 } /* namespace ibemu::cuse_dev */

@@ -64,7 +64,7 @@ CompChannel::CompChannel(boost::asio::io_context &io, int sendFd, int recvNum, u
 
 CompChannel::~CompChannel()
 {
-	alive_.reset();
+	alive_.end();
 	close(send_); /* room_ closes its own copy */
 }
 
@@ -132,7 +132,7 @@ void CompChannel::flush()
 		room_.assign(copy);
 	}
 	waiting_ = true;
-	std::weak_ptr<int> alive = alive_;
+	Liveness::Weak alive = alive_.weak();
 	room_.async_wait(boost::asio::posix::stream_descriptor::wait_write,
 			 [this, alive](const boost::system::error_code &ec) {
 				 if (ec || alive.expired())

@@ -17,6 +17,8 @@
 // CQ goes.
 #pragma once
 
+#include "emu/liveness.h"
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 
@@ -76,7 +78,7 @@ private:
 	std::deque<Cq *> pending_; /* not sent yet: the socket was full */
 	boost::asio::posix::stream_descriptor room_; /* a copy of send_, to wait for room */
 	bool waiting_ = false;
-	std::shared_ptr<int> alive_ = std::make_shared<int>(0); /* for the wait's handler */
+	Liveness alive_; /* for the wait's handler */
 };
 
 } /* namespace ibemu::emu */

@@ -77,7 +77,7 @@ void QpRing::onDoorbell(std::function<void()> fn)
 
 void QpRing::wait()
 {
-	std::weak_ptr<int> alive = alive_;
+	Liveness::Weak alive = alive_.weak();
 	doorbell_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
 			     [this, alive](const boost::system::error_code &ec) {
 				     if (ec || alive.expired())

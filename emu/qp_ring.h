@@ -16,6 +16,7 @@
 #pragma once
 
 #include "emu/ibemu_user_verbs.h"
+#include "emu/liveness.h"
 #include "emu/shared_mapping.h"
 #include "emu/user_access.h"
 #include "emu/verbs_objects.h"
@@ -86,7 +87,7 @@ private:
 	bool recvNotify_ = false;
 	boost::asio::posix::stream_descriptor doorbell_;
 	std::function<void()> rung_;
-	std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+	Liveness alive_; /* for the doorbell wait's handler */
 };
 
 } /* namespace ibemu::emu */

@@ -12,6 +12,7 @@
 
 #include "emu/clock.h"
 #include "emu/cq_ring.h"
+#include "emu/liveness.h"
 #include "emu/uverbs_abi.h"
 
 #include <boost/asio/io_context.hpp>
@@ -185,7 +186,7 @@ struct Qp final : UObject {
 	 * daemon, answered again to a duplicate of it (IBA 9.7.7.2.4) */
 	uint32_t lastAtomicPsn = 0xffffffff;
 	uint64_t lastAtomicOrig = 0;
-	std::shared_ptr<int> alive = std::make_shared<int>(0); /* for timer handlers */
+	Liveness alive; /* for timer handlers */
 	uint32_t eventsReported = 0;
 	std::vector<McastGroup> mcast; /* the groups it is attached to (uqp->mcast_list) */
 };

@@ -396,7 +396,7 @@ void VerbsDevice::waitForRetry(Qp &qp, std::chrono::nanoseconds d)
 {
 	qp.waiting = true;
 	uint64_t seq = ++qp.waitSeq;
-	std::weak_ptr<int> alive = qp.alive;
+	Liveness::Weak alive = qp.alive.weak();
 	qp.timer.expires_after(d);
 	qp.timer.async_wait([this, &qp, seq, alive](const boost::system::error_code &ec) {
 		/* a handler that fired just before a cancel still runs: only the
@@ -434,7 +434,7 @@ void VerbsDevice::recvPosted(const Qp *qp, const Srq *srq)
 			if (!w->sq.empty() && w->sq.front().rnrRetriesLeft != 7)
 				w->sq.front().rnrRetriesLeft++; /* woken early: that was no retry */
 			/* in a turn of its own, with its own budget, not inside this post */
-			std::weak_ptr<int> alive = w->alive;
+			Liveness::Weak alive = w->alive.weak();
 			VerbsDevice *dp = &d;
 			boost::asio::post(io_, [dp, w, alive] {
 				if (!alive.expired())
@@ -535,7 +535,7 @@ void VerbsDevice::progress(Qp &qp)
 		if (!(ops & kProcessNextSendOk))
 			return; /* SQD, SQE: hold */
 		if (spent >= kBudget) {
-			std::weak_ptr<int> alive = qp.alive;
+			Liveness::Weak alive = qp.alive.weak();
 			boost::asio::post(io_, [this, &qp, alive] {
 				if (!alive.expired())
 					progress(qp);
@@ -1203,7 +1203,7 @@ WcStatus VerbsDevice::sendAway(Qp &qp, const SendWqe &w, const fabric::Away &awa
 		qp.awaitingReply = true;
 		qp.waiting = true;
 		const uint64_t seq = ++qp.waitSeq;
-		onWire = [this, &qp, seq, alive = std::weak_ptr<int>(qp.alive)](bool) {
+		onWire = [this, &qp, seq, alive = qp.alive.weak()](bool) {
 			if (alive.expired() || qp.waitSeq != seq || !qp.awaitingReply || qp.sq.empty())
 				return; /* the reply came first, or the QP moved on */
 			if (qp.timeout == 0)
