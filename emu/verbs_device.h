@@ -5,13 +5,17 @@
 // device-wide QPN and memory key tables, its open uverbs files, and the
 // data path that moves messages through the fabric.
 //
-// Where a work request goes (verbs_wire.cpp): POST_SEND queues it on the
+// Where a work request goes: POST_SEND queues it on the
 // QP and progress() executes the send queue in order. Each message is
 // routed by the fabric's LFTs from the QP's port to its DLID
 // (Subnet::routeData), lands on the QP of the VerbsDevice behind the
 // destination port, and moves between the two processes' memory through
 // UserAccess. Completions go to the CQs; errors move QPs to the Error state
-// and flush them.
+// and flush them. The data path by role, as rxe splits it:
+//   verbs_req.cpp   the requester (rxe_req.c)
+//   verbs_resp.cpp  the responder (rxe_resp.c)
+//   verbs_comp.cpp  the completer (rxe_comp.c)
+//   verbs_mr.cpp    the copies between processes' memory (rxe_mr.c)
 #pragma once
 
 #include "emu/pinned_vm.h"
@@ -38,8 +42,8 @@ class Subnet;
 namespace ibemu::emu {
 
 class Host;
-struct Seg; /* a piece of process memory (verbs_wire.cpp) */
-struct FarRequest; /* a request from another daemon, read back (verbs_wire.cpp) */
+struct Seg; /* a piece of process memory (verbs_mr.h) */
+struct FarRequest; /* a request from another daemon, read back (verbs_resp.cpp) */
 
 /* the destination QPN of every multicast packet (IBA 10.5.2.3) */
 constexpr uint32_t kMulticastQpn = 0xffffff;
@@ -117,7 +121,7 @@ public:
 	/* every attachment of the QP goes (its file is being torn down) */
 	void detachAllMcast(Qp &qp);
 
-	/* --- data path (verbs_wire.cpp) --- */
+	/* --- data path (verbs_req.cpp, verbs_resp.cpp, verbs_comp.cpp) --- */
 
 	/* Executes the QP's send queue as far as it can. */
 	void progress(Qp &qp);
@@ -164,7 +168,7 @@ private:
 	bool receiveDatagram(Qp &rqp, fabric::Port &dst, const Qp &sender, const SendWqe &w, fabric::Port &src,
 			     const Seg &data);
 	void finishHead(Qp &qp, WcStatus status, uint32_t byteLen);
-	/* the far side (verbs_wire.cpp) */
+	/* the far side (verbs_req.cpp, verbs_resp.cpp, verbs_comp.cpp) */
 	WcStatus sendAway(Qp &qp, const SendWqe &w, const fabric::Away &away, const fabric::PacketHeaders &base,
 			  const std::vector<Seg> &local, uint64_t len, unsigned mtu);
 	void replyArrived(fabric::Port &port, const fabric::PacketView &v, const fabric::DataPackets &packets);

@@ -178,7 +178,7 @@ struct Qp final : UObject {
 	bool waiting = false; /* the head WQE waits for the timer */
 	uint64_t waitSeq = 0; /* which wait a timer handler belongs to */
 	const Qp *rnrTarget = nullptr; /* the responder that sent the RNR NAK */
-	/* Across daemons (verbs_wire.cpp, "the far side"): the head WQE went
+	/* Across daemons (verbs_req.cpp, "the far side"): the head WQE went
 	 * to another daemon as packets and waits for its reply */
 	bool awaitingReply = false;
 	/* as a responder: the last atomic executed for a requester in another
