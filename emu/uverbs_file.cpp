@@ -20,10 +20,24 @@ namespace {
 
 constexpr size_t kMaxEvents = 4096;
 
+/* ib_uverbs' event handlers: what the device raises goes to the queue
+ * of the file that owns the object, or of every file for a port */
+class FileEvents final : public VerbsEventSink {
+public:
+	void asyncEvent(UverbsFile &file, uint64_t element, AsyncEvent type, UObject *obj) override
+	{
+		file.asyncEvent(element, type, obj);
+	}
+	void deviceDied(UverbsFile &file) override { file.deviceDied(); }
+};
+
+FileEvents fileEvents;
+
 } /* namespace */
 
 UverbsFile::UverbsFile(VerbsDevice &dev, UserAccess &ua, PinnedVm &pinned) : dev_(dev), ua_(ua), pinned_(pinned)
 {
+	dev_.setEventSink(&fileEvents);
 	dev_.attach(this);
 	dead_ = dev_.dead();
 }

@@ -2,9 +2,9 @@
 // Copyright (c) 2026 the ibemu authors
 // The completer (rxe_comp.c): completions into the CQs, flushing, the
 // Error state, and the reply to a request of ours from another daemon.
+#include "emu/comp_channel.h"
 #include "emu/host.h"
 #include "emu/qp_ring.h"
-#include "emu/uverbs_file.h"
 #include "emu/verbs_path.h"
 
 namespace ibemu::emu {
@@ -12,8 +12,8 @@ namespace ibemu::emu {
 void VerbsDevice::complete(Cq &cq, const ib_uverbs_wc &wc, bool solicited)
 {
 	if ((cq.ring ? cq.ring->used() : cq.queue.size()) >= cq.cqe) { /* overrun: IBA 11.4.2.1 */
-		if (!cq.overflowed && cq.file)
-			cq.file->asyncEvent(cq.userHandle, IB_EVENT_CQ_ERR, &cq);
+		if (!cq.overflowed)
+			objectEvent(cq.file, cq, IB_EVENT_CQ_ERR);
 		cq.overflowed = true;
 		return;
 	}
@@ -73,8 +73,8 @@ void VerbsDevice::enterError(Qp &qp)
 {
 	qp.state = IB_QPS_ERR;
 	flush(qp);
-	if (qp.srq && qp.file) /* IBA 11.5.2.1: the last WQE of an SRQ QP */
-		qp.file->asyncEvent(qp.userHandle, IB_EVENT_QP_LAST_WQE_REACHED, &qp);
+	if (qp.srq) /* IBA 11.5.2.1: the last WQE of an SRQ QP */
+		objectEvent(qp.file, qp, IB_EVENT_QP_LAST_WQE_REACHED);
 }
 
 void toError(VerbsDevice &dev, Qp &qp)

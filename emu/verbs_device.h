@@ -48,6 +48,23 @@ struct FarRequest; /* a request from another daemon, read back (verbs_resp.cpp) 
 /* the destination QPN of every multicast packet (IBA 10.5.2.3) */
 constexpr uint32_t kMulticastQpn = 0xffffff;
 
+/* Where the device's async events go. ib_uverbs registers its event
+ * handlers with the device and with each QP, CQ and SRQ it creates, and
+ * rxe raises events through them without knowing uverbs; here the uverbs
+ * file sets one sink on the device (uverbs_file.cpp), so the data path
+ * never reaches into a file. */
+class VerbsEventSink {
+public:
+	/* an event for file: about obj (a QP, CQ or SRQ it owns, element its
+	 * user handle), or about a port (obj null, element its number) */
+	virtual void asyncEvent(UverbsFile &file, uint64_t element, AsyncEvent type, UObject *obj) = 0;
+	/* the device is gone (ib_uverbs disassociate) */
+	virtual void deviceDied(UverbsFile &file) = 0;
+
+protected:
+	~VerbsEventSink() = default;
+};
+
 /* Device limits reported by QUERY_DEVICE and QUERY_PORT and enforced by the
  * commands. Smaller than a hardware HCA's: everything queued lives in the
  * daemon, and one message is copied in one turn of its io_context. */
@@ -95,6 +112,7 @@ public:
 	bool dead() const { return dead_; }
 
 	/* --- tables --- */
+	void setEventSink(VerbsEventSink *sink) { events_ = sink; }
 	void attach(UverbsFile *f) { files_.push_back(f); }
 	void detach(UverbsFile *f) { files_.remove(f); }
 	size_t openFiles() const { return files_.size(); }
@@ -144,6 +162,9 @@ public:
 	/* Appends a completion (an overrun raises CQ_ERR instead). */
 	/* solicited: a receive of a message sent with IB_SEND_SOLICITED */
 	void complete(Cq &cq, const ib_uverbs_wc &wc, bool solicited = false);
+	/* Raises an async event about obj (a QP, CQ or SRQ) on the file that
+	 * owns it (none: nobody hears it). */
+	void objectEvent(UverbsFile *file, UObject &obj, AsyncEvent ev);
 	/* Raises an async event about a port on every open file. */
 	void portEvent(unsigned portNum, AsyncEvent ev);
 	/* The fabric says a port may have changed: compares it with what was
@@ -182,6 +203,7 @@ private:
 	VerbsLimits limits_;
 	bool dead_ = false;
 	std::list<UverbsFile *> files_;
+	VerbsEventSink *events_ = nullptr;
 	std::map<uint32_t, Qp *> qps_;
 	std::map<uint32_t, Mr *> keys_;
 	std::map<McastGroup, std::vector<Qp *>> mcast_; /* attached QPs by group */

@@ -171,6 +171,6 @@ void retired(Qp &qp);
 /* qp to the Error state unless it is there (verbs_comp.cpp) */
 void toError(VerbsDevice &dev, Qp &qp);
 /* A receive left an SRQ (verbs_resp.cpp) */
-void srqConsumed(Srq &srq);
+void srqConsumed(VerbsDevice &dev, Srq &srq);
 
 } /* namespace ibemu::emu */

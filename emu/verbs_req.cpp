@@ -19,7 +19,6 @@
 //       successfully at the requester.
 #include "emu/host.h"
 #include "emu/qp_ring.h"
-#include "emu/uverbs_file.h"
 #include "emu/verbs_path.h"
 #include "emu/verbs_qp.h"
 #include "fabric/subnet.h"
@@ -309,8 +308,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	auto nak = [&](WcStatus requesterStatus, AsyncEvent responderEvent) -> Outcome {
 		if (rc) {
 			back(0, 4, WireReply::Nak, nakSyndrome(requesterStatus));
-			if (rqp->file)
-				rqp->file->asyncEvent(rqp->userHandle, responderEvent, rqp);
+			rdev->objectEvent(rqp->file, *rqp, responderEvent);
 			responderErrors_.push_back(rqp);
 			status = requesterStatus;
 			return Outcome::Error;
@@ -476,7 +474,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		rwc.status = IB_WC_SUCCESS;
 		complete(*rqp->recvCq, rwc, w.wr.send_flags & IB_SEND_SOLICITED);
 		if (rqp->srq)
-			srqConsumed(*rqp->srq);
+			srqConsumed(*rdev, *rqp->srq);
 	}
 	w.delivered = true;
 	responderDone();

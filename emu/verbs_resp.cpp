@@ -4,7 +4,6 @@
 // multicast send and from another daemon.
 #include "emu/host.h"
 #include "emu/qp_ring.h"
-#include "emu/uverbs_file.h"
 #include "emu/verbs_path.h"
 #include "emu/verbs_qp.h"
 #include "fabric/subnet.h"
@@ -144,11 +143,10 @@ void VerbsDevice::takeRecvs(Qp &qp)
 }
 
 /* A receive left an SRQ: below its armed limit, the one-shot event. */
-void srqConsumed(Srq &srq)
+void srqConsumed(VerbsDevice &dev, Srq &srq)
 {
 	if (srq.limit && srq.queue.size() < srq.limit) {
-		if (srq.file)
-			srq.file->asyncEvent(srq.userHandle, IB_EVENT_SRQ_LIMIT_REACHED, &srq);
+		dev.objectEvent(srq.file, srq, IB_EVENT_SRQ_LIMIT_REACHED);
 		srq.limit = 0;
 	}
 }
@@ -212,7 +210,7 @@ bool VerbsDevice::receiveDatagram(Qp &rqp, fabric::Port &dst, const Qp &sender, 
 	wc.status = IB_WC_SUCCESS;
 	complete(*rqp.recvCq, wc, w.wr.send_flags & IB_SEND_SOLICITED);
 	if (rqp.srq)
-		srqConsumed(*rqp.srq);
+		srqConsumed(*this, *rqp.srq);
 	return false;
 }
 
@@ -354,8 +352,7 @@ void VerbsDevice::respondTo(Qp &q, fabric::Port &dst, const FarRequest &r)
 		reply(WireReply::Nak, nakSyndrome(requesterStatus));
 		if (!rc)
 			return;
-		if (rqp->file)
-			rqp->file->asyncEvent(rqp->userHandle, ev, rqp);
+		objectEvent(rqp->file, *rqp, ev);
 		toError(*this, *rqp);
 	};
 	auto executed = [&] {
@@ -477,7 +474,7 @@ void VerbsDevice::respondTo(Qp &q, fabric::Port &dst, const FarRequest &r)
 		rwc.status = IB_WC_SUCCESS;
 		complete(*rqp->recvCq, rwc, r.solicited);
 		if (rqp->srq)
-			srqConsumed(*rqp->srq);
+			srqConsumed(*this, *rqp->srq);
 	}
 	executed();
 	reply(WireReply::Ack, 0);
