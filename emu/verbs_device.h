@@ -44,6 +44,8 @@ namespace ibemu::emu {
 class Host;
 struct Seg; /* a piece of process memory (verbs_mr.h) */
 struct FarRequest; /* a request from another daemon, read back (verbs_resp.cpp) */
+struct Inbound; /* a request as the responder takes it (verbs_path.h) */
+struct Answer; /* the responder's answer (verbs_path.h) */
 
 /* the destination QPN of every multicast packet (IBA 10.5.2.3) */
 constexpr uint32_t kMulticastQpn = 0xffffff;
@@ -184,10 +186,6 @@ private:
 	 * reach gets a copy; the status is the sender's */
 	WcStatus sendMulticast(Qp &qp, const SendWqe &w, fabric::Port &src, const std::vector<Seg> &local, uint64_t len,
 			       uint32_t packets, uint64_t wireBytes);
-	/* one multicast copy into rqp's next receive; true when that receive
-	 * failed and rqp goes to the Error state */
-	bool receiveDatagram(Qp &rqp, fabric::Port &dst, const Qp &sender, const SendWqe &w, fabric::Port &src,
-			     const Seg &data);
 	void finishHead(Qp &qp, WcStatus status, uint32_t byteLen);
 	/* the far side (verbs_req.cpp, verbs_resp.cpp, verbs_comp.cpp) */
 	WcStatus sendAway(Qp &qp, const SendWqe &w, const fabric::Away &away, const fabric::PacketHeaders &base,
@@ -195,6 +193,9 @@ private:
 	void replyArrived(fabric::Port &port, const fabric::PacketView &v, const fabric::DataPackets &packets);
 	void respondRemote(fabric::Port &port, const fabric::DataPackets &packets);
 	void respondTo(Qp &qp, fabric::Port &dst, const FarRequest &r);
+	/* the responder (verbs_resp.cpp): every request for a QP here goes through it */
+	Answer respond(Qp &rqp, fabric::Port &dst, const Inbound &in);
+	void answered(Qp &rqp, const Answer &a);
 	void waitForRetry(Qp &qp, std::chrono::nanoseconds d);
 
 	boost::asio::io_context &io_;

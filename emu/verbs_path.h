@@ -166,6 +166,41 @@ inline WcStatus nakStatus(uint8_t syndrome)
 	}
 }
 
+/* Inbound::srcQp of a connected request: the responder QP's destination */
+constexpr uint32_t kQpnOfPath = 0xffffffff;
+
+/* One request as the responder takes it (rxe's rxe_pkt_info), whoever
+ * sent it: a requester of this daemon, of another, or a multicast send */
+struct Inbound {
+	QpType type = IB_QPT_RC;
+	uint8_t op = 0; /* the first packet's opcode, transport bits off */
+	bool hasImm = false;
+	bool solicited = false;
+	uint32_t imm = 0; /* ImmDt: network order */
+	uint32_t psn = 0, lastPsn = 0;
+	uint16_t pkey = 0, slid = 0, dlid = 0;
+	uint8_t sl = 0;
+	uint32_t qkey = 0, srcQp = kQpnOfPath; /* DETH */
+	const uint8_t *grh = nullptr; /* UD: the 40 bytes of its GRH, null: none */
+	uint64_t va = 0, len = 0, swapAdd = 0, compare = 0; /* RETH or AtomicETH */
+	uint32_t rkey = 0, dmaLen = 0;
+	std::vector<Seg> data; /* what a SEND or WRITE carries */
+	std::vector<Seg> readTo; /* a requester of this daemon: where a READ's data goes */
+};
+
+/* What the responder answers, for its caller to send its own way */
+struct Answer {
+	bool reply = false; /* RC: kind goes back (nothing: the request is lost) */
+	WireReply kind = WireReply::Ack;
+	uint8_t syndrome = 0;
+	uint64_t atomicOrig = 0; /* an atomic ACK's original value */
+	std::vector<uint8_t> readData; /* a READ's data for a requester elsewhere */
+	bool requesterFault = false; /* the requester's own memory failed: LOC_PROT_ERR */
+	bool raise = false; /* event, about the responder QP */
+	AsyncEvent event{};
+	bool toError = false; /* the responder QP to Error once the answer is out */
+};
+
 /* A ring QP's work requests left its queues (verbs_comp.cpp) */
 void retired(Qp &qp);
 /* qp to the Error state unless it is there (verbs_comp.cpp) */

@@ -27,6 +27,33 @@
 
 namespace ibemu::emu {
 
+namespace {
+
+/* The opcode of a work request's message when it is one packet (the
+ * responder looks at the first packet's alone) */
+uint8_t requestOpcode(uint32_t wrOpcode)
+{
+	using namespace fabric;
+	switch (wrOpcode) {
+	case IB_WR_RDMA_WRITE:
+		return IB_OPCODE_RDMA_WRITE_ONLY;
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return IB_OPCODE_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
+	case IB_WR_SEND_WITH_IMM:
+		return IB_OPCODE_SEND_ONLY_WITH_IMMEDIATE;
+	case IB_WR_RDMA_READ:
+		return IB_OPCODE_RDMA_READ_REQUEST;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return IB_OPCODE_COMPARE_SWAP;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_OPCODE_FETCH_ADD;
+	default:
+		return IB_OPCODE_SEND_ONLY;
+	}
+}
+
+} /* namespace */
+
 void VerbsDevice::waitForRetry(Qp &qp, std::chrono::nanoseconds d)
 {
 	qp.waiting = true;
@@ -247,20 +274,8 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		return lost();
 	VerbsDevice *rdev = host_.verbsAt(*dst);
 	Qp *rqp = rdev ? rdev->qp(dqpn) : nullptr;
-	if (!rqp || rqp->qpType != qp.qpType || rqp->portNum != dst->num || !(qpStateOps(rqp->state) & kProcessRecvOk))
+	if (!rqp)
 		return lost();
-	if (!pkeysMatch(pkeyAt(*src, qp.pkeyIndex), pkeyAt(*dst, rqp->pkeyIndex))) {
-		if (dst->pkeyViolations < 0xffff)
-			dst->pkeyViolations++;
-		return lost();
-	}
-	if (ud) {
-		if (sendQkey(qp, w) != rqp->qkey) {
-			if (dst->qkeyViolations < 0xffff)
-				dst->qkeyViolations++;
-			return Outcome::Done;
-		}
-	}
 
 	/* The way back (ACK, NAK, read response, atomic response). RC only.
 	 * `data`: what a read response or atomic ACK carries, for a capture. */
@@ -272,16 +287,6 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			wire = replyPackets(reversed(base, qp.qpn), kind, syndrome, w.psn, lastPsn, rqp->msn, mtu,
 					    data);
 		return subnet.routeData(*dst, slid, n, wireBytes(payload, n, ext, 0), wire) != nullptr;
-	};
-	/* The responder has executed the message: its MSN and expected PSN
-	 * move, once, however often the requester retries (IBA 9.7.7.2.4:
-	 * a duplicate does not advance them) */
-	auto responderDone = [&] {
-		if (w.responderCounted)
-			return;
-		w.responderCounted = true;
-		rqp->msn = (rqp->msn + 1) & 0xffffff;
-		rqp->rqPsn = (lastPsn + 1) & 0xffffff;
 	};
 	/* an atomic ACK carries no payload: AETH and AtomicAckETH */
 	constexpr unsigned kAtomicAckBytes = fabric::kAethBytes + fabric::kAtomicAckEthBytes;
@@ -304,36 +309,72 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			return Outcome::Done;
 		}
 	}
-	/* A responder error of class C (IBA 9.9.3.1.3): NAK, responder to Error. */
-	auto nak = [&](WcStatus requesterStatus, AsyncEvent responderEvent) -> Outcome {
-		if (rc) {
-			back(0, 4, WireReply::Nak, nakSyndrome(requesterStatus));
-			rdev->objectEvent(rqp->file, *rqp, responderEvent);
-			responderErrors_.push_back(rqp);
-			status = requesterStatus;
-			return Outcome::Error;
-		}
-		return Outcome::Done; /* UC/UD: silently dropped */
-	};
 
-	/* --- responder --- */
-	const bool consumesRecv = op == IB_WR_SEND || op == IB_WR_SEND_WITH_IMM || op == IB_WR_RDMA_WRITE_WITH_IMM;
-	RecvWqe recv;
-	std::deque<RecvWqe> *rq = rqp->srq ? &rqp->srq->queue : &rqp->rq;
-	if (consumesRecv && rq->empty())
-		takeRecvs(*rqp);
-	if (consumesRecv && rq->empty() && rc && rqp->ring && !rqp->srq) {
-		/* the program's next receive is to ring, and wake us: ask, then
-		 * look once more (one posted in between saw no request) */
-		rqp->ring->setRecvNotify(true);
-		takeRecvs(*rqp);
-		if (!rq->empty())
-			rqp->ring->setRecvNotify(false);
+	/* --- the responder (verbs_resp.cpp), on the message as it arrives --- */
+	Inbound in;
+	in.type = qp.qpType;
+	in.op = requestOpcode(op);
+	in.hasImm = hasImm;
+	in.imm = w.wr.ex;
+	in.solicited = w.wr.send_flags & IB_SEND_SOLICITED;
+	in.psn = w.psn;
+	in.lastPsn = lastPsn;
+	in.pkey = pkeyAt(*src, qp.pkeyIndex);
+	in.slid = slid;
+	in.dlid = dlid;
+	in.sl = sl;
+	in.qkey = sendQkey(qp, w);
+	in.srcQp = qp.qpn;
+	uint8_t grh[fabric::kGrhBytes];
+	if (ud && w.ah.is_global) {
+		putGrh(grh, *src, w.ah, len);
+		in.grh = grh;
 	}
-	if (consumesRecv && rq->empty()) {
-		if (!rc)
-			return Outcome::Done;
-		back(0, 4, WireReply::RnrNak, kAethRnrNak | (rqp->minRnrTimer & 0x1f)); /* RNR NAK */
+	in.va = isAtomic ? w.wr.wr.atomic.remote_addr : w.wr.wr.rdma.remote_addr;
+	in.rkey = isAtomic ? w.wr.wr.atomic.rkey : w.wr.wr.rdma.rkey;
+	in.len = len;
+	in.dmaLen = static_cast<uint32_t>(len);
+	if (op == IB_WR_ATOMIC_CMP_AND_SWP) {
+		in.compare = w.wr.wr.atomic.compare_add;
+		in.swapAdd = w.wr.wr.atomic.swap;
+	} else {
+		in.swapAdd = w.wr.wr.atomic.compare_add;
+	}
+	if (isRead)
+		in.readTo = local;
+	else if (!isAtomic)
+		in.data = local;
+	const Answer a = rdev->respond(*rqp, *dst, in);
+
+	/* --- its answer, back here (the completer's part is below) --- */
+	bool arrived = false;
+	if (a.reply) {
+		switch (a.kind) {
+		case WireReply::ReadResponse:
+			arrived = back(len, packetsFor(len, mtu) > 1 ? 2 * fabric::kAethBytes : fabric::kAethBytes,
+				       WireReply::ReadResponse, 0,
+				       subnet.tappingData() ? gather(ua, local, len) : std::vector<uint8_t>());
+			break;
+		case WireReply::AtomicAck:
+			arrived = back(0, kAtomicAckBytes, WireReply::AtomicAck, 0, asBytes(a.atomicOrig));
+			break;
+		default:
+			arrived = back(0, fabric::kAethBytes, a.kind, a.syndrome);
+			break;
+		}
+	}
+	if (a.raise)
+		rdev->objectEvent(rqp->file, *rqp, a.event);
+	if (a.toError) /* after the requester's WQE is done: it may be the same QP */
+		responderErrors_.push_back(rqp);
+	if (a.requesterFault && !a.reply) { /* our own data */
+		status = IB_WC_LOC_PROT_ERR;
+		return Outcome::Error;
+	}
+	if (!a.reply)
+		return lost();
+	switch (a.kind) {
+	case WireReply::RnrNak: {
 		if (w.rnrRetriesLeft == 0) {
 			status = IB_WC_RNR_RETRY_EXC_ERR;
 			return Outcome::Error;
@@ -342,7 +383,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 			w.rnrRetriesLeft--;
 		/* wait for the RNR timer, or until the responder gets a receive;
 		 * retrying for ever needs no fast timer, the receive wakes us */
-		auto delay = std::chrono::duration_cast<std::chrono::nanoseconds>(rnrDelay(rqp->minRnrTimer));
+		auto delay = std::chrono::duration_cast<std::chrono::nanoseconds>(rnrDelay(a.syndrome & 0x1f));
 		if (w.rnrRetriesLeft == 7)
 			delay = std::max<std::chrono::nanoseconds>(delay, std::chrono::milliseconds(100));
 		qp.rnrTarget = rqp;
@@ -350,137 +391,35 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		waitForRetry(qp, delay);
 		return Outcome::Wait;
 	}
-
-	if (isWrite || isRead || isAtomic) {
-		uint64_t va = isAtomic ? w.wr.wr.atomic.remote_addr : w.wr.wr.rdma.remote_addr;
-		uint32_t rkey = isAtomic ? w.wr.wr.atomic.rkey : w.wr.wr.rdma.rkey;
-		uint32_t need = isWrite ? IB_ACCESS_REMOTE_WRITE
-			: isRead        ? IB_ACCESS_REMOTE_READ
-					: IB_ACCESS_REMOTE_ATOMIC;
-		if (isAtomic && (va & 7))
-			return nak(IB_WC_REM_INV_REQ_ERR, IB_EVENT_QP_REQ_ERR);
-		if (isWrite && !(rqp->accessFlags & IB_ACCESS_REMOTE_WRITE))
-			return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
-		if (isRead && !(rqp->accessFlags & IB_ACCESS_REMOTE_READ))
-			return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
-		if (isAtomic && !(rqp->accessFlags & IB_ACCESS_REMOTE_ATOMIC))
-			return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
-		Seg remote;
-		if (len && !resolveRemote(*rdev, rqp->pd, rkey, va, len, need, remote))
-			return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
-
-		if (isWrite) {
-			int c = len ? copySegs(ua, local, { remote }, len) : 0;
-			if (c == kSourceFault || c == kSourceGone) { /* our own data */
-				status = IB_WC_LOC_PROT_ERR;
-				return Outcome::Error;
-			}
-			if (c != 0)
-				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
-		} else if (isRead) {
-			/* read before anything answers: a responder whose process
-			 * is gone sends nothing (kSourceGone) */
-			int c = len ? copySegs(ua, { remote }, local, len) : 0;
-			if (c == kSourceGone)
-				return lost();
-			responderDone();
-			if (rc &&
-			    !back(len, packetsFor(len, mtu) > 1 ? 2 * fabric::kAethBytes : fabric::kAethBytes,
-				  WireReply::ReadResponse, 0,
-				  subnet.tappingData() ? gather(ua, { remote }, len) : std::vector<uint8_t>()))
-				return lost();
-			if (c != 0) {
-				status = IB_WC_LOC_PROT_ERR;
-				return Outcome::Error;
-			}
-			return Outcome::Done;
-		} else { /* atomics on the responder's 8 bytes; the original goes back */
-			uint64_t orig;
-			if (int e = ua.readMemory(remote.mem, remote.addr, &orig, 8); e == -ESRCH)
-				return lost(); /* see kSourceGone */
-			else if (e != 0)
-				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
-			uint64_t v = op == IB_WR_ATOMIC_CMP_AND_SWP
-				? (orig == w.wr.wr.atomic.compare_add ? w.wr.wr.atomic.swap : orig)
-				: orig + w.wr.wr.atomic.compare_add;
-			if (dmaWrite(ua, remote.mem, remote.addr, &v, 8) != 0)
-				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
-			w.delivered = true;
-			w.atomicOrig = orig;
-			responderDone();
-			if (!back(0, kAtomicAckBytes, WireReply::AtomicAck, 0, asBytes(orig)))
-				return lost();
-			Seg orig8{ -1, 0, 8, reinterpret_cast<const uint8_t *>(&orig) };
-			if (copySegs(ua, { orig8 }, local, 8) != 0) {
-				status = IB_WC_LOC_PROT_ERR;
-				return Outcome::Error;
-			}
-			return Outcome::Done;
+	case WireReply::Nak: /* lost or not, the requester fails (IBA 9.9.3.1.3) */
+		status = nakStatus(a.syndrome);
+		return Outcome::Error;
+	case WireReply::ReadResponse:
+		if (!arrived)
+			return lost();
+		if (a.requesterFault) {
+			status = IB_WC_LOC_PROT_ERR;
+			return Outcome::Error;
 		}
+		return Outcome::Done;
+	case WireReply::AtomicAck: {
+		w.delivered = true;
+		w.atomicOrig = a.atomicOrig;
+		if (!arrived)
+			return lost();
+		Seg orig8{ -1, 0, 8, reinterpret_cast<const uint8_t *>(&a.atomicOrig) };
+		if (copySegs(ua, { orig8 }, local, 8) != 0) {
+			status = IB_WC_LOC_PROT_ERR;
+			return Outcome::Error;
+		}
+		return Outcome::Done;
 	}
-
-	ib_uverbs_wc rwc{};
-	if (consumesRecv) {
-		recv = std::move(rq->front());
-		rq->pop_front();
-		retired(*rqp);
-		rwc.wr_id = recv.wrId;
-		rwc.qp_num = rqp->qpn;
-		rwc.src_qp = qp.qpn;
-		rwc.slid = static_cast<uint16_t>(src->lid | pathBits);
-		rwc.sl = sl;
-		rwc.dlid_path_bits = static_cast<uint8_t>(dlid & ((1u << dst->lmc) - 1));
-		rwc.port_num = rqp->portNum;
-		rwc.pkey_index = rqp->pkeyIndex;
-		rwc.opcode = op == IB_WR_RDMA_WRITE_WITH_IMM ? IB_WC_RECV_RDMA_WITH_IMM : IB_WC_RECV;
-		if (hasImm) {
-			rwc.ex = w.wr.ex;
-			rwc.wc_flags |= IB_WC_WITH_IMM;
-		}
-		rwc.byte_len = static_cast<uint32_t>(len);
-		Pd *rpd = rqp->srq ? rqp->srq->pd : rqp->pd;
-		auto recvError = [&](WcStatus rs, WcStatus requesterStatus) -> Outcome {
-			rwc.status = rs;
-			complete(*rqp->recvCq, rwc);
-			responderErrors_.push_back(rqp); /* after the requester's WQE is done: it may be the same QP */
-			if (rc) {
-				back(0, 4, WireReply::Nak, nakSyndrome(requesterStatus));
-				status = requesterStatus;
-				return Outcome::Error;
-			}
-			return Outcome::Done;
-		};
-		if (recv.bad) /* the responder's own receive is broken */
-			return recvError(IB_WC_LOC_QP_OP_ERR, IB_WC_REM_OP_ERR);
-		if (op != IB_WR_RDMA_WRITE_WITH_IMM) {
-			std::vector<Seg> dstSegs;
-			uint64_t room = 0;
-			if (!resolveLocal(*rdev, rpd, recv.sges, true, dstSegs, room))
-				return recvError(IB_WC_LOC_PROT_ERR, IB_WC_REM_OP_ERR);
-			if (ud && !placeGrh(ua, dstSegs, room, *src, w.ah, len, rwc))
-				return recvError(IB_WC_LOC_LEN_ERR, IB_WC_SUCCESS);
-			if (room < len)
-				return recvError(IB_WC_LOC_LEN_ERR, IB_WC_REM_INV_REQ_ERR);
-			int c = len ? copySegs(ua, local, dstSegs, len) : 0;
-			if (c == kSourceFault || c == kSourceGone) { /* our own data: the receive stays */
-				rq->push_front(std::move(recv));
-				retired(*rqp);
-				status = IB_WC_LOC_PROT_ERR;
-				return Outcome::Error;
-			}
-			if (c != 0)
-				return recvError(IB_WC_LOC_PROT_ERR, IB_WC_REM_OP_ERR);
-		}
-		rwc.status = IB_WC_SUCCESS;
-		complete(*rqp->recvCq, rwc, w.wr.send_flags & IB_SEND_SOLICITED);
-		if (rqp->srq)
-			srqConsumed(*rdev, *rqp->srq);
+	default:
+		w.delivered = true;
+		if (!arrived) /* the ACK is lost: the requester retries */
+			return lost();
+		return Outcome::Done;
 	}
-	w.delivered = true;
-	responderDone();
-	if (rc && !back(0, 4, WireReply::Ack)) /* the ACK is lost: the requester retries */
-		return lost();
-	return Outcome::Done;
 }
 
 /* IBA 10.5.2.3: a multicast message goes to every QP attached to the group
@@ -514,7 +453,29 @@ WcStatus VerbsDevice::sendMulticast(Qp &qp, const SendWqe &w, fabric::Port &src,
 	reached.push_back(&src); /* the HCA's own QPs on the port hear it too (loopback) */
 	McastGroup group{ w.ah.dlid, {} };
 	memcpy(group.mgid.data(), w.ah.grh.dgid, 16);
-	const Seg data{ -1, 0, len, payload.data() };
+	/* each copy as the responder takes it, with its own checks and receive */
+	Inbound in;
+	in.type = IB_QPT_UD;
+	in.op = requestOpcode(w.wr.opcode);
+	in.hasImm = w.wr.opcode == IB_WR_SEND_WITH_IMM;
+	in.imm = w.wr.ex;
+	in.solicited = w.wr.send_flags & IB_SEND_SOLICITED;
+	in.psn = in.lastPsn = w.psn;
+	in.pkey = pkeyAt(src, qp.pkeyIndex);
+	in.slid = static_cast<uint16_t>(src.lid | (w.ah.src_path_bits & ((1u << src.lmc) - 1)));
+	in.dlid = w.ah.dlid;
+	in.sl = w.ah.sl;
+	in.qkey = sendQkey(qp, w);
+	in.srcQp = qp.qpn;
+	uint8_t grh[fabric::kGrhBytes];
+	if (w.ah.is_global) {
+		putGrh(grh, src, w.ah, len);
+		in.grh = grh;
+	}
+	in.len = len;
+	in.dmaLen = static_cast<uint32_t>(len);
+	if (len)
+		in.data.push_back({ -1, 0, len, payload.data() });
 	for (fabric::Port *dst : reached) {
 		VerbsDevice *rdev = host_.verbsAt(*dst);
 		if (!rdev)
@@ -523,7 +484,9 @@ WcStatus VerbsDevice::sendMulticast(Qp &qp, const SendWqe &w, fabric::Port &src,
 		if (it == rdev->mcast_.end())
 			continue;
 		for (Qp *r : it->second) {
-			if (r->portNum == dst->num && rdev->receiveDatagram(*r, *dst, qp, w, src, data))
+			if (r->portNum != dst->num)
+				continue;
+			if (rdev->respond(*r, *dst, in).toError) /* once the send is done */
 				responderErrors_.push_back(r);
 		}
 	}

@@ -151,67 +151,217 @@ void srqConsumed(VerbsDevice &dev, Srq &srq)
 	}
 }
 
-/* One datagram into rqp's next receive. Returns true when the receive
- * failed and rqp must go to the Error state once the send is done. */
-bool VerbsDevice::receiveDatagram(Qp &rqp, fabric::Port &dst, const Qp &sender, const SendWqe &w, fabric::Port &src,
-				  const Seg &data)
+/* The responder (rxe_resp.c): one request for rqp behind port dst, from a
+ * requester of this daemon, of another, or a multicast send. Its checks
+ * and work are those of IBA 9.6-9.7; what goes back is in the answer, for
+ * the caller to send its own way. Duplicates are found here alone, by the
+ * QP's expected PSN (IBA 9.7.7.2.4). */
+Answer VerbsDevice::respond(Qp &rqp, fabric::Port &dst, const Inbound &in)
 {
-	if (rqp.qpType != IB_QPT_UD || !(qpStateOps(rqp.state) & kProcessRecvOk))
-		return false;
-	if (!pkeysMatch(pkeyAt(src, sender.pkeyIndex), pkeyAt(dst, rqp.pkeyIndex))) {
+	using namespace fabric;
+	Answer a;
+	if (rqp.qpType != in.type || rqp.portNum != dst.num || !(qpStateOps(rqp.state) & kProcessRecvOk))
+		return a;
+	if (!pkeysMatch(in.pkey, pkeyAt(dst, rqp.pkeyIndex))) {
 		if (dst.pkeyViolations < 0xffff)
 			dst.pkeyViolations++;
-		return false;
+		return a;
 	}
-	if (sendQkey(sender, w) != rqp.qkey) {
+	const bool rc = in.type == IB_QPT_RC, ud = in.type == IB_QPT_UD;
+	if (ud && in.qkey != rqp.qkey) {
 		if (dst.qkeyViolations < 0xffff)
 			dst.qkeyViolations++;
-		return false;
+		return a;
 	}
-	std::deque<RecvWqe> &rq = rqp.srq ? rqp.srq->queue : rqp.rq;
-	if (rq.empty())
-		takeRecvs(rqp);
-	if (rq.empty())
-		return false; /* unreliable: dropped */
-	RecvWqe recv = std::move(rq.front());
-	rq.pop_front();
-	retired(rqp);
-	const bool hasImm = w.wr.opcode == IB_WR_SEND_WITH_IMM;
-	ib_uverbs_wc wc{};
-	wc.wr_id = recv.wrId;
-	wc.qp_num = rqp.qpn;
-	wc.src_qp = sender.qpn;
-	wc.slid = static_cast<uint16_t>(src.lid | (w.ah.src_path_bits & ((1u << src.lmc) - 1)));
-	wc.sl = w.ah.sl;
-	wc.port_num = rqp.portNum;
-	wc.pkey_index = rqp.pkeyIndex;
-	wc.opcode = IB_WC_RECV;
-	if (hasImm) {
-		wc.ex = w.wr.ex;
-		wc.wc_flags |= IB_WC_WITH_IMM;
-	}
-	wc.byte_len = static_cast<uint32_t>(data.len);
-	auto fail = [&](WcStatus st) {
-		wc.status = st;
-		complete(*rqp.recvCq, wc);
-		return true;
-	};
-	if (recv.bad)
-		return fail(IB_WC_LOC_QP_OP_ERR);
 	UserAccess &ua = host_.access();
-	std::vector<Seg> dstSegs;
-	uint64_t room = 0;
-	if (!resolveLocal(*this, rqp.srq ? rqp.srq->pd : rqp.pd, recv.sges, true, dstSegs, room))
-		return fail(IB_WC_LOC_PROT_ERR);
-	if (!placeGrh(ua, dstSegs, room, src, w.ah, data.len, wc) || room < data.len)
-		return fail(IB_WC_LOC_LEN_ERR);
-	if (data.len && copySegs(ua, { data }, dstSegs, data.len) != 0)
-		return fail(IB_WC_LOC_PROT_ERR);
-	wc.status = IB_WC_SUCCESS;
-	complete(*rqp.recvCq, wc, w.wr.send_flags & IB_SEND_SOLICITED);
-	if (rqp.srq)
-		srqConsumed(*this, *rqp.srq);
-	return false;
+	const uint8_t op = in.op;
+	const bool isRead = op == IB_OPCODE_RDMA_READ_REQUEST;
+	const bool isAtomic = op == IB_OPCODE_COMPARE_SWAP || op == IB_OPCODE_FETCH_ADD;
+	const bool isWrite = op >= IB_OPCODE_RDMA_WRITE_FIRST && op <= IB_OPCODE_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
+	/* the requests each transport carries (IBA 9.2, table 38) */
+	const bool allowed = rc ? isSendOp(op) || isWrite || isRead || isAtomic
+		: ud            ? op == IB_OPCODE_SEND_ONLY || op == IB_OPCODE_SEND_ONLY_WITH_IMMEDIATE
+				: isSendOp(op) || isWrite;
+	if (!allowed)
+		return a;
+	const bool consumesRecv = isSendOp(op) || (isWrite && in.hasImm);
+	const uint64_t len = in.len;
+	auto reply = [&](WireReply kind, uint8_t syndrome = 0) {
+		if (rc) {
+			a.reply = true;
+			a.kind = kind;
+			a.syndrome = syndrome;
+		}
+		return a;
+	};
+	/* a responder error of class C (IBA 9.9.3.1.3): NAK, and the responder
+	 * QP to Error once the requester has its answer */
+	auto nak = [&](WcStatus requesterStatus, AsyncEvent ev) {
+		if (!rc)
+			return a;
+		reply(WireReply::Nak, nakSyndrome(requesterStatus));
+		a.event = ev;
+		a.raise = true;
+		a.toError = true;
+		return a;
+	};
+	auto executed = [&] {
+		rqp.msn = (rqp.msn + 1) & 0xffffff;
+		rqp.rqPsn = (in.lastPsn + 1) & 0xffffff;
+	};
+
+	/* a duplicate: executed before, and its answer was lost */
+	const bool duplicate = rc && psnDiff(in.lastPsn, rqp.rqPsn) < 0;
+	if (duplicate) {
+		if (isAtomic) {
+			if (rqp.lastAtomicPsn != in.psn)
+				return a;
+			a.atomicOrig = rqp.lastAtomicOrig;
+			return reply(WireReply::AtomicAck);
+		}
+		if (!isRead)
+			return reply(WireReply::Ack);
+		/* a READ is read again */
+	}
+
+	std::deque<RecvWqe> *rq = rqp.srq ? &rqp.srq->queue : &rqp.rq;
+	if (consumesRecv && rq->empty())
+		takeRecvs(rqp);
+	if (consumesRecv && rq->empty() && rc && rqp.ring && !rqp.srq) {
+		/* the program's next receive is to ring, and wake a requester
+		 * waiting here: ask, then look once more (one posted in between
+		 * saw no request) */
+		rqp.ring->setRecvNotify(true);
+		takeRecvs(rqp);
+		if (!rq->empty())
+			rqp.ring->setRecvNotify(false);
+	}
+	if (consumesRecv && rq->empty())
+		return reply(WireReply::RnrNak, kAethRnrNak | (rqp.minRnrTimer & 0x1f));
+
+	if (isWrite || isRead || isAtomic) {
+		const uint32_t need = isWrite ? IB_ACCESS_REMOTE_WRITE
+			: isRead              ? IB_ACCESS_REMOTE_READ
+					      : IB_ACCESS_REMOTE_ATOMIC;
+		if (isAtomic && (in.va & 7))
+			return nak(IB_WC_REM_INV_REQ_ERR, IB_EVENT_QP_REQ_ERR);
+		if (!(rqp.accessFlags & need))
+			return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
+		if ((isWrite && in.dmaLen != len) || (isRead && in.dmaLen > limits_.maxMsgSize))
+			return nak(IB_WC_REM_INV_REQ_ERR, IB_EVENT_QP_REQ_ERR);
+		Seg remote;
+		if (len && !resolveRemote(*this, rqp.pd, in.rkey, in.va, len, need, remote))
+			return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
+		if (isWrite) {
+			int c = len ? copySegs(ua, in.data, { remote }, len) : 0;
+			if (c == kSourceFault || c == kSourceGone) { /* the requester's own data */
+				a.requesterFault = true;
+				return a;
+			}
+			if (c != 0)
+				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
+		} else if (isRead) {
+			/* read before anything answers: a responder whose process
+			 * is gone sends nothing (kSourceGone) */
+			int c = 0;
+			if (len && !in.readTo.empty()) /* a requester here: into its buffer */
+				c = copySegs(ua, { remote }, in.readTo, len);
+			else if (len) /* one elsewhere: what the response carries */
+				c = gather(ua, { remote }, len, a.readData);
+			if (c == kSourceGone)
+				return a;
+			if (c == kSourceFault)
+				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
+			if (!duplicate)
+				executed();
+			a.requesterFault = c != 0; /* the requester's own buffer */
+			return reply(WireReply::ReadResponse);
+		} else { /* atomics on the responder's 8 bytes; the original goes back */
+			uint64_t orig;
+			if (int e = ua.readMemory(remote.mem, remote.addr, &orig, 8); e == -ESRCH)
+				return a; /* see kSourceGone */
+			else if (e != 0)
+				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
+			const uint64_t v = op == IB_OPCODE_COMPARE_SWAP ? (orig == in.compare ? in.swapAdd : orig)
+									: orig + in.swapAdd;
+			if (dmaWrite(ua, remote.mem, remote.addr, &v, 8) != 0)
+				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
+			rqp.lastAtomicPsn = in.psn;
+			rqp.lastAtomicOrig = orig;
+			executed();
+			a.atomicOrig = orig;
+			return reply(WireReply::AtomicAck);
+		}
+	}
+
+	if (consumesRecv) {
+		RecvWqe recv = std::move(rq->front());
+		rq->pop_front();
+		retired(rqp);
+		ib_uverbs_wc rwc{};
+		rwc.wr_id = recv.wrId;
+		rwc.qp_num = rqp.qpn;
+		rwc.src_qp = in.srcQp == kQpnOfPath ? rqp.destQpn : in.srcQp;
+		rwc.slid = in.slid;
+		rwc.sl = in.sl;
+		rwc.dlid_path_bits = in.dlid >= IB_MULTICAST_LID_BASE ? 0 : static_cast<uint8_t>(in.dlid & ((1u << dst.lmc) - 1));
+		rwc.port_num = rqp.portNum;
+		rwc.pkey_index = rqp.pkeyIndex;
+		rwc.opcode = isWrite ? IB_WC_RECV_RDMA_WITH_IMM : IB_WC_RECV;
+		if (in.hasImm) {
+			rwc.ex = in.imm;
+			rwc.wc_flags |= IB_WC_WITH_IMM;
+		}
+		rwc.byte_len = static_cast<uint32_t>(len);
+		/* the receive fails: the responder QP to Error once the
+		 * requester has its answer (it may be the requester itself) */
+		auto recvError = [&](WcStatus rs, WcStatus requesterStatus) {
+			rwc.status = rs;
+			complete(*rqp.recvCq, rwc);
+			a.toError = true;
+			if (requesterStatus != IB_WC_SUCCESS)
+				reply(WireReply::Nak, nakSyndrome(requesterStatus));
+			return a;
+		};
+		if (recv.bad) /* the responder's own receive is broken */
+			return recvError(IB_WC_LOC_QP_OP_ERR, IB_WC_REM_OP_ERR);
+		if (!isWrite) {
+			Pd *rpd = rqp.srq ? rqp.srq->pd : rqp.pd;
+			std::vector<Seg> dstSegs;
+			uint64_t room = 0;
+			if (!resolveLocal(*this, rpd, recv.sges, true, dstSegs, room))
+				return recvError(IB_WC_LOC_PROT_ERR, IB_WC_REM_OP_ERR);
+			/* UD: the GRH as it came, when there was one */
+			if (ud && !placeGrh(ua, dstSegs, room, in.grh, rwc))
+				return recvError(IB_WC_LOC_LEN_ERR, IB_WC_SUCCESS);
+			if (room < len)
+				return recvError(IB_WC_LOC_LEN_ERR, IB_WC_REM_INV_REQ_ERR);
+			int c = len ? copySegs(ua, in.data, dstSegs, len) : 0;
+			if (c == kSourceFault || c == kSourceGone) { /* the requester's own data: the receive stays */
+				rq->push_front(std::move(recv));
+				retired(rqp);
+				a.requesterFault = true;
+				return a;
+			}
+			if (c != 0)
+				return recvError(IB_WC_LOC_PROT_ERR, IB_WC_REM_OP_ERR);
+		}
+		rwc.status = IB_WC_SUCCESS;
+		complete(*rqp.recvCq, rwc, in.solicited);
+		if (rqp.srq)
+			srqConsumed(*this, *rqp.srq);
+	}
+	executed();
+	return reply(WireReply::Ack);
+}
+
+/* What the responder's answer does to the responder QP once it is sent */
+void VerbsDevice::answered(Qp &rqp, const Answer &a)
+{
+	if (a.raise)
+		objectEvent(rqp.file, rqp, a.event);
+	if (a.toError)
+		toError(*this, rqp);
 }
 
 /* --- the far side: messages to and from other daemons ---
@@ -219,7 +369,7 @@ bool VerbsDevice::receiveDatagram(Qp &rqp, fabric::Port &dst, const Qp &sender, 
  * A message whose route reaches a node another daemon simulates
  * (Subnet::routeData sets `away`) goes there as its packets, the bytes a
  * capture shows (requestPackets). That daemon's responder runs on the
- * packets (respondRemote) with the checks of the responder above, and an
+ * packets (respondRemote, then respond()), and an
  * RC responder's reply comes back as packets (replyPackets) to
  * replyArrived(), which ends the requester's wait. The requester's ACK
  * timer runs meanwhile, so a message or a reply lost with a connection is
@@ -269,54 +419,47 @@ void VerbsDevice::respondRemote(fabric::Port &dst, const fabric::DataPackets &pa
 		respondTo(*rqp, dst, r);
 }
 
-/* The request r from another daemon, to q behind port dst */
-void VerbsDevice::respondTo(Qp &q, fabric::Port &dst, const FarRequest &r)
+/* The request r from another daemon, to rqp behind port dst: read into
+ * what the responder takes, and its answer (RC) back as packets */
+void VerbsDevice::respondTo(Qp &rqp, fabric::Port &dst, const FarRequest &r)
 {
 	using namespace fabric;
-	UserAccess &ua = host_.access();
-	const QpType type = r.transport == IB_OPCODE_RC ? IB_QPT_RC
-		: r.transport == IB_OPCODE_UC           ? IB_QPT_UC
-							: IB_QPT_UD;
-	Qp *rqp = &q;
-	if (rqp->qpType != type || rqp->portNum != dst.num || !(qpStateOps(rqp->state) & kProcessRecvOk))
-		return;
-	if (!pkeysMatch(r.pkey, pkeyAt(dst, rqp->pkeyIndex))) {
-		if (dst.pkeyViolations < 0xffff)
-			dst.pkeyViolations++;
-		return;
-	}
-	const bool rc = type == IB_QPT_RC, ud = type == IB_QPT_UD;
-	if (ud && r.qkey != rqp->qkey) {
-		if (dst.qkeyViolations < 0xffff)
-			dst.qkeyViolations++;
-		return;
-	}
-	const uint8_t op = r.first;
-	const bool isRead = op == IB_OPCODE_RDMA_READ_REQUEST;
-	const bool isAtomic = op == IB_OPCODE_COMPARE_SWAP || op == IB_OPCODE_FETCH_ADD;
-	const bool isWrite = op >= IB_OPCODE_RDMA_WRITE_FIRST && op <= IB_OPCODE_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
-	/* the requests each transport carries (IBA 9.2, table 38) */
-	const bool allowed = rc ? isSendOp(op) || isWrite || isRead || isAtomic
-		: ud            ? op == IB_OPCODE_SEND_ONLY || op == IB_OPCODE_SEND_ONLY_WITH_IMMEDIATE
-				: isSendOp(op) || isWrite;
-	if (!allowed)
-		return;
-	const bool consumesRecv = isSendOp(op) || (isWrite && r.hasImm);
-	const unsigned mtu = ud ? mtuBytes(std::min(dst.neighborMtu, dst.mtuCap)) : mtuBytes(rqp->pathMtu);
-	const uint64_t len = isRead ? r.dmaLen : isAtomic ? 8 : r.payload.size();
-	const uint32_t lastPsn = (r.psn + (isRead ? packetsFor(len, mtu) : r.packets) - 1) & 0xffffff;
-
-	/* the way back: the request's path reversed */
-	auto reply = [&](WireReply kind, uint8_t syndrome, std::span<const uint8_t> data = {}) {
-		if (!rc)
-			return;
+	Inbound in;
+	in.type = r.transport == IB_OPCODE_RC ? IB_QPT_RC : r.transport == IB_OPCODE_UC ? IB_QPT_UC : IB_QPT_UD;
+	const bool ud = in.type == IB_QPT_UD;
+	const bool isRead = r.first == IB_OPCODE_RDMA_READ_REQUEST;
+	const bool isAtomic = r.first == IB_OPCODE_COMPARE_SWAP || r.first == IB_OPCODE_FETCH_ADD;
+	const unsigned mtu = ud ? mtuBytes(std::min(dst.neighborMtu, dst.mtuCap)) : mtuBytes(rqp.pathMtu);
+	in.op = r.first;
+	in.hasImm = r.hasImm;
+	in.imm = r.imm;
+	in.solicited = r.solicited;
+	in.len = isRead ? r.dmaLen : isAtomic ? 8 : r.payload.size();
+	in.psn = r.psn;
+	in.lastPsn = (r.psn + (isRead ? packetsFor(in.len, mtu) : r.packets) - 1) & 0xffffff;
+	in.pkey = r.pkey;
+	in.slid = r.slid;
+	in.dlid = r.dlid;
+	in.sl = r.sl;
+	in.qkey = r.qkey;
+	in.srcQp = ud ? r.srcQp : kQpnOfPath;
+	in.grh = r.grh ? r.grhBytes.data() : nullptr;
+	in.va = r.va;
+	in.rkey = r.rkey;
+	in.dmaLen = r.dmaLen;
+	in.swapAdd = r.swapAdd;
+	in.compare = r.compare;
+	if (!r.payload.empty())
+		in.data.push_back({ -1, 0, r.payload.size(), r.payload.data() });
+	const Answer a = respond(rqp, dst, in);
+	if (a.reply) { /* the way back: the request's path reversed */
 		PacketHeaders h;
 		h.sl = r.sl & 0xf;
 		h.vl = dst.sl2vl[h.sl] & 0xf;
 		h.slid = static_cast<uint16_t>(dst.lid | (r.dlid & ((1u << dst.lmc) - 1)));
 		h.dlid = r.slid;
 		h.pkey = r.pkey;
-		h.destQp = rqp->destQpn;
+		h.destQp = rqp.destQpn;
 		h.opcode = IB_OPCODE_RC;
 		if (r.grh) {
 			h.grh = true;
@@ -324,7 +467,12 @@ void VerbsDevice::respondTo(Qp &q, fabric::Port &dst, const FarRequest &r)
 			std::copy_n(r.grhBytes.begin() + 24, 16, h.sgid.begin());
 			h.hopLimit = 0xff;
 		}
-		DataPackets out = replyPackets(h, kind, syndrome, r.psn, lastPsn, rqp->msn, mtu, data);
+		std::span<const uint8_t> data;
+		if (a.kind == WireReply::ReadResponse)
+			data = a.readData;
+		else if (a.kind == WireReply::AtomicAck)
+			data = std::span(reinterpret_cast<const uint8_t *>(&a.atomicOrig), 8);
+		DataPackets out = replyPackets(h, a.kind, a.syndrome, in.psn, in.lastPsn, rqp.msn, mtu, data);
 		uint64_t bytes = 0;
 		for (const auto &b : out)
 			bytes += b.size() - kVcrcBytes;
@@ -345,139 +493,8 @@ void VerbsDevice::respondTo(Qp &q, fabric::Port &dst, const FarRequest &r)
 							  d->receiveRemote(n->port(num), std::move(out));
 					  });
 		}
-	};
-	auto asBytes = [](const uint64_t &v) { return std::span(reinterpret_cast<const uint8_t *>(&v), 8); };
-	/* a responder error of class C: NAK, and the responder QP to Error */
-	auto nak = [&](WcStatus requesterStatus, AsyncEvent ev) {
-		reply(WireReply::Nak, nakSyndrome(requesterStatus));
-		if (!rc)
-			return;
-		objectEvent(rqp->file, *rqp, ev);
-		toError(*this, *rqp);
-	};
-	auto executed = [&] {
-		rqp->msn = (rqp->msn + 1) & 0xffffff;
-		rqp->rqPsn = (lastPsn + 1) & 0xffffff;
-	};
-
-	/* a duplicate: executed before, and its reply was lost */
-	if (rc && psnDiff(lastPsn, rqp->rqPsn) < 0) {
-		if (isAtomic) {
-			if (rqp->lastAtomicPsn == r.psn)
-				reply(WireReply::AtomicAck, 0, asBytes(rqp->lastAtomicOrig));
-			return;
-		}
-		if (!isRead) {
-			reply(WireReply::Ack, 0);
-			return;
-		}
-		/* a READ is read again */
 	}
-
-	RecvWqe recv;
-	std::deque<RecvWqe> *rq = rqp->srq ? &rqp->srq->queue : &rqp->rq;
-	if (consumesRecv && rq->empty())
-		takeRecvs(*rqp);
-	if (consumesRecv && rq->empty()) {
-		reply(WireReply::RnrNak, kAethRnrNak | (rqp->minRnrTimer & 0x1f));
-		return;
-	}
-
-	if (isWrite || isRead || isAtomic) {
-		const uint32_t need = isWrite ? IB_ACCESS_REMOTE_WRITE
-			: isRead              ? IB_ACCESS_REMOTE_READ
-					      : IB_ACCESS_REMOTE_ATOMIC;
-		if (isAtomic && (r.va & 7))
-			return nak(IB_WC_REM_INV_REQ_ERR, IB_EVENT_QP_REQ_ERR);
-		if (!(rqp->accessFlags & need))
-			return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
-		if ((isWrite && r.dmaLen != r.payload.size()) || (isRead && r.dmaLen > limits_.maxMsgSize))
-			return nak(IB_WC_REM_INV_REQ_ERR, IB_EVENT_QP_REQ_ERR);
-		Seg remote;
-		if (len && !resolveRemote(*this, rqp->pd, r.rkey, r.va, len, need, remote))
-			return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
-		if (isWrite) {
-			Seg data{ -1, 0, len, r.payload.data() };
-			if (len && copySegs(ua, { data }, { remote }, len) != 0)
-				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
-		} else if (isRead) {
-			std::vector<uint8_t> data;
-			if (int e = gather(ua, { remote }, len, data); e == kSourceGone)
-				return; /* no answer: see kSourceGone */
-			else if (e != 0)
-				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
-			if (psnDiff(lastPsn, rqp->rqPsn) >= 0)
-				executed();
-			reply(WireReply::ReadResponse, 0, data);
-			return;
-		} else {
-			uint64_t orig;
-			if (int e = ua.readMemory(remote.mem, remote.addr, &orig, 8); e == -ESRCH)
-				return; /* no answer: see kSourceGone */
-			else if (e != 0)
-				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
-			const uint64_t v = op == IB_OPCODE_COMPARE_SWAP ? (orig == r.compare ? r.swapAdd : orig)
-									: orig + r.swapAdd;
-			if (dmaWrite(ua, remote.mem, remote.addr, &v, 8) != 0)
-				return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
-			rqp->lastAtomicPsn = r.psn;
-			rqp->lastAtomicOrig = orig;
-			executed();
-			reply(WireReply::AtomicAck, 0, asBytes(orig));
-			return;
-		}
-	}
-
-	if (consumesRecv) {
-		recv = std::move(rq->front());
-		rq->pop_front();
-		retired(*rqp);
-		ib_uverbs_wc rwc{};
-		rwc.wr_id = recv.wrId;
-		rwc.qp_num = rqp->qpn;
-		rwc.src_qp = ud ? r.srcQp : rqp->destQpn;
-		rwc.slid = r.slid;
-		rwc.sl = r.sl;
-		rwc.dlid_path_bits = static_cast<uint8_t>(r.dlid & ((1u << dst.lmc) - 1));
-		rwc.port_num = rqp->portNum;
-		rwc.pkey_index = rqp->pkeyIndex;
-		rwc.opcode = isWrite ? IB_WC_RECV_RDMA_WITH_IMM : IB_WC_RECV;
-		if (r.hasImm) {
-			rwc.ex = r.imm;
-			rwc.wc_flags |= IB_WC_WITH_IMM;
-		}
-		rwc.byte_len = static_cast<uint32_t>(len);
-		auto recvError = [&](WcStatus rs, WcStatus requesterStatus) {
-			rwc.status = rs;
-			complete(*rqp->recvCq, rwc);
-			if (rc && requesterStatus != IB_WC_SUCCESS)
-				reply(WireReply::Nak, nakSyndrome(requesterStatus));
-			toError(*this, *rqp);
-		};
-		if (recv.bad)
-			return recvError(IB_WC_LOC_QP_OP_ERR, IB_WC_REM_OP_ERR);
-		if (!isWrite) {
-			Pd *rpd = rqp->srq ? rqp->srq->pd : rqp->pd;
-			std::vector<Seg> dstSegs;
-			uint64_t room = 0;
-			if (!resolveLocal(*this, rpd, recv.sges, true, dstSegs, room))
-				return recvError(IB_WC_LOC_PROT_ERR, IB_WC_REM_OP_ERR);
-			/* UD: the GRH as it came, when there was one */
-			if (ud && !placeGrh(ua, dstSegs, room, r.grh ? r.grhBytes.data() : nullptr, rwc))
-				return recvError(IB_WC_LOC_LEN_ERR, IB_WC_SUCCESS);
-			if (room < len)
-				return recvError(IB_WC_LOC_LEN_ERR, IB_WC_REM_INV_REQ_ERR);
-			Seg data{ -1, 0, len, r.payload.data() };
-			if (len && copySegs(ua, { data }, dstSegs, len) != 0)
-				return recvError(IB_WC_LOC_PROT_ERR, IB_WC_REM_OP_ERR);
-		}
-		rwc.status = IB_WC_SUCCESS;
-		complete(*rqp->recvCq, rwc, r.solicited);
-		if (rqp->srq)
-			srqConsumed(*this, *rqp->srq);
-	}
-	executed();
-	reply(WireReply::Ack, 0);
+	answered(rqp, a);
 }
 
 } /* namespace ibemu::emu */
