@@ -173,8 +173,8 @@ void VerbsDevice::replyArrived(fabric::Port &port, const fabric::PacketView &v, 
 	} else if (isAtomic) {
 		if (v.eth + kAethBytes + kAtomicAckEthBytes > packets.front().size())
 			return;
-		w.atomicOrig = be64At(packets.front().data() + v.eth + kAethBytes);
-		Seg orig8{ -1, 0, 8, reinterpret_cast<const uint8_t *>(&w.atomicOrig) };
+		const uint64_t orig = be64At(packets.front().data() + v.eth + kAethBytes);
+		Seg orig8{ -1, 0, 8, reinterpret_cast<const uint8_t *>(&orig) };
 		if (copySegs(host_.access(), { orig8 }, local, 8) != 0)
 			status = IB_WC_LOC_PROT_ERR;
 	}

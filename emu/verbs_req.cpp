@@ -291,24 +291,6 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	/* an atomic ACK carries no payload: AETH and AtomicAckETH */
 	constexpr unsigned kAtomicAckBytes = fabric::kAethBytes + fabric::kAtomicAckEthBytes;
 	auto asBytes = [](const uint64_t &v) { return std::span(reinterpret_cast<const uint8_t *>(&v), 8); };
-	if (w.delivered) { /* a retry of what the responder already executed (never a read) */
-		if (!back(0, isAtomic ? kAtomicAckBytes : fabric::kAethBytes,
-			  isAtomic ? WireReply::AtomicAck : WireReply::Ack, 0, asBytes(w.atomicOrig)))
-			return lost();
-		if (isRead || isAtomic) {
-			w.delivered = false; /* re-read below; atomics answer from w.atomicOrig */
-			if (isAtomic) {
-				Seg orig8{ -1, 0, 8, reinterpret_cast<const uint8_t *>(&w.atomicOrig) };
-				if (copySegs(ua, { orig8 }, local, 8) != 0) {
-					status = IB_WC_LOC_PROT_ERR;
-					return Outcome::Error;
-				}
-				return Outcome::Done;
-			}
-		} else {
-			return Outcome::Done;
-		}
-	}
 
 	/* --- the responder (verbs_resp.cpp), on the message as it arrives --- */
 	Inbound in;
@@ -403,8 +385,6 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		}
 		return Outcome::Done;
 	case WireReply::AtomicAck: {
-		w.delivered = true;
-		w.atomicOrig = a.atomicOrig;
 		if (!arrived)
 			return lost();
 		Seg orig8{ -1, 0, 8, reinterpret_cast<const uint8_t *>(&a.atomicOrig) };
@@ -415,7 +395,6 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		return Outcome::Done;
 	}
 	default:
-		w.delivered = true;
 		if (!arrived) /* the ACK is lost: the requester retries */
 			return lost();
 		return Outcome::Done;
