@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
 // The completer (rxe_comp.c): completions into the CQs, flushing, the
-// Error state, and the reply to a request of ours from another daemon.
+// Error state, and what a responder's answer does to the requester's WQE
+// (applyAnswer), whether the responder is in this daemon or another
+// (replyArrived reads its packets).
 #include "emu/comp_channel.h"
 #include "emu/host.h"
 #include "emu/qp_ring.h"
@@ -102,6 +104,61 @@ void VerbsDevice::finishHead(Qp &qp, WcStatus status, uint32_t byteLen)
 		toError(*this, qp);
 }
 
+/* The completer (rxe_comp.c): what the answer a to qp's head WQE w does
+ * to it, whichever responder sent it. `here`: the responder QP when it is
+ * in this daemon; it wrote a READ's bytes into our buffer already, and a
+ * receive posted to it ends an RNR wait early. From another daemon (null),
+ * a READ's bytes come in a.readData. */
+VerbsDevice::Outcome VerbsDevice::applyAnswer(Qp &qp, SendWqe &w, const Answer &a, const std::vector<Seg> &local,
+					      uint64_t len, const Qp *here, WcStatus &status)
+{
+	switch (a.kind) {
+	case WireReply::RnrNak: {
+		if (w.rnrRetriesLeft == 0) {
+			status = IB_WC_RNR_RETRY_EXC_ERR;
+			return Outcome::Error;
+		}
+		if (w.rnrRetriesLeft != 7)
+			w.rnrRetriesLeft--;
+		/* wait for the RNR timer, or until a responder here gets a
+		 * receive; retrying for ever needs no fast timer (here the
+		 * receive wakes us; from afar, not faster than that) */
+		auto delay = std::chrono::duration_cast<std::chrono::nanoseconds>(rnrDelay(a.syndrome & 0x1f));
+		if (w.rnrRetriesLeft == 7)
+			delay = std::max<std::chrono::nanoseconds>(delay, std::chrono::milliseconds(100));
+		if (here) {
+			qp.rnrTarget = here;
+			rnrWaiting_.insert(&qp);
+		}
+		waitForRetry(qp, delay);
+		return Outcome::Wait;
+	}
+	case WireReply::Nak: /* lost or not, the requester fails (IBA 9.9.3.1.3) */
+		status = nakStatus(a.syndrome);
+		return Outcome::Error;
+	case WireReply::ReadResponse:
+		if (here) {
+			if (!a.requesterFault)
+				return Outcome::Done;
+		} else {
+			Seg in{ -1, 0, std::min<uint64_t>(a.readData.size(), len), a.readData.data() };
+			if (a.readData.size() == len && (!len || copySegs(host_.access(), { in }, local, len) == 0))
+				return Outcome::Done;
+		}
+		status = IB_WC_LOC_PROT_ERR;
+		return Outcome::Error;
+	case WireReply::AtomicAck: {
+		Seg orig8{ -1, 0, 8, reinterpret_cast<const uint8_t *>(&a.atomicOrig) };
+		if (copySegs(host_.access(), { orig8 }, local, 8) == 0)
+			return Outcome::Done;
+		status = IB_WC_LOC_PROT_ERR;
+		return Outcome::Error;
+	}
+	default:
+		return Outcome::Done;
+	}
+}
+
 /* The reply to the head WQE of a QP of ours, from a responder in another
  * daemon: anything else (a late reply to a try given up, a stray) is
  * dropped, as a requester drops a reply it does not expect. */
@@ -144,40 +201,29 @@ void VerbsDevice::replyArrived(fabric::Port &port, const fabric::PacketView &v, 
 	forget(*q); /* its ACK timer */
 	q->awaitingReply = false;
 	w.timedOut = false;
-	WcStatus status = IB_WC_SUCCESS;
-	if ((syndrome >> 5) == 1) { /* RNR NAK: wait for its timer, and send again */
-		if (w.rnrRetriesLeft == 0) {
-			status = IB_WC_RNR_RETRY_EXC_ERR;
-		} else {
-			if (w.rnrRetriesLeft != 7)
-				w.rnrRetriesLeft--;
-			auto delay = std::chrono::duration_cast<std::chrono::nanoseconds>(rnrDelay(syndrome & 0x1f));
-			if (w.rnrRetriesLeft == 7) /* for ever: not faster than the local path's retries */
-				delay = std::max<std::chrono::nanoseconds>(delay, std::chrono::milliseconds(100));
-			waitForRetry(*q, delay);
-			return;
-		}
-	} else if (!ack) {
-		status = nakStatus(syndrome);
-	} else if (isRead) {
-		std::vector<uint8_t> data;
+	Answer a;
+	a.reply = true;
+	a.syndrome = syndrome;
+	a.kind = (syndrome >> 5) == 1 ? WireReply::RnrNak
+		: !ack                ? WireReply::Nak
+		: isRead              ? WireReply::ReadResponse
+		: isAtomic            ? WireReply::AtomicAck
+				      : WireReply::Ack;
+	if (a.kind == WireReply::ReadResponse) {
 		for (const auto &b : packets) {
 			PacketView p;
 			if (!parsePacket(b, p))
 				return;
-			data.insert(data.end(), b.begin() + p.payload, b.begin() + p.payload + p.payloadLen);
+			a.readData.insert(a.readData.end(), b.begin() + p.payload, b.begin() + p.payload + p.payloadLen);
 		}
-		Seg in{ -1, 0, std::min<uint64_t>(data.size(), len), data.data() };
-		if (data.size() != len || (len && copySegs(host_.access(), { in }, local, len) != 0))
-			status = IB_WC_LOC_PROT_ERR;
-	} else if (isAtomic) {
+	} else if (a.kind == WireReply::AtomicAck) {
 		if (v.eth + kAethBytes + kAtomicAckEthBytes > packets.front().size())
 			return;
-		const uint64_t orig = be64At(packets.front().data() + v.eth + kAethBytes);
-		Seg orig8{ -1, 0, 8, reinterpret_cast<const uint8_t *>(&orig) };
-		if (copySegs(host_.access(), { orig8 }, local, 8) != 0)
-			status = IB_WC_LOC_PROT_ERR;
+		a.atomicOrig = be64At(packets.front().data() + v.eth + kAethBytes);
 	}
+	WcStatus status = IB_WC_SUCCESS;
+	if (applyAnswer(*q, w, a, local, len, nullptr, status) == Outcome::Wait)
+		return;
 	finishHead(*q, status, status == IB_WC_SUCCESS ? static_cast<uint32_t>(isAtomic ? 8 : len) : 0);
 	progress(*q);
 }

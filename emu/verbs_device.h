@@ -187,6 +187,10 @@ private:
 	WcStatus sendMulticast(Qp &qp, const SendWqe &w, fabric::Port &src, const std::vector<Seg> &local, uint64_t len,
 			       uint32_t packets, uint64_t wireBytes);
 	void finishHead(Qp &qp, WcStatus status, uint32_t byteLen);
+	/* the completer (verbs_comp.cpp): the answer to the head WQE, from a
+	 * responder here (`here`) or in another daemon */
+	Outcome applyAnswer(Qp &qp, SendWqe &w, const Answer &a, const std::vector<Seg> &local, uint64_t len,
+			    const Qp *here, WcStatus &status);
 	/* the far side (verbs_req.cpp, verbs_resp.cpp, verbs_comp.cpp) */
 	WcStatus sendAway(Qp &qp, const SendWqe &w, const fabric::Away &away, const fabric::PacketHeaders &base,
 			  const std::vector<Seg> &local, uint64_t len, unsigned mtu);

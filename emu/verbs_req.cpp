@@ -328,7 +328,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		in.data = local;
 	const Answer a = rdev->respond(*rqp, *dst, in);
 
-	/* --- its answer, back here (the completer's part is below) --- */
+	/* --- its answer, back here, for the completer (verbs_comp.cpp) --- */
 	bool arrived = false;
 	if (a.reply) {
 		switch (a.kind) {
@@ -355,50 +355,9 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	}
 	if (!a.reply)
 		return lost();
-	switch (a.kind) {
-	case WireReply::RnrNak: {
-		if (w.rnrRetriesLeft == 0) {
-			status = IB_WC_RNR_RETRY_EXC_ERR;
-			return Outcome::Error;
-		}
-		if (w.rnrRetriesLeft != 7)
-			w.rnrRetriesLeft--;
-		/* wait for the RNR timer, or until the responder gets a receive;
-		 * retrying for ever needs no fast timer, the receive wakes us */
-		auto delay = std::chrono::duration_cast<std::chrono::nanoseconds>(rnrDelay(a.syndrome & 0x1f));
-		if (w.rnrRetriesLeft == 7)
-			delay = std::max<std::chrono::nanoseconds>(delay, std::chrono::milliseconds(100));
-		qp.rnrTarget = rqp;
-		rnrWaiting_.insert(&qp);
-		waitForRetry(qp, delay);
-		return Outcome::Wait;
-	}
-	case WireReply::Nak: /* lost or not, the requester fails (IBA 9.9.3.1.3) */
-		status = nakStatus(a.syndrome);
-		return Outcome::Error;
-	case WireReply::ReadResponse:
-		if (!arrived)
-			return lost();
-		if (a.requesterFault) {
-			status = IB_WC_LOC_PROT_ERR;
-			return Outcome::Error;
-		}
-		return Outcome::Done;
-	case WireReply::AtomicAck: {
-		if (!arrived)
-			return lost();
-		Seg orig8{ -1, 0, 8, reinterpret_cast<const uint8_t *>(&a.atomicOrig) };
-		if (copySegs(ua, { orig8 }, local, 8) != 0) {
-			status = IB_WC_LOC_PROT_ERR;
-			return Outcome::Error;
-		}
-		return Outcome::Done;
-	}
-	default:
-		if (!arrived) /* the ACK is lost: the requester retries */
-			return lost();
-		return Outcome::Done;
-	}
+	if (!arrived && a.kind != WireReply::RnrNak && a.kind != WireReply::Nak)
+		return lost(); /* the ACK or response is lost: the requester retries */
+	return applyAnswer(qp, w, a, local, len, rqp, status);
 }
 
 /* IBA 10.5.2.3: a multicast message goes to every QP attached to the group

@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// The responder (rxe_resp.c): requests for a QP of this device, from a
-// multicast send and from another daemon.
+// The responder (rxe_resp.c): every request for a QP of this device goes
+// through respond(), whether a requester of this daemon sent it
+// (verbs_req.cpp, as rxe's loopback goes through rxe_rcv), a multicast send
+// did, or it came from another daemon as packets (read back here). The
+// P_Key and Q_Key checks, duplicates (by the QP's expected PSN), the
+// receive and its completion, RNR, and the R_Key and access checks are
+// here alone; the caller sends the answer back its own way.
 #include "emu/host.h"
 #include "emu/qp_ring.h"
 #include "emu/verbs_path.h"
