@@ -3,7 +3,7 @@
 // The file operations of /dev/infiniband/uverbsN (the kernel's
 // uverbs_main.c): write() with the header checks in ib_uverbs_write's
 // order and the method table that dispatches it (uverbs_uapi), read() and
-// poll() of the async events. The handlers are in uverbs_cmd.cpp, teardown
+// poll() of the async events. The handlers are in uverbs_cmd*.cpp, teardown
 // in uverbs_destroy.cpp.
 #include "emu/uverbs_file.h"
 
@@ -20,10 +20,24 @@ namespace {
 
 constexpr size_t kMaxEvents = 4096;
 
+/* ib_uverbs' event handlers: what the device raises goes to the queue
+ * of the file that owns the object, or of every file for a port */
+class FileEvents final : public VerbsEventSink {
+public:
+	void asyncEvent(UverbsFile &file, uint64_t element, AsyncEvent type, UObject *obj) override
+	{
+		file.asyncEvent(element, type, obj);
+	}
+	void deviceDied(UverbsFile &file) override { file.deviceDied(); }
+};
+
+FileEvents fileEvents;
+
 } /* namespace */
 
 UverbsFile::UverbsFile(VerbsDevice &dev, UserAccess &ua, PinnedVm &pinned) : dev_(dev), ua_(ua), pinned_(pinned)
 {
+	dev_.setEventSink(&fileEvents);
 	dev_.attach(this);
 	dead_ = dev_.dead();
 }

@@ -18,7 +18,9 @@
 // Where it is (the kernel's files):
 //   uverbs_file.cpp     write() and its header checks, the method table,
 //                       read() and poll() of async events (uverbs_main.c)
-//   uverbs_cmd.cpp      the command handlers (uverbs_cmd.c) ...
+//   uverbs_cmd.cpp      the command handlers (uverbs_cmd.c): context,
+//                       device, PD, AH, MR; by object in uverbs_cmd_cq.cpp,
+//                       uverbs_cmd_qp.cpp and uverbs_cmd_srq.cpp ...
 //   uverbs_post.cpp     ... but the three that post work requests
 //   uverbs_destroy.cpp  destroying objects, one or all (rdma_core.c)
 #pragma once
@@ -112,7 +114,7 @@ private:
 	static int checkHeaders(const uint8_t *buf, size_t have, size_t count, const Method *&m);
 	int notSupported(Request &r); /* ib_uverbs_notsupp */
 
-	/* --- the command handlers and what they share (uverbs_cmd.cpp) --- */
+	/* --- the command handlers and what they share (uverbs_cmd*.cpp) --- */
 
 	/* handle lookups: 0, -ENOENT (not in this file's table) or -EINVAL
 	 * (another type) */

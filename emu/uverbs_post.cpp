@@ -4,7 +4,7 @@
 // commands (uverbs_cmd.c: the WRs and SGEs that follow the command), then
 // what a software driver checks before it queues them (rdmavt's
 // rvt_post_send, rvt_post_recv, rvt_post_srq_recv). The send queue runs in
-// verbs_wire.cpp.
+// verbs_req.cpp.
 #include "emu/uverbs_file.h"
 
 #include "emu/qp_ring.h"

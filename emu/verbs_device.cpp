@@ -3,7 +3,6 @@
 // A local HCA's verbs attributes and device-wide tables.
 #include "emu/verbs_device.h"
 
-#include "emu/uverbs_file.h"
 #include "fabric/node.h"
 
 #include <cerrno>
@@ -169,8 +168,9 @@ void VerbsDevice::kill()
 	dead_ = true;
 	for (auto &[qpn, qp] : qps_)
 		forget(*qp);
-	for (UverbsFile *f : files_)
-		f->deviceDied();
+	if (events_)
+		for (UverbsFile *f : files_)
+			events_->deviceDied(*f);
 }
 
 uint32_t VerbsDevice::addQp(Qp *qp)
@@ -220,8 +220,15 @@ Mr *VerbsDevice::mrByKey(uint32_t key) const
 
 void VerbsDevice::portEvent(unsigned portNum, AsyncEvent ev)
 {
-	for (UverbsFile *f : files_)
-		f->asyncEvent(portNum, ev);
+	if (events_)
+		for (UverbsFile *f : files_)
+			events_->asyncEvent(*f, portNum, ev, nullptr);
+}
+
+void VerbsDevice::objectEvent(UverbsFile *file, UObject &obj, AsyncEvent ev)
+{
+	if (file && events_)
+		events_->asyncEvent(*file, obj.userHandle, ev, &obj);
 }
 
 std::vector<AsyncEvent> VerbsDevice::portChanged(fabric::Port &p, bool clientReregister)

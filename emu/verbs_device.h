@@ -5,13 +5,17 @@
 // device-wide QPN and memory key tables, its open uverbs files, and the
 // data path that moves messages through the fabric.
 //
-// Where a work request goes (verbs_wire.cpp): POST_SEND queues it on the
+// Where a work request goes: POST_SEND queues it on the
 // QP and progress() executes the send queue in order. Each message is
 // routed by the fabric's LFTs from the QP's port to its DLID
 // (Subnet::routeData), lands on the QP of the VerbsDevice behind the
 // destination port, and moves between the two processes' memory through
 // UserAccess. Completions go to the CQs; errors move QPs to the Error state
-// and flush them.
+// and flush them. The data path by role, as rxe splits it:
+//   verbs_req.cpp   the requester (rxe_req.c)
+//   verbs_resp.cpp  the responder (rxe_resp.c)
+//   verbs_comp.cpp  the completer (rxe_comp.c)
+//   verbs_mr.cpp    the copies between processes' memory (rxe_mr.c)
 #pragma once
 
 #include "emu/pinned_vm.h"
@@ -38,11 +42,30 @@ class Subnet;
 namespace ibemu::emu {
 
 class Host;
-struct Seg; /* a piece of process memory (verbs_wire.cpp) */
-struct FarRequest; /* a request from another daemon, read back (verbs_wire.cpp) */
+struct Seg; /* a piece of process memory (verbs_mr.h) */
+struct FarRequest; /* a request from another daemon, read back (verbs_resp.cpp) */
+struct Inbound; /* a request as the responder takes it (verbs_path.h) */
+struct Answer; /* the responder's answer (verbs_path.h) */
 
 /* the destination QPN of every multicast packet (IBA 10.5.2.3) */
 constexpr uint32_t kMulticastQpn = 0xffffff;
+
+/* Where the device's async events go. ib_uverbs registers its event
+ * handlers with the device and with each QP, CQ and SRQ it creates, and
+ * rxe raises events through them without knowing uverbs; here the uverbs
+ * file sets one sink on the device (uverbs_file.cpp), so the data path
+ * never reaches into a file. */
+class VerbsEventSink {
+public:
+	/* an event for file: about obj (a QP, CQ or SRQ it owns, element its
+	 * user handle), or about a port (obj null, element its number) */
+	virtual void asyncEvent(UverbsFile &file, uint64_t element, AsyncEvent type, UObject *obj) = 0;
+	/* the device is gone (ib_uverbs disassociate) */
+	virtual void deviceDied(UverbsFile &file) = 0;
+
+protected:
+	~VerbsEventSink() = default;
+};
 
 /* Device limits reported by QUERY_DEVICE and QUERY_PORT and enforced by the
  * commands. Smaller than a hardware HCA's: everything queued lives in the
@@ -91,6 +114,7 @@ public:
 	bool dead() const { return dead_; }
 
 	/* --- tables --- */
+	void setEventSink(VerbsEventSink *sink) { events_ = sink; }
 	void attach(UverbsFile *f) { files_.push_back(f); }
 	void detach(UverbsFile *f) { files_.remove(f); }
 	size_t openFiles() const { return files_.size(); }
@@ -117,7 +141,7 @@ public:
 	/* every attachment of the QP goes (its file is being torn down) */
 	void detachAllMcast(Qp &qp);
 
-	/* --- data path (verbs_wire.cpp) --- */
+	/* --- data path (verbs_req.cpp, verbs_resp.cpp, verbs_comp.cpp) --- */
 
 	/* Executes the QP's send queue as far as it can. */
 	void progress(Qp &qp);
@@ -140,6 +164,9 @@ public:
 	/* Appends a completion (an overrun raises CQ_ERR instead). */
 	/* solicited: a receive of a message sent with IB_SEND_SOLICITED */
 	void complete(Cq &cq, const ib_uverbs_wc &wc, bool solicited = false);
+	/* Raises an async event about obj (a QP, CQ or SRQ) on the file that
+	 * owns it (none: nobody hears it). */
+	void objectEvent(UverbsFile *file, UObject &obj, AsyncEvent ev);
 	/* Raises an async event about a port on every open file. */
 	void portEvent(unsigned portNum, AsyncEvent ev);
 	/* The fabric says a port may have changed: compares it with what was
@@ -159,17 +186,20 @@ private:
 	 * reach gets a copy; the status is the sender's */
 	WcStatus sendMulticast(Qp &qp, const SendWqe &w, fabric::Port &src, const std::vector<Seg> &local, uint64_t len,
 			       uint32_t packets, uint64_t wireBytes);
-	/* one multicast copy into rqp's next receive; true when that receive
-	 * failed and rqp goes to the Error state */
-	bool receiveDatagram(Qp &rqp, fabric::Port &dst, const Qp &sender, const SendWqe &w, fabric::Port &src,
-			     const Seg &data);
 	void finishHead(Qp &qp, WcStatus status, uint32_t byteLen);
-	/* the far side (verbs_wire.cpp) */
+	/* the completer (verbs_comp.cpp): the answer to the head WQE, from a
+	 * responder here (`here`) or in another daemon */
+	Outcome applyAnswer(Qp &qp, SendWqe &w, const Answer &a, const std::vector<Seg> &local, uint64_t len,
+			    const Qp *here, WcStatus &status);
+	/* the far side (verbs_req.cpp, verbs_resp.cpp, verbs_comp.cpp) */
 	WcStatus sendAway(Qp &qp, const SendWqe &w, const fabric::Away &away, const fabric::PacketHeaders &base,
 			  const std::vector<Seg> &local, uint64_t len, unsigned mtu);
 	void replyArrived(fabric::Port &port, const fabric::PacketView &v, const fabric::DataPackets &packets);
 	void respondRemote(fabric::Port &port, const fabric::DataPackets &packets);
 	void respondTo(Qp &qp, fabric::Port &dst, const FarRequest &r);
+	/* the responder (verbs_resp.cpp): every request for a QP here goes through it */
+	Answer respond(Qp &rqp, fabric::Port &dst, const Inbound &in);
+	void answered(Qp &rqp, const Answer &a);
 	void waitForRetry(Qp &qp, std::chrono::nanoseconds d);
 
 	boost::asio::io_context &io_;
@@ -178,6 +208,7 @@ private:
 	VerbsLimits limits_;
 	bool dead_ = false;
 	std::list<UverbsFile *> files_;
+	VerbsEventSink *events_ = nullptr;
 	std::map<uint32_t, Qp *> qps_;
 	std::map<uint32_t, Mr *> keys_;
 	std::map<McastGroup, std::vector<Qp *>> mcast_; /* attached QPs by group */

@@ -2,7 +2,7 @@
 // Copyright (c) 2026 the ibemu authors
 // Multicast attachments of a device's UD QPs (ib_attach_mcast() and
 // ib_detach_mcast() in verbs.c, with a software driver's group table as
-// rdmavt and rxe keep it). The data path (verbs_wire.cpp) looks groups up
+// rdmavt and rxe keep it). The responder (verbs_resp.cpp) looks groups up
 // here when a multicast message reaches one of the device's ports.
 #include "emu/verbs_device.h"
 

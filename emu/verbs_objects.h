@@ -131,14 +131,11 @@ struct SendWqe {
 	WcStatus failStatus = IB_WC_SUCCESS; /* a ring slot that failed its checks: completes so */
 	unsigned retriesLeft = 0;
 	unsigned rnrRetriesLeft = 0;
-	/* the responder has executed it and only the ACK (or response) was lost:
-	 * a retry must not execute it again (the PSN duplicate rules) */
-	bool delivered = false;
+	/* a retry uses its PSNs again: the responder answers a duplicate
+	 * without executing it twice (verbs_resp.cpp, IBA 9.7.7.2.4) */
 	bool timedOut = false; /* the last try was lost; its ACK timer ran out */
-	uint64_t atomicOrig = 0; /* an executed atomic's result */
 	uint32_t psn = 0; /* its first PSN, taken from the QP's SQ PSN when first sent */
 	bool psnSet = false;
-	bool responderCounted = false; /* the responder's MSN and RQ PSN moved for it (once) */
 };
 
 struct Qp final : UObject {
@@ -179,10 +176,10 @@ struct Qp final : UObject {
 	bool waiting = false; /* the head WQE waits for the timer */
 	uint64_t waitSeq = 0; /* which wait a timer handler belongs to */
 	const Qp *rnrTarget = nullptr; /* the responder that sent the RNR NAK */
-	/* Across daemons (verbs_wire.cpp, "the far side"): the head WQE went
+	/* Across daemons (verbs_req.cpp, "the far side"): the head WQE went
 	 * to another daemon as packets and waits for its reply */
 	bool awaitingReply = false;
-	/* as a responder: the last atomic executed for a requester in another
+	/* as a responder: the last atomic executed for a requester here or in any
 	 * daemon, answered again to a duplicate of it (IBA 9.7.7.2.4) */
 	uint32_t lastAtomicPsn = 0xffffffff;
 	uint64_t lastAtomicOrig = 0;

@@ -5,7 +5,7 @@
 // the extended headers its opcode carries, and what comes back (ACK, NAK,
 // RDMA READ response, atomic ACK).
 //
-// The data path (verbs_wire.cpp) moves a message whole and builds these
+// The data path (verbs_req.cpp, verbs_resp.cpp) moves a message whole and builds these
 // only while a capture wants them (fabric::Subnet::tappingData()), so a capture sees
 // real packets and costs nothing otherwise.
 #pragma once

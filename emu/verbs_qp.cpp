@@ -7,7 +7,6 @@
 #include "emu/verbs_qp.h"
 
 #include "emu/qp_ring.h"
-#include "emu/uverbs_file.h"
 #include "emu/verbs_device.h"
 #include "fabric/node.h"
 
@@ -226,8 +225,8 @@ int applyModifyQp(VerbsDevice &dev, Qp &qp, const ib_uverbs_modify_qp &cmd)
 			dev.enterError(qp);
 			break;
 		case IB_QPS_SQD:
-			if (qp.enSqdAsyncNotify && qp.file)
-				qp.file->asyncEvent(qp.userHandle, IB_EVENT_SQ_DRAINED, &qp);
+			if (qp.enSqdAsyncNotify)
+				dev.objectEvent(qp.file, qp, IB_EVENT_SQ_DRAINED);
 			break;
 		case IB_QPS_RTS:
 			if (was == IB_QPS_SQD || was == IB_QPS_SQE)

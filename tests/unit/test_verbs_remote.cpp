@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// Verbs across daemons (emu/verbs_wire.cpp, "the far side"): a process on
+// Verbs across daemons (emu/verbs_req.cpp, verbs_resp.cpp and verbs_comp.cpp, "the far side"): a process on
 // h1, simulated by one daemon, and one on h2, simulated by the other, on
 // a subnet split between them (SplitSubnet). Their messages cross as
 // packets, the responder runs in the other daemon, and the reply comes
