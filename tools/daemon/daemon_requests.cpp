@@ -33,8 +33,8 @@ bool Daemon::startControl()
 		{ "picture", &Daemon::pictureRequest },	  { "scenario.stop", &Daemon::scenarioStop },
 		{ "scenario.run", &Daemon::scenarioRun },
 	};
-	for (auto [op, fn] : ops)
-		controlSocket_->addOp(op, [this, fn](const auto &req, const auto &, auto reply) {
+	for (const auto &[op, serve] : ops)
+		controlSocket_->addOp(op, [this, fn = serve](const auto &req, const auto &, auto reply) {
 			(this->*fn)(req, std::move(reply));
 		});
 	capture_ = std::make_unique<tools::PacketCapture>(subnet_);
