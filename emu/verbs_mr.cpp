@@ -170,15 +170,4 @@ bool placeGrh(UserAccess &ua, std::vector<Seg> &dst, uint64_t &room, const uint8
 	return true;
 }
 
-/* The same for a message from this daemon: the GRH its sender's address
- * vector implies */
-bool placeGrh(UserAccess &ua, std::vector<Seg> &dst, uint64_t &room, const fabric::Port &src,
-	      const ib_uverbs_ah_attr &ah, uint64_t len, ib_uverbs_wc &wc)
-{
-	uint8_t grh[40];
-	if (ah.is_global)
-		putGrh(grh, src, ah, len);
-	return placeGrh(ua, dst, room, ah.is_global ? grh : nullptr, wc);
-}
-
 } /* namespace ibemu::emu */

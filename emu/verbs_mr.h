@@ -48,7 +48,5 @@ void putGrh(uint8_t grh[40], const fabric::Port &src, const ib_uverbs_ah_attr &a
 /* The first 40 bytes of a UD receive buffer hold the GRH (grh, null:
  * none): dst and room move past them; false when the buffer is smaller */
 bool placeGrh(UserAccess &ua, std::vector<Seg> &dst, uint64_t &room, const uint8_t *grh, ib_uverbs_wc &wc);
-bool placeGrh(UserAccess &ua, std::vector<Seg> &dst, uint64_t &room, const fabric::Port &src,
-	      const ib_uverbs_ah_attr &ah, uint64_t len, ib_uverbs_wc &wc);
 
 } /* namespace ibemu::emu */

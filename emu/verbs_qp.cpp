@@ -216,6 +216,9 @@ int applyModifyQp(VerbsDevice &dev, Qp &qp, const ib_uverbs_modify_qp &cmd)
 		case IB_QPS_RESET: /* queues emptied, no completions */
 			dev.forget(qp);
 			qp.msn = 0;
+			/* the atomic a retry would be answered from */
+			qp.lastAtomicPsn = 0xffffffff;
+			qp.lastAtomicOrig = 0;
 			qp.sq.clear();
 			qp.rq.clear();
 			if (qp.ring)
