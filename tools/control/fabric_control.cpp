@@ -3,20 +3,15 @@
 #include "tools/control/fabric_control.h"
 #include "tools/control/fabric_ops.h"
 
-#include "fabric/port_counters.h"
 #include "fabric/subnet.h"
-#include "fabric/topology.h"
 
 #include <boost/asio/steady_timer.hpp>
 
-#include <cerrno>
 #include <chrono>
 #include <cinttypes>
-#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
-#include <optional>
 #include <sys/stat.h>
 #include <sys/time.h>
 

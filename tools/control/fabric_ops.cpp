@@ -166,7 +166,7 @@ bool connectArgs(fabric::Subnet &s, const Json &req, Action &a, std::string &err
 
 bool connectFits(const Action &a, std::string &err)
 {
-	for (const fabric::Port *p : { static_cast<const fabric::Port *>(a.port), static_cast<const fabric::Port *>(a.peer) })
+	for (const fabric::Port *p : { a.port, a.peer })
 		if (p->peer) {
 			err = portName(*p) + " is cabled already (to " + portName(*p->peer) + ")";
 			return false;
