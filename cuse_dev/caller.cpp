@@ -85,6 +85,23 @@ int callerSyscall(pid_t tid, long &nr, uint64_t args[6], int looks)
 	return -kCallerRunning;
 }
 
+int pidfdOf(pid_t tid)
+{
+	constexpr unsigned kPidfdThread = O_EXCL; /* PIDFD_THREAD, 6.9 */
+	int pidfd = static_cast<int>(syscall(SYS_pidfd_open, tid, kPidfdThread));
+	if (pidfd >= 0 || errno == ESRCH)
+		return pidfd;
+	pidfd = static_cast<int>(syscall(SYS_pidfd_open, tid, 0));
+	if (pidfd >= 0 || errno == ESRCH)
+		return pidfd;
+	pid_t tgid = tgidOf(tid);
+	if (tgid <= 0) {
+		errno = ESRCH;
+		return -1;
+	}
+	return static_cast<int>(syscall(SYS_pidfd_open, tgid, 0));
+}
+
 int readCaller(pid_t tid, uint64_t addr, void *data, size_t len)
 {
 	iovec local{ data, len };

@@ -43,6 +43,12 @@ int callerSyscall(pid_t tid, long &nr, uint64_t args[6], int looks = kFirstLooks
 /* The process (thread group) of thread `tid`, or -1 when it is gone. */
 pid_t tgidOf(pid_t tid);
 
+/* A pidfd for the process of thread `tid` (for pidfd_getfd()), or -1 with
+ * errno set: on 6.9 and later one for the thread itself (PIDFD_THREAD);
+ * before, pidfd_open() takes only a first thread (EINVAL, and ENOENT since
+ * 6.9, for any other), and the process comes from /proc/TID/status. */
+int pidfdOf(pid_t tid);
+
 /* Reads len bytes at addr in the address space of `tid`'s process; 0 or a
  * negative errno (-EFAULT when any of it is not mapped). */
 int readCaller(pid_t tid, uint64_t addr, void *data, size_t len);

@@ -14,6 +14,8 @@
 #include "emu/umad_abi.h"
 
 #include <fuse_lowlevel.h>
+
+#include <sys/sysmacros.h>
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
@@ -70,9 +72,10 @@ struct FuseFs::Impl {
 	{
 		memset(&st, 0, sizeof(st));
 		st.st_ino = n->ino;
-		st.st_mode = (n->dir ? S_IFDIR : S_IFREG) | n->mode;
+		st.st_mode = (n->dir ? S_IFDIR : (n->mode & S_IFMT) ? 0 : S_IFREG) | n->mode;
 		st.st_nlink = n->dir ? 2 : 1;
-		st.st_size = n->dir || devices.count(n) ? 0 : kSysfsFileSize;
+		st.st_rdev = n->rdev;
+		st.st_size = n->dir || devices.count(n) || (n->mode & S_IFMT) ? 0 : kSysfsFileSize;
 		st.st_blksize = 4096;
 	}
 };
@@ -276,6 +279,21 @@ FuseFs::FuseFs(boost::asio::io_context &io, emu::Host &host, const Options &opts
 				}
 				s.umadFiles.watch(*u);
 			}
+		/* the seccomp transport's: character nodes with the kernel's
+		 * numbers, for stat() (a program under `ibemu exec` never opens
+		 * them: its filter serves the open; anyone else finds no such
+		 * device behind them) */
+		if (numbers.uverbs) {
+			for (const auto &hca : host.hcas()) {
+				auto [maj, min] = numbers.uverbs(hca->verbsNum);
+				dev->addFile("uverbs" + std::to_string(hca->verbsNum), nullptr, S_IFCHR | 0666)->rdev =
+					makedev(maj, min);
+			}
+		}
+		if (numbers.rdmaCm) {
+			auto [maj, min] = numbers.rdmaCm();
+			dev->addFile("rdma_cm", nullptr, S_IFCHR | 0666)->rdev = makedev(maj, min);
+		}
 	}
 	s.number(&s.root);
 }

@@ -174,17 +174,7 @@ int ProcessAccess::descriptorOf(pid_t tid, const emu::UverbsFile &)
  * process_vm_writev() already. */
 int ProcessAccess::takeDescriptor(pid_t tid, int fd, emu::FdKind kind)
 {
-	/* Most callers are their process's first thread, which pidfd_open()
-	 * takes as it is; for any other thread it says EINVAL, and the
-	 * process comes from /proc/TID/status, a slow file (70 us in the TCG
-	 * guest). */
-	int pidfd = static_cast<int>(syscall(SYS_pidfd_open, tid, 0));
-	if (pidfd < 0 && errno == EINVAL) {
-		pid_t tgid = tgidOf(tid);
-		if (tgid <= 0)
-			return -ESRCH;
-		pidfd = static_cast<int>(syscall(SYS_pidfd_open, tgid, 0));
-	}
+	int pidfd = pidfdOf(tid);
 	if (pidfd < 0)
 		return -errno;
 	int copy = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0));

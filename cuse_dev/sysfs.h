@@ -31,7 +31,8 @@ struct SysfsValue {
 struct SysfsNode {
 	std::string name;
 	bool dir = false;
-	uint32_t mode = 0444;
+	uint32_t mode = 0444; /* with S_IFCHR: a device node, of number rdev */
+	uint64_t rdev = 0;
 	uint64_t ino = 0;
 	SysfsNode *parent = nullptr;
 	std::vector<std::unique_ptr<SysfsNode>> children;

@@ -52,8 +52,8 @@ UmadFiles::~UmadFiles()
 
 void UmadFiles::watch(emu::UmadPort &port)
 {
-	port.onIssmReleased = [this] { emu::queueWork(io_, [this] { retryIssm(); }); };
-	watched_.push_back(&port);
+	unsigned id = port.watchIssm([this] { emu::queueWork(io_, [this] { retryIssm(); }); });
+	watched_.emplace_back(&port, id);
 }
 
 void UmadFiles::issmInterrupted(fuse_req_t req, void *data)
@@ -291,8 +291,8 @@ void UmadFiles::shutdown()
 	});
 	if (!first)
 		return;
-	for (emu::UmadPort *p : watched_)
-		p->onIssmReleased = nullptr; /* it pointed at us */
+	for (auto [p, id] : watched_)
+		p->unwatchIssm(id); /* it pointed at us */
 	watched_.clear();
 	for (auto &w : issmWaiters_) {
 		fuse_req_interrupt_func(w.req, nullptr, nullptr);

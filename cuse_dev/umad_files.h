@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace ibemu::emu {
@@ -82,7 +83,7 @@ private:
 	std::unordered_map<uid_t, std::unique_ptr<emu::MemoryBudget>> budgets_;
 	OpenFiles<Open> opens_; /* handles kFhTag | 1 on */
 	std::list<PendingIssm> issmWaiters_;
-	std::vector<emu::UmadPort *> watched_;
+	std::vector<std::pair<emu::UmadPort *, unsigned>> watched_;
 	WholeCalls calls_;
 };
 

@@ -48,8 +48,7 @@ void UmadPort::issmRelease()
 		fabric::Port &p = mad_.port();
 		mad_.subnet().setCapMask(p, p.capMask & ~fabric::IB_PORT_SM);
 	}
-	if (onIssmReleased)
-		onIssmReleased();
+	issmReleased();
 }
 
 void UmadPort::kill()
@@ -63,8 +62,7 @@ void UmadPort::kill()
 		fabric::Port &p = mad_.port();
 		mad_.subnet().setCapMask(p, p.capMask & ~fabric::IB_PORT_SM);
 	}
-	if (onIssmReleased)
-		onIssmReleased();
+	issmReleased();
 }
 
 namespace issm {

@@ -19,6 +19,8 @@
 #include <functional>
 #include <list>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ibemu::emu {
 
@@ -43,7 +45,7 @@ public:
 
 	/* issm open: takes the port's single IsSM claim and sets IsSM in
 	 * PortInfo:CapabilityMask. Returns 0, -EAGAIN while another open holds
-	 * it (a blocking open waits for onIssmReleased and tries again), -ENXIO
+	 * it (a blocking open waits for a watcher's call and tries again), -ENXIO
 	 * once the port is gone. */
 	int issmOpen();
 	/* issm release: clears IsSM and lets the next opener in. */
@@ -51,7 +53,17 @@ public:
 	bool issmHeld() const { return issmHeld_; }
 	size_t openFiles() const { return files_.size(); }
 	/* Called when the claim is released or the port dies. */
-	std::function<void()> onIssmReleased;
+	/* Calls fn (until unwatched) when the claim is released or the port
+	 * dies: each transport that parks blocking issm opens watches. */
+	unsigned watchIssm(std::function<void()> fn)
+	{
+		issmWatchers_.emplace_back(++lastWatch_, std::move(fn));
+		return lastWatch_;
+	}
+	void unwatchIssm(unsigned id)
+	{
+		std::erase_if(issmWatchers_, [id](const auto &w) { return w.first == id; });
+	}
 
 	/* Marks the port gone (HCA removal, daemon shutdown). */
 	void kill();
@@ -65,6 +77,15 @@ private:
 	bool dead_ = false;
 	bool issmHeld_ = false;
 	std::list<UmadFile *> files_;
+	std::vector<std::pair<unsigned, std::function<void()>>> issmWatchers_;
+	unsigned lastWatch_ = 0;
+
+	void issmReleased()
+	{
+		auto watchers = issmWatchers_; /* one may unwatch */
+		for (auto &w : watchers)
+			w.second();
+	}
 };
 
 /* issm file operations: only open and release do anything (kernel umad_sm_fops). */

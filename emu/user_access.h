@@ -6,6 +6,7 @@
 // process_vm_readv/writev; unit tests use a fake over their own memory.
 #pragma once
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <sys/types.h>
@@ -42,9 +43,23 @@ public:
 	 * in the address space of thread tid, of process pid (ProcessCreds)? */
 	virtual int pinnable(pid_t tid, pid_t pid, uint64_t addr, uint64_t len, bool write) = 0;
 	virtual int credentials(pid_t tid, ProcessCreds &out) = 0;
-	/* The descriptor number under which tid's process holds `file`, or a
-	 * negative errno. */
+	/* GET_CONTEXT's async event descriptor for `file`, in tid's process,
+	 * or a negative errno. A transport that can put a descriptor into the
+	 * caller makes a new one (the kernel's); one that cannot (CUSE) gives
+	 * the number under which the process holds `file` itself, which then
+	 * doubles as the async event file (docs/verbs.md). */
 	virtual int descriptorOf(pid_t tid, const UverbsFile &file) = 0;
+	/* CREATE_COMP_CHANNEL on a transport that can put a descriptor into
+	 * the caller: a new connected AF_UNIX stream pair whose receiving end
+	 * the caller now holds under the number returned (close-on-exec);
+	 * sendFd and recvFd are the daemon's copies of the two ends, for
+	 * CompChannel::adopt(). -ENOSYS where the transport cannot (the
+	 * provider's spares serve then), or another negative errno. */
+	virtual int newChannel(pid_t tid, int &sendFd, int &recvFd)
+	{
+		(void)tid, (void)sendFd, (void)recvFd;
+		return -ENOSYS;
+	}
 	/* A copy, for the daemon, of descriptor fd of tid's process
 	 * (pidfd_getfd), if it is of that kind: the daemon's own descriptor,
 	 * or -EBADF (no such descriptor), -EINVAL (another kind: the copy is

@@ -62,11 +62,6 @@ int UverbsFile::getContext(Request &r)
 {
 	if (hasContext_)
 		return -EINVAL;
-	/* The async event file: a CUSE server cannot create a descriptor in the
-	 * caller, so the uverbs descriptor itself is the async event file. */
-	int fd = ua_.descriptorOf(r.tid, *this);
-	if (fd < 0)
-		return fd;
 	/* ibemu's provider sends its spares for completion channels after the
 	 * core request (emu/ibemu_user_verbs.h); other providers send nothing */
 	ibemu_get_context_req drv{};
@@ -94,6 +89,13 @@ int UverbsFile::getContext(Request &r)
 		}
 		if (int ret = takeSpares(r.tid, drv.spares, drv.nspares))
 			return ret;
+	}
+	/* The async event file: a new descriptor where the transport can make
+	 * one in the caller; on CUSE the uverbs descriptor itself. */
+	int fd = ua_.descriptorOf(r.tid, *this);
+	if (fd < 0) {
+		channels_.clear();
+		return fd;
 	}
 	ib_uverbs_get_context_resp resp{ static_cast<uint32_t>(fd), kNumCompVectors };
 	uint8_t out[sizeof resp + sizeof(ibemu_get_context_resp)];

@@ -25,6 +25,24 @@ namespace ibemu::emu {
  * other provider, EOPNOTSUPP (docs/verbs.md). */
 int UverbsFile::createCompChannel(Request &r)
 {
+	int sendFd, recvFd;
+	int num = ua_.newChannel(r.tid, sendFd, recvFd);
+	if (num != -ENOSYS) { /* the transport made one in the caller */
+		if (num < 0)
+			return num;
+		std::unique_ptr<CompChannel> ch;
+		int ret = CompChannel::adopt(dev_.io(), sendFd, recvFd, num, ch);
+		close(recvFd);
+		if (ret) {
+			close(sendFd);
+			return ret;
+		}
+		ib_uverbs_create_comp_channel_resp resp{ static_cast<uint32_t>(num) };
+		ret = respond(r, &resp, sizeof resp);
+		ch->handedOut = true; /* the caller holds it either way */
+		channels_.push_back(std::move(ch));
+		return ret;
+	}
 	if (!ibemuProvider_)
 		return -EOPNOTSUPP;
 	for (auto &ch : channels_) {

@@ -22,7 +22,7 @@ TEST_CASE_METHOD(EmuFixture, "issm: one holder, IsSM set while held", "[issm]")
 {
 	REQUIRE((p1->capMask & fabric::IB_PORT_SM) == 0);
 	int released = 0;
-	umad1().onIssmReleased = [&] { released++; };
+	umad1().watchIssm([&] { released++; });
 	CHECK(umad1().issmOpen() == 0);
 	CHECK((p1->capMask & fabric::IB_PORT_SM) != 0);
 	CHECK(umad1().issmOpen() == -EAGAIN); /* a blocking open waits for the release */

@@ -5,6 +5,7 @@
 // tools/cli/instance_up.cpp, what they share tools/cli/instance_cmd.h.
 #include "tools/cli/instance_cmd.h"
 #include "tools/cli/commands.h"
+#include "cuse_dev/seccomp_filter.h"
 #include "tools/cli/rdma_netlink.h"
 #include "tools/instance/namespace.h"
 
@@ -16,6 +17,9 @@
 #include <cstdio>
 #include <cstring>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <thread>
 #include <unistd.h>
 
@@ -76,6 +80,55 @@ int down(const Instance &inst, bool killClients, bool keepLogs)
 	return 0;
 }
 
+/* A connection to the daemon's seccomp door, or -1 with why set. */
+int seccompDoor(const std::string &path, std::string &why)
+{
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sockaddr_un a{};
+	a.sun_family = AF_UNIX;
+	if (s < 0 || path.empty() || path.size() >= sizeof a.sun_path) {
+		why = "no door to the daemon";
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	memcpy(a.sun_path, path.c_str(), path.size());
+	if (connect(s, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) {
+		why = "cannot reach " + path + ": " + strerror(errno);
+		close(s);
+		return -1;
+	}
+	return s;
+}
+
+/* Installs the filter and hands its listener to the daemon over door
+ * (closed): 0, or -1 with why set (and no filter, unless the daemon
+ * refused it: then every trapped call fails, so exec stops there). */
+int throughSeccomp(int door, std::string &why)
+{
+	rlimit nofile{};
+	getrlimit(RLIMIT_NOFILE, &nofile);
+	int base = cuse_dev::seccomp::reservedBase(nofile.rlim_cur);
+	if (base < 0) {
+		why = "RLIMIT_NOFILE leaves no room for the reserved descriptors";
+		close(door);
+		return -1;
+	}
+	int listener = cuse_dev::seccomp::installFilter(base, why);
+	if (listener < 0) {
+		close(door);
+		return -1;
+	}
+	int rc = cuse_dev::seccomp::handOver(door, listener, base, why);
+	close(listener);
+	close(door);
+	if (rc != 0) { /* the filter is on and nobody answers it */
+		fprintf(stderr, "ibemu exec: %s\n", why.c_str());
+		_exit(126);
+	}
+	return 0;
+}
+
 int exec(const Instance &inst, const std::vector<std::string> &cmd)
 {
 	std::string why;
@@ -89,7 +142,8 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd)
 	 * ipathverbs can; with --verbs-provider stock, ipathverbs does (found
 	 * before joining the instance's namespace, where /proc/self is not ours) */
 	nlohmann::json ready;
-	if (loadReady(inst, ready) && ready.value("verbs_provider", "ibemu") == "ibemu") {
+	bool haveReady = loadReady(inst, ready);
+	if (haveReady && ready.value("verbs_provider", "ibemu") == "ibemu") {
 		std::string provider = providerPath();
 		if (provider.empty()) {
 			fprintf(stderr,
@@ -100,6 +154,12 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd)
 			setenv("RDMAV_DRIVERS", (theirs && *theirs ? provider + ":" + theirs : provider).c_str(), 1);
 		}
 	}
+	/* the seccomp transport: the door is reached from here, before the
+	 * namespace (whose mounts may cover the run directory) */
+	int door = -1;
+	std::string doorWhy;
+	if (haveReady && ready.value("exec_transport", "") == "seccomp")
+		door = seccompDoor(ready.value("seccomp_socket", ""), doorWhy);
 	char cwd[PATH_MAX];
 	if (!getcwd(cwd, sizeof(cwd)))
 		strcpy(cwd, "/");
@@ -119,6 +179,12 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd)
 	for (const auto &a : cmd)
 		argv.push_back(const_cast<char *>(a.c_str()));
 	argv.push_back(nullptr);
+	/* last: from here on our own open()s go through the daemon */
+	if (door >= 0 && throughSeccomp(door, doorWhy) != 0)
+		door = -1;
+	if (door < 0 && !doorWhy.empty())
+		fprintf(stderr, "ibemu exec: the seccomp transport is not in use (%s); the devices are %s files\n",
+			doorWhy.c_str(), ready.value("transport", "fuse") == "cuse" ? "CUSE" : "FUSE");
 	execvp(argv[0], argv.data());
 	fprintf(stderr, "ibemu exec: %s: %s\n", argv[0], strerror(errno));
 	return 127;
@@ -202,8 +268,12 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 	upCmd->add_option("--gen", u->gen, "Generate the fabric, e.g. fat-tree:levels=2,hosts=16,radix=8")
 		->excludes(topo);
 	upCmd->add_option("--local", u->local, "CAs to make local: node ids, descriptions or GUIDs, comma-separated");
-	upCmd->add_option("--transport", u->transport, "auto, cuse or fuse")
-		->check(CLI::IsMember({ "auto", "cuse", "fuse" }));
+	upCmd->add_option("--transport", u->transport,
+			  "How programs under `ibemu exec` reach the devices: auto (the default) and seccomp through a "
+			  "seccomp filter, the device files being CUSE nodes where /dev/cuse is, else FUSE files; "
+			  "cuse or fuse through those files alone")
+		->check(CLI::IsMember({ "auto", "seccomp", "cuse", "fuse" }))
+		->envname("IBEMU_TRANSPORT");
 	upCmd->add_option("--log-level", u->logLevel, "trace, debug, info, warn, error");
 	upCmd->add_option("--verbs-provider", u->verbsProvider,
 			  "The libibverbs provider `ibemu exec` gives programs: ibemu (completion channels, the "

@@ -8,6 +8,8 @@
 // shutdown stops it before any device goes.
 #include "tools/daemon/daemon.h"
 
+#include "cuse_dev/seccomp_filter.h"
+
 #include "tools/instance/namespace.h"
 
 #include <spdlog/spdlog.h>
@@ -18,6 +20,7 @@
 #include <systemd/sd-daemon.h>
 #endif
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace ibemu::tools {
@@ -55,7 +58,18 @@ void Daemon::ready()
 	if (opts_.sm) {
 		std::string err;
 		sm_ = std::make_unique<tools::SmProcess>(io_, inst_.runDir + "/opensm");
-		if (sm_->start(opts_.smArgs, err) != 0) {
+		int rc;
+		int sv[2];
+		rlimit nofile{};
+		getrlimit(RLIMIT_NOFILE, &nofile);
+		int base = cuse_dev::seccomp::reservedBase(nofile.rlim_cur);
+		if (seccomp_ && base > 0 && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
+			door_->take(sv[0]);
+			rc = sm_->start(opts_.smArgs, sv[1], base, err);
+		} else {
+			rc = sm_->start(opts_.smArgs, err);
+		}
+		if (rc != 0) {
 			spdlog::error("{}", err);
 			stop(1);
 			return;
@@ -117,6 +131,10 @@ void Daemon::teardown()
 		for (const auto &h : host_->hcas())
 			for (const auto &u : h->umadPorts)
 				u->kill();
+	if (door_)
+		door_->close();
+	if (seccomp_)
+		seccomp_->shutdown();
 	if (cuse_)
 		cuse_->shutdown();
 	if (opts_.global)
@@ -146,6 +164,8 @@ int Daemon::run()
 	capture_.reset();
 	controlSocket_.reset();
 	control_.reset();
+	door_.reset();
+	seccomp_.reset();
 	cuse_.reset();
 	fs_.reset();
 	host_.reset();

@@ -18,11 +18,13 @@
 
 #include "cuse_dev/cuse_devices.h"
 #include "cuse_dev/fuse_fs.h"
+#include "cuse_dev/seccomp_devices.h"
 #include "emu/host.h"
 #include "fabric/subnet.h"
 #include "tools/control/control_socket.h"
 #include "tools/control/fabric_control.h"
 #include "tools/control/scenario.h"
+#include "tools/daemon/seccomp_door.h"
 #include "tools/daemon/sm_process.h"
 #include "tools/daemon/uring_switch.h"
 #include "tools/instance/fabric_source.h"
@@ -127,6 +129,13 @@ private:
 	std::unique_ptr<cuse_dev::FuseFs> fs_;
 	std::unique_ptr<cuse_dev::CuseDevices> cuse_;
 	bool useCuse_ = false;
+	/* programs under `ibemu exec` and OpenSM: the seccomp transport */
+	std::unique_ptr<cuse_dev::SeccompDevices> seccomp_;
+	std::unique_ptr<tools::SeccompDoor> door_;
+	bool startSeccomp();
+	/* the numbers of a device, as sysfs and fstat() give them */
+	std::pair<unsigned, unsigned> numbers(cuse_dev::NodeKind kind, unsigned num) const;
+	std::string seccompSocket() const { return inst_.runDir + "/seccomp.sock"; }
 	std::unique_ptr<tools::SmProcess> sm_;
 	std::unique_ptr<tools::FabricControl> control_;
 	std::unique_ptr<tools::ControlSocket> controlSocket_;

@@ -7,6 +7,7 @@
 #include "tools/daemon/daemon.h"
 
 #include "tools/instance/namespace.h"
+#include "emu/umad_abi.h"
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -89,6 +90,14 @@ bool Daemon::startTransport()
 			return false;
 		}
 	}
+	/* programs under exec reach the devices through a seccomp filter,
+	 * unless CUSE or FUSE is asked for by name (a --global instance has no
+	 * exec to speak of) */
+	if (!opts_.global && (opts_.transport == "auto" || opts_.transport == "seccomp"))
+		seccomp_ = std::make_unique<cuse_dev::SeccompDevices>(
+			io_, *host_, [this](cuse_dev::NodeKind kind, unsigned num) { return numbers(kind, num); });
+	if (seccomp_ && !cuse_) /* the data path reaches programs through it */
+		host_->setAccess(&seccomp_->access());
 	cuse_dev::FuseFs::Options fsOpts;
 	fsOpts.deviceFiles = !useCuse_;
 	fsOpts.spinUs = opts_.spinUs;
@@ -101,6 +110,9 @@ bool Daemon::startTransport()
 		};
 		fsOpts.uverbsNumbers = [c](unsigned n) { return c->numbers(cuse_dev::NodeKind::Uverbs, n); };
 		fsOpts.rdmaCmNumbers = [c] { return c->numbers(cuse_dev::NodeKind::RdmaCm, 0); };
+	} else if (seccomp_) { /* the kernel's own numbers: no node has others */
+		fsOpts.uverbsNumbers = [](unsigned n) { return cuse_dev::kernelNumbers(cuse_dev::NodeKind::Uverbs, n); };
+		fsOpts.rdmaCmNumbers = [] { return cuse_dev::kernelNumbers(cuse_dev::NodeKind::RdmaCm, 0); };
 	}
 	mkdir(inst_.fsDir().c_str(), 0755);
 	fs_ = std::make_unique<cuse_dev::FuseFs>(io_, *host_, fsOpts);
@@ -108,8 +120,32 @@ bool Daemon::startTransport()
 		spdlog::error("{}", err);
 		return false;
 	}
-	spdlog::info("transport: {}", useCuse_ ? "CUSE character devices" : "FUSE files");
+	spdlog::info("transport: {}{}", useCuse_ ? "CUSE character devices" : "FUSE files",
+		     seccomp_ ? "; programs under `ibemu exec` through a seccomp filter" : "");
+	return startSeccomp();
+}
+
+/* The door exec hands its listeners in at. */
+bool Daemon::startSeccomp()
+{
+	if (!seccomp_)
+		return true;
+	door_ = std::make_unique<tools::SeccompDoor>(io_, *seccomp_);
+	std::string err;
+	if (door_->listen(seccompSocket(), err) != 0) {
+		spdlog::error("{}", err);
+		return false;
+	}
 	return true;
+}
+
+std::pair<unsigned, unsigned> Daemon::numbers(cuse_dev::NodeKind kind, unsigned num) const
+{
+	if (cuse_)
+		return cuse_->numbers(kind, num);
+	if (kind == cuse_dev::NodeKind::Umad || kind == cuse_dev::NodeKind::Issm)
+		return { IB_UMAD_MAJOR, kind == cuse_dev::NodeKind::Issm ? IB_ISSM_MINOR_BASE + num : num };
+	return cuse_dev::kernelNumbers(kind, num);
 }
 
 /* Which /dev/infiniband names point where: the CUSE nodes (reached
@@ -135,12 +171,16 @@ Daemon::Links Daemon::linkTable() const
 				else
 					t.links.emplace_back(name, inst_.fsDir() + "/dev/" + name);
 			}
+		std::string uverbs = "uverbs" + std::to_string(h->verbsNum);
 		if (useCuse_) /* verbs exist only as character devices */
-			t.verbsNodes.push_back(cuseNode(cuse_dev::NodeKind::Uverbs, h->verbsNum,
-							"uverbs" + std::to_string(h->verbsNum)));
+			t.verbsNodes.push_back(cuseNode(cuse_dev::NodeKind::Uverbs, h->verbsNum, uverbs));
+		else if (seccomp_) /* a node for stat(); opened through the filter only */
+			t.links.emplace_back(uverbs, inst_.fsDir() + "/dev/" + uverbs);
 	}
 	if (useCuse_) /* ucma's misc device: 0666 too */
 		t.verbsNodes.push_back(cuseNode(cuse_dev::NodeKind::RdmaCm, 0, "rdma_cm"));
+	else if (seccomp_)
+		t.links.emplace_back("rdma_cm", inst_.fsDir() + "/dev/rdma_cm");
 	return t;
 }
 
@@ -164,7 +204,7 @@ int Daemon::mountAll(const Links &t, std::string &err) const
 		if (rc == 0)
 			chmod(n.c_str(), 0666);
 	std::vector<std::string> classes = { "infiniband", "infiniband_mad" }, merged;
-	if (useCuse_) {
+	if (useCuse_ || seccomp_) {
 		classes.push_back("infiniband_verbs");
 		merged.push_back("misc"); /* misc/rdma_cm next to the host's */
 	}

@@ -20,6 +20,11 @@ nlohmann::ordered_json Daemon::describe() const
 	j["instance"] = inst_.name;
 	j["pid"] = getpid();
 	j["transport"] = cuse_ ? "cuse" : "fuse";
+	/* how programs under `ibemu exec` reach the devices: "seccomp" (the
+	 * filter's listener goes to the socket) or the device files */
+	j["exec_transport"] = seccomp_ ? "seccomp" : cuse_ ? "cuse" : "fuse";
+	if (seccomp_)
+		j["seccomp_socket"] = seccompSocket();
 	/* how FUSE requests reach the daemon: "io_uring" (a queue per CPU) or
 	 * "/dev/fuse" */
 	j["fuse_requests"] = fs_ && fs_->overIoUring() ? "io_uring" : "/dev/fuse";
@@ -116,6 +121,8 @@ std::string Daemon::liveStatus() const
 		fs_->openers(openers);
 	if (cuse_)
 		cuse_->openers(openers);
+	if (seccomp_)
+		seccomp_->openers(openers);
 	nlohmann::ordered_json clients = nlohmann::ordered_json::array();
 	for (const auto &[pid, files] : openers)
 		clients.push_back({ { "pid", pid }, { "files", files } });

@@ -11,6 +11,7 @@
 // the control socket (tools/control/control_socket.h) and are carried out by
 // tools/control/fabric_control.h; scenarios are played by tools/control/scenario.h.
 #include "cuse_dev/cuse_devices.h"
+#include "cuse_dev/seccomp_filter.h"
 #include "tools/daemon/daemon.h"
 #include "tools/instance/instance.h"
 
@@ -20,12 +21,16 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <cstring>
 #include <unistd.h>
 
 using namespace ibemu;
 
 int main(int argc, char **argv)
 {
+	/* how the daemon starts OpenSM under the seccomp transport's filter */
+	if (argc > 1 && strcmp(argv[1], "--seccomp-exec") == 0)
+		return cuse_dev::seccomp::filteredExec(argc, argv);
 	tools::DaemonOptions opts;
 	CLI::App app{ "ibemud: the ibemu daemon (foreground); `ibemu up` starts it in the background" };
 	app.add_option("--instance", opts.instance, "Instance name");
@@ -34,8 +39,10 @@ int main(int argc, char **argv)
 		->excludes(topo);
 	app.add_option("--local", opts.local,
 		       "CAs to make local HCAs: node ids, descriptions or GUIDs, comma-separated");
-	app.add_option("--transport", opts.transport, "auto, fuse or cuse")
-		->check(CLI::IsMember({ "auto", "fuse", "cuse" }));
+	app.add_option("--transport", opts.transport,
+		       "auto, seccomp, fuse or cuse: how programs under `ibemu exec` reach the devices (auto and "
+		       "seccomp: through a seccomp filter, with CUSE or FUSE device files for the rest)")
+		->check(CLI::IsMember({ "auto", "seccomp", "fuse", "cuse" }));
 	app.add_option("--log-level", opts.logLevel, "trace, debug, info, warn, error");
 	app.add_flag("--global", opts.global, "CUSE only: devices and sysfs visible host-wide, no namespace");
 	app.add_option("--verbs-provider", opts.verbsProvider,

@@ -32,6 +32,11 @@ SmProcess::~SmProcess()
 
 int SmProcess::start(const std::vector<std::string> &args, std::string &err)
 {
+	return start(args, -1, 0, err);
+}
+
+int SmProcess::start(const std::vector<std::string> &args, int sock, int base, std::string &err)
+{
 	for (const char *sub : { "", "/cache", "/tmp" })
 		if (mkdir((dir_ + sub).c_str(), 0700) != 0 && errno != EEXIST) {
 			err = "cannot create " + dir_ + sub + ": " + strerror(errno);
@@ -47,6 +52,8 @@ int SmProcess::start(const std::vector<std::string> &args, std::string &err)
 	env.push_back("OSM_TMP_DIR=" + dir_ + "/tmp");
 
 	std::vector<std::string> argv{ "opensm", "-f", logFile() };
+	if (sock >= 0) /* fd 3 in the child */
+		argv.insert(argv.begin(), { "ibemud", "--seccomp-exec", "3", std::to_string(base) });
 	argv.insert(argv.end(), args.begin(), args.end());
 
 	std::vector<char *> cargv, cenv;
@@ -64,7 +71,9 @@ int SmProcess::start(const std::vector<std::string> &args, std::string &err)
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, outFile().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
 	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	if (sock >= 0)
+		posix_spawn_file_actions_adddup2(&fa, sock, 3);
+	posix_spawn_file_actions_addclosefrom_np(&fa, sock >= 0 ? 4 : 3);
 	posix_spawnattr_t attr;
 	posix_spawnattr_init(&attr);
 	sigset_t none, defaults;
@@ -77,7 +86,10 @@ int SmProcess::start(const std::vector<std::string> &args, std::string &err)
 	/* watch for its end before it can end */
 	awaitChild();
 	pid_t pid;
-	int rc = posix_spawnp(&pid, "opensm", &fa, &attr, cargv.data(), cenv.data());
+	int rc = sock >= 0 ? posix_spawn(&pid, "/proc/self/exe", &fa, &attr, cargv.data(), cenv.data())
+			   : posix_spawnp(&pid, "opensm", &fa, &attr, cargv.data(), cenv.data());
+	if (sock >= 0)
+		close(sock);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
 	if (rc != 0) {

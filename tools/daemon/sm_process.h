@@ -32,6 +32,10 @@ public:
 	/* Starts `opensm -f <smDir>/opensm.log ARGS`; its stdout and stderr
 	 * go to <smDir>/opensm.out. 0, or a negative errno with err set. */
 	int start(const std::vector<std::string> &args, std::string &err);
+	/* The same under the seccomp transport's filter: ibemud itself starts
+	 * first (`--seccomp-exec`), installs the filter, hands its listener
+	 * over sock (its end of a socket pair; taken) and runs OpenSM. */
+	int start(const std::vector<std::string> &args, int sock, int base, std::string &err);
 	/* SIGTERM, then SIGKILL if it is still there after `grace`; `done` runs
 	 * once it has been reaped (at once when it is not running). Called once:
 	 * the daemon stops once. */

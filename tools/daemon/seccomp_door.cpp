@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The seccomp transport's door (tools/daemon/seccomp_door.h).
+#include "tools/daemon/seccomp_door.h"
+
+#include "cuse_dev/seccomp_filter.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace ibemu::tools {
+
+using boost::asio::local::stream_protocol;
+
+int SeccompDoor::listen(const std::string &path, std::string &err)
+{
+	unlink(path.c_str());
+	boost::system::error_code ec;
+	auto a = std::make_unique<stream_protocol::acceptor>(io_);
+	mode_t old = umask(0077); /* 0600 from the start */
+	a->open(stream_protocol(), ec);
+	if (!ec)
+		a->bind(stream_protocol::endpoint(path), ec);
+	umask(old);
+	if (!ec)
+		a->listen(16, ec);
+	if (ec) {
+		err = "cannot listen at " + path + ": " + ec.message();
+		return -1;
+	}
+	acceptor_ = std::move(a);
+	path_ = path;
+	accept();
+	return 0;
+}
+
+void SeccompDoor::accept()
+{
+	acceptor_->async_accept([this](const boost::system::error_code &ec, stream_protocol::socket s) {
+		if (ec == boost::asio::error::operation_aborted || !acceptor_)
+			return;
+		if (!ec) {
+			if (pending_ < kMaxPending)
+				await(std::make_shared<stream_protocol::socket>(std::move(s)));
+			/* else it closes: exec says the daemon did not answer */
+		}
+		accept();
+	});
+}
+
+void SeccompDoor::take(int sock)
+{
+	await(std::make_shared<stream_protocol::socket>(io_, stream_protocol(), sock));
+}
+
+void SeccompDoor::await(std::shared_ptr<stream_protocol::socket> s)
+{
+	pending_++;
+	s->async_wait(stream_protocol::socket::wait_read, [this, s](const boost::system::error_code &ec) {
+		if (ec) {
+			pending_--;
+			return;
+		}
+		int listener, base;
+		int rc = cuse_dev::seccomp::receiveHandOver(s->native_handle(), listener, base);
+		if (rc == -EAGAIN) {
+			pending_--;
+			return await(s);
+		}
+		pending_--;
+		if (rc == 0) {
+			rc = devices_.adopt(listener, base);
+			if (rc)
+				spdlog::warn("seccomp: refused a listener ({})", strerror(-rc));
+			cuse_dev::seccomp::answerHandOver(s->native_handle(), -rc);
+		}
+	});
+}
+
+void SeccompDoor::close()
+{
+	if (!acceptor_)
+		return;
+	acceptor_.reset();
+	unlink(path_.c_str());
+}
+
+} /* namespace ibemu::tools */

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// Where the seccomp transport's listeners come in (docs/transports.md):
+// `ibemu exec` connects to <run dir>/seccomp.sock (mode 0600: the
+// daemon's user, as for the namespace exec joins) and hands over the
+// listener of the filter it installed; OpenSM's comes over a socket pair
+// made when it is started (SmProcess). Each goes to SeccompDevices.
+#pragma once
+
+#include "cuse_dev/seccomp_devices.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+
+#include <memory>
+#include <string>
+
+namespace ibemu::tools {
+
+class SeccompDoor {
+public:
+	SeccompDoor(boost::asio::io_context &io, cuse_dev::SeccompDevices &devices) : io_(io), devices_(devices) {}
+	SeccompDoor(const SeccompDoor &) = delete;
+	SeccompDoor &operator=(const SeccompDoor &) = delete;
+
+	/* Listens at path: 0, or -1 with err set. */
+	int listen(const std::string &path, std::string &err);
+	/* A connected socket (taken) whose other end hands a listener over. */
+	void take(int sock);
+	void close();
+
+private:
+	/* at most this many hand-overs wait for their message */
+	static constexpr unsigned kMaxPending = 16;
+	void accept();
+	void await(std::shared_ptr<boost::asio::local::stream_protocol::socket> s);
+
+	boost::asio::io_context &io_;
+	cuse_dev::SeccompDevices &devices_;
+	std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor_;
+	std::string path_;
+	unsigned pending_ = 0;
+};
+
+} /* namespace ibemu::tools */
