@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# ibemu, on both FUSE request paths (/dev/fuse, and io_uring with a queue
-# per CPU), against ibsim on the same generated fat trees (2k and 20k CAs):
+# ibemu, on the seccomp transport (the default for `ibemu exec`) and on
+# both FUSE request paths (/dev/fuse, and io_uring with a queue per CPU),
+# against ibsim on the same generated fat trees (2k and 20k CAs):
 #   - OpenSM -o bring-up wall time (fresh fabric each run, median),
 #   - ibnetdiscover wall time (median),
 #   - median round trip of a serial loop of 1-hop DR NodeInfo SMPs (bench/smp_rtt),
@@ -47,7 +48,8 @@ ibsim_start() { # file nodes switches ports
 }
 simrun() { SIM_HOST=$sim_host LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so "$@"; }
 
-printf '%-22s %-18s %10s %10s %10s %8s %8s\n' fabric measure fuse uring ibsim fuse/sim uring/sim
+printf '%-22s %-18s %9s %9s %9s %9s %8s %8s %8s\n' fabric measure seccomp fuse uring ibsim secc/sim \
+	fuse/sim uring/sim
 for hosts in $sizes; do
 	radix=64
 	[ "$hosts" -gt 2048 ] && radix=200
@@ -59,10 +61,15 @@ for hosts in $sizes; do
 
 	# --- ibemu, each request path
 	declare -A e_up e_disc e_rtt e_rss
-	for path in off on; do
+	for path in seccomp fuse uring; do
+		case $path in
+		seccomp) args=(--transport seccomp) ;;
+		fuse) args=(--transport fuse --fuse-uring=off) ;;
+		uring) args=(--transport fuse --fuse-uring=on) ;;
+		esac
 		up=() disc=()
 		for _ in $(seq "$runs"); do
-			"$ibemu" up --instance $inst --topology "$file" --fuse-uring=$path >/dev/null
+			"$ibemu" up --instance $inst --topology "$file" "${args[@]}" >/dev/null
 			t=$(now)
 			"$ibemu" exec --instance $inst -- opensm -o -g $sm_guid -f "$work/osm.log" >/dev/null 2>&1
 			up+=("$(elapsed "$t")")
@@ -96,13 +103,13 @@ for hosts in $sizes; do
 	s_up=$(printf '%s\n' "${up[@]}" | median)
 	s_disc=$(printf '%s\n' "${disc[@]}" | median)
 
-	row() { # measure fuse uring ibsim
-		printf '%-22s %-18s %10s %10s %10s %8s %8s\n' "$label" "$1" "$2" "$3" "$4" "$(ratio "$2" "$4")" \
-			"$(ratio "$3" "$4")"
+	row() { # measure seccomp fuse uring ibsim
+		printf '%-22s %-18s %9s %9s %9s %9s %8s %8s %8s\n' "$label" "$1" "$2" "$3" "$4" "$5" \
+			"$(ratio "$2" "$5")" "$(ratio "$3" "$5")" "$(ratio "$4" "$5")"
 	}
-	row "opensm -o (s)" "${e_up[off]}" "${e_up[on]}" "$s_up"
-	row "ibnetdiscover (s)" "${e_disc[off]}" "${e_disc[on]}" "$s_disc"
-	row "SMP RTT (us)" "${e_rtt[off]}" "${e_rtt[on]}" "$s_rtt"
-	row "peak RSS (MiB)" $((e_rss[off] / 1024)) $((e_rss[on] / 1024)) $((s_rss / 1024))
+	row "opensm -o (s)" "${e_up[seccomp]}" "${e_up[fuse]}" "${e_up[uring]}" "$s_up"
+	row "ibnetdiscover (s)" "${e_disc[seccomp]}" "${e_disc[fuse]}" "${e_disc[uring]}" "$s_disc"
+	row "SMP RTT (us)" "${e_rtt[seccomp]}" "${e_rtt[fuse]}" "${e_rtt[uring]}" "$s_rtt"
+	row "peak RSS (MiB)" $((e_rss[seccomp] / 1024)) $((e_rss[fuse] / 1024)) $((e_rss[uring] / 1024)) $((s_rss / 1024))
 done
 echo "(median of $runs runs; RTT: median of 2000 serial 1-hop DR NodeInfo SMPs; ratios are ibemu/ibsim)"

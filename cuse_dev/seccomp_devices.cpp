@@ -22,6 +22,7 @@
 #include "emu/verbs_device.h"
 #include "emu/work_queue.h"
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <spdlog/spdlog.h>
 
@@ -129,22 +130,14 @@ size_t readPrefix(pid_t tid, uint64_t addr, uint8_t *out, size_t len)
 	return have;
 }
 
-/* The copy of descriptor fd of thread tid's process, or -1. */
-int copyDescriptor(pid_t tid, int fd)
-{
-	int pidfd = pidfdOf(tid);
-	if (pidfd < 0)
-		return -1;
-	int copy = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
-	close(pidfd);
-	return copy;
-}
-
 /* The inode of one of our sockets, without asking any filesystem: 0 for a
- * descriptor that is no AF_UNIX stream socket. */
+ * descriptor that is no AF_UNIX socket (a socket option says ENOTSOCK for
+ * anything else; sockets' inodes are unique, so one in our table is ours). */
 uint64_t socketInode(int fd)
 {
-	if (!emu::descriptorIs(fd, emu::FdKind::UnixStream))
+	int domain = 0;
+	socklen_t len = sizeof domain;
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 || domain != AF_UNIX)
 		return 0;
 	struct stat st;
 	return fstat(fd, &st) == 0 ? uint64_t(st.st_ino) : 0;
@@ -202,6 +195,7 @@ struct SeccompDevices::Impl {
 		int fd;
 		int base; /* of the reserved block */
 		boost::asio::posix::stream_descriptor wait; /* owns fd */
+		std::chrono::steady_clock::time_point last{}; /* its last call */
 	};
 
 	/* The call being served, for SeccompAccess. */
@@ -256,13 +250,20 @@ struct SeccompDevices::Impl {
 		ProcessAccess p_;
 	};
 
-	Impl(boost::asio::io_context &i, emu::Host &h, Numbers nums) : io(i), host(h), numbers(std::move(nums)), access(*this)
+	Impl(boost::asio::io_context &i, emu::Host &h, Numbers nums, unsigned spinUs)
+		: io(i), host(h), numbers(std::move(nums)), access(*this), spin(spinUs)
 	{}
+	~Impl()
+	{
+		for (auto &[t, p] : pidfds)
+			close(p);
+	}
 
 	boost::asio::io_context &io;
 	emu::Host &host;
 	Numbers numbers;
 	Access access;
+	std::chrono::microseconds spin; /* awake after a call (the FUSE pump's spinUs) */
 	std::unordered_map<int, std::unique_ptr<Listener>> listeners; /* by descriptor */
 	std::unordered_map<uint64_t, std::unique_ptr<File>> files; /* by inode */
 	struct IssmWait {
@@ -282,8 +283,17 @@ struct SeccompDevices::Impl {
 	/* --- listeners --- */
 	void arm(Listener &l);
 	void readable(int fd);
+	void turn(int fd); /* readable() again after the other handlers */
 	void dropListener(int fd);
 	void serve(Listener &l, Notification &n);
+
+	/* pidfds of the threads that call, kept: two system calls fewer per
+	 * call (at most kPidfds; a thread that ended says ESRCH, and its
+	 * pidfd goes) */
+	static constexpr size_t kPidfds = 256;
+	mutable std::unordered_map<pid_t, int> pidfds;
+	/* The copy of descriptor fd of thread tid's process, or -1. */
+	int copyDescriptor(pid_t tid, int fd) const;
 
 	/* --- files --- */
 	File *fileOf(int copy) const;
@@ -343,14 +353,25 @@ void SeccompDevices::Impl::readable(int fd)
 	if (it == listeners.end())
 		return;
 	Listener &l = *it->second;
+	/* the work a call leaves (the delivery of a MAD it sent, a file's
+	 * wakeup) runs before the next call is taken, as on the FUSE pump */
+	emu::RequestWork work(io);
 	for (unsigned i = 0; i < kPerTurn; i++) {
 		pollfd p{ fd, POLLIN, 0 };
-		if (::poll(&p, 1, 0) <= 0)
-			break;
-		if (!(p.revents & POLLIN)) {
-			if (p.revents & (POLLHUP | POLLERR)) /* every task of its filter is gone */
-				return dropListener(fd);
-			break;
+		int ready = ::poll(&p, 1, 0);
+		if (ready > 0 && !(p.revents & POLLIN) && (p.revents & (POLLHUP | POLLERR))) {
+			work.postRest(); /* every task of its filter is gone */
+			return dropListener(fd);
+		}
+		if (ready <= 0 || !(p.revents & POLLIN)) {
+			work.postRest();
+			/* A program's calls come in bursts (a write, a poll that is
+			 * the kernel's, a read): stay awake for the spin window
+			 * after the last one, turning the loop, before sleeping
+			 * (a wakeup across CPUs costs more than the call). */
+			if (std::chrono::steady_clock::now() - l.last < spin)
+				return turn(fd);
+			return arm(l);
 		}
 		Notification n;
 		int rc = n.receive(fd);
@@ -359,11 +380,20 @@ void SeccompDevices::Impl::readable(int fd)
 		if (rc) {
 			spdlog::warn("seccomp: a listener failed ({}); its programs' calls fail from now on",
 				     strerror(-rc));
+			work.postRest();
 			return dropListener(fd);
 		}
 		serve(l, n);
+		l.last = std::chrono::steady_clock::now();
+		work.runQueued();
 	}
-	arm(l);
+	work.postRest();
+	turn(fd); /* more may wait: after the other handlers */
+}
+
+void SeccompDevices::Impl::turn(int fd)
+{
+	boost::asio::post(io, [this, fd] { readable(fd); });
 }
 
 void SeccompDevices::Impl::dropListener(int fd)
@@ -434,6 +464,30 @@ void SeccompDevices::Impl::serve(Listener &l, Notification &n)
 
 /* --- files --- */
 
+int SeccompDevices::Impl::copyDescriptor(pid_t tid, int fd) const
+{
+	for (int attempt = 0; attempt < 2; attempt++) {
+		auto it = pidfds.find(tid);
+		if (it == pidfds.end()) {
+			if (pidfds.size() >= kPidfds) {
+				for (auto &[t, p] : pidfds)
+					close(p);
+				pidfds.clear();
+			}
+			int p = pidfdOf(tid);
+			if (p < 0)
+				return -1;
+			it = pidfds.emplace(tid, p).first;
+		}
+		int copy = static_cast<int>(syscall(SYS_pidfd_getfd, it->second, fd, 0));
+		if (copy >= 0 || errno != ESRCH)
+			return copy;
+		close(it->second); /* that thread ended: its number may be another's now */
+		pidfds.erase(it);
+	}
+	return -1;
+}
+
 SeccompDevices::Impl::File *SeccompDevices::Impl::fileOf(int copy) const
 {
 	uint64_t ino = socketInode(copy);
@@ -446,11 +500,11 @@ SeccompDevices::Impl::File *SeccompDevices::Impl::fileOf(pid_t tid, int fd, int 
 	int copy = copyDescriptor(tid, fd);
 	if (copy < 0)
 		return nullptr;
-	if (!emu::descriptorIs(copy, emu::FdKind::UnixStream)) {
+	File *f = fileOf(copy);
+	if (!f && !socketInode(copy)) {
 		deferredClose(copy); /* a FUSE file's close could wait for its server */
 		return nullptr;
 	}
-	File *f = fileOf(copy);
 	if (f && copyOut)
 		*copyOut = copy;
 	else
@@ -1096,8 +1150,8 @@ int SeccompDevices::Impl::newChannel(pid_t tid, int &sendFd, int &recvFd)
 
 /* --- SeccompDevices --- */
 
-SeccompDevices::SeccompDevices(boost::asio::io_context &io, emu::Host &host, Numbers numbers)
-	: impl_(std::make_unique<Impl>(io, host, std::move(numbers)))
+SeccompDevices::SeccompDevices(boost::asio::io_context &io, emu::Host &host, Numbers numbers, unsigned spinUs)
+	: impl_(std::make_unique<Impl>(io, host, std::move(numbers), spinUs))
 {}
 
 SeccompDevices::~SeccompDevices()
@@ -1117,6 +1171,11 @@ int SeccompDevices::adopt(int listener, int base)
 		deferredClose(listener);
 		return -EINVAL;
 	}
+	/* 6.6: wake the caller on our CPU and us on its CPU, rather than
+	 * sending each other across (bookworm's headers predate it) */
+	constexpr unsigned long kSetFlags = SECCOMP_IOW(4, uint64_t); /* SECCOMP_IOCTL_NOTIF_SET_FLAGS */
+	constexpr uint64_t kSyncWakeUp = 1; /* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP */
+	ioctl(listener, kSetFlags, kSyncWakeUp); /* a speed-up only: older kernels say EINVAL */
 	auto l = std::make_unique<Impl::Listener>(s.io, listener, base);
 	Impl::Listener &ref = *l;
 	s.listeners.emplace(listener, std::move(l));

@@ -44,7 +44,9 @@ public:
 	 * answers with them). */
 	using Numbers = std::function<std::pair<unsigned, unsigned>(NodeKind, unsigned num)>;
 
-	SeccompDevices(boost::asio::io_context &io, emu::Host &host, Numbers numbers);
+	/* spinUs: how long to stay awake after a call for the next (the FUSE
+	 * pump's window) */
+	SeccompDevices(boost::asio::io_context &io, emu::Host &host, Numbers numbers, unsigned spinUs);
 	~SeccompDevices();
 	SeccompDevices(const SeccompDevices &) = delete;
 	SeccompDevices &operator=(const SeccompDevices &) = delete;

@@ -95,7 +95,8 @@ bool Daemon::startTransport()
 	 * exec to speak of) */
 	if (!opts_.global && (opts_.transport == "auto" || opts_.transport == "seccomp"))
 		seccomp_ = std::make_unique<cuse_dev::SeccompDevices>(
-			io_, *host_, [this](cuse_dev::NodeKind kind, unsigned num) { return numbers(kind, num); });
+			io_, *host_, [this](cuse_dev::NodeKind kind, unsigned num) { return numbers(kind, num); },
+			opts_.spinUs);
 	if (seccomp_ && !cuse_) /* the data path reaches programs through it */
 		host_->setAccess(&seccomp_->access());
 	cuse_dev::FuseFs::Options fsOpts;
