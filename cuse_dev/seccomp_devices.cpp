@@ -130,17 +130,14 @@ size_t readPrefix(pid_t tid, uint64_t addr, uint8_t *out, size_t len)
 	return have;
 }
 
-/* The inode of one of our sockets, without asking any filesystem: 0 for a
- * descriptor that is no AF_UNIX socket (a socket option says ENOTSOCK for
- * anything else; sockets' inodes are unique, so one in our table is ours). */
-uint64_t socketInode(int fd)
+/* A socket's cookie (64 bits, never handed out twice, unlike an inode
+ * number), without asking any filesystem: 0 for a descriptor that is no
+ * socket (a socket option says ENOTSOCK for anything else). */
+uint64_t socketCookie(int fd)
 {
-	int domain = 0;
-	socklen_t len = sizeof domain;
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 || domain != AF_UNIX)
-		return 0;
-	struct stat st;
-	return fstat(fd, &st) == 0 ? uint64_t(st.st_ino) : 0;
+	uint64_t cookie = 0;
+	socklen_t len = sizeof cookie;
+	return getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &len) == 0 ? cookie : 0;
 }
 
 bool isGenericIoctl(unsigned long cmd)
@@ -176,7 +173,7 @@ struct SeccompDevices::Impl {
 	struct File {
 		Kind kind;
 		unsigned num = 0; /* N of the device */
-		uint64_t ino = 0; /* of the program's end */
+		uint64_t key = 0; /* the cookie of the program's end */
 		std::unique_ptr<boost::asio::posix::stream_descriptor> peer; /* our end */
 		bool token = false; /* the program's end holds our byte */
 		OpenLimit::Slot slot;
@@ -184,8 +181,8 @@ struct SeccompDevices::Impl {
 		emu::UmadPort *port = nullptr; /* umad, issm */
 		std::unique_ptr<emu::UmadFile> umad;
 		std::unique_ptr<emu::UverbsFile> verbs;
-		uint64_t asyncIno = 0; /* uverbs: its async event file */
-		uint64_t cmdIno = 0; /* async event file: its uverbs file */
+		uint64_t asyncKey = 0; /* uverbs: its async event file */
+		uint64_t cmdKey = 0; /* async event file: its uverbs file */
 		std::unique_ptr<emu::UcmaFile> ucma;
 		std::deque<Waiting> waiting;
 	};
@@ -203,6 +200,7 @@ struct SeccompDevices::Impl {
 		const Notification *n = nullptr;
 		int base = 0;
 		File *file = nullptr;
+		int copy = -1; /* the caller's end, while its call is served */
 	};
 
 	/* emu::UserAccess for calls that come through the filter: descriptors
@@ -265,7 +263,7 @@ struct SeccompDevices::Impl {
 	Access access;
 	std::chrono::microseconds spin; /* awake after a call (the FUSE pump's spinUs) */
 	std::unordered_map<int, std::unique_ptr<Listener>> listeners; /* by descriptor */
-	std::unordered_map<uint64_t, std::unique_ptr<File>> files; /* by inode */
+	std::unordered_map<uint64_t, std::unique_ptr<File>> files; /* by their socket's cookie */
 	struct IssmWait {
 		Notification n;
 		emu::UmadPort *port;
@@ -305,14 +303,14 @@ struct SeccompDevices::Impl {
 	 * block, files f: the number, or a negative errno */
 	int place(const Notification &n, int base, std::unique_ptr<File> f, int programEnd, bool cloexec,
 		  bool asResult);
-	void watchPeer(uint64_t ino);
-	void release(uint64_t ino);
+	void watchPeer(uint64_t key);
+	void release(uint64_t key);
 	/* the file's readability after a change: the token sent, or taken
 	 * back through copy (the caller's end, when a call holds it) */
-	void level(File &f, int copy = -1);
+	void level(File &f, int copy = -1, bool emptied = false);
 	bool wantsReadable(const File &f) const;
 	/* a file's state changed (a MAD, an event): waiting calls and poll */
-	void changed(uint64_t ino);
+	void changed(uint64_t key);
 	void serveWaiting(File &f);
 	void park(File &f, const Notification &n, std::vector<uint8_t> command = {});
 
@@ -401,7 +399,7 @@ void SeccompDevices::Impl::dropListener(int fd)
 	auto it = listeners.find(fd);
 	if (it == listeners.end())
 		return;
-	for (auto &[ino, f] : files)
+	for (auto &[key, f] : files)
 		std::erase_if(f->waiting, [fd](const Waiting &w) { return w.n.listener() == fd; });
 	std::erase_if(issmWaiting, [fd](const IssmWait &w) { return w.n.listener() == fd; });
 	listeners.erase(it); /* the stream_descriptor closes it */
@@ -416,16 +414,28 @@ void SeccompDevices::Impl::serve(Listener &l, Notification &n)
 #endif
 	)
 		return open(l, n);
-	int copy = -1;
-	File *f = fileOf(n.tid(), n.fdArg(0), &copy);
+	int copy = copyDescriptor(n.tid(), n.fdArg(0));
+	if (copy < 0) {
+		/* no such descriptor: the kernel says EBADF. Anything else (we
+		 * are out of descriptors) must not let the call reach the bare
+		 * socket. */
+		int err = errno;
+		err == EBADF ? n.proceed() : n.fail(err == EMFILE || err == ENFILE ? err : EIO);
+		return;
+	}
+	File *f = fileOf(copy);
 	if (!f) { /* the program's own file at a number of the block */
+		if (socketCookie(copy))
+			close(copy);
+		else
+			deferredClose(copy); /* a FUSE file's close could wait for its server */
 		n.proceed();
 		return;
 	}
 	int fl = fcntl(copy, F_GETFL);
 	bool nonblock = fl >= 0 && (fl & O_NONBLOCK);
-	current = { &n, l.base, f };
-	uint64_t ino = f->ino;
+	current = { &n, l.base, f, copy };
+	uint64_t key = f->key;
 	switch (nr) {
 	case SYS_read:
 	case SYS_readv:
@@ -456,7 +466,7 @@ void SeccompDevices::Impl::serve(Listener &l, Notification &n)
 	current = {};
 	/* the call may have closed files (a failed open of another) but not
 	 * this one: its release comes from its socket */
-	auto it = files.find(ino);
+	auto it = files.find(key);
 	if (it != files.end())
 		level(*it->second, copy);
 	close(copy);
@@ -490,8 +500,8 @@ int SeccompDevices::Impl::copyDescriptor(pid_t tid, int fd) const
 
 SeccompDevices::Impl::File *SeccompDevices::Impl::fileOf(int copy) const
 {
-	uint64_t ino = socketInode(copy);
-	auto it = ino ? files.find(ino) : files.end();
+	uint64_t key = socketCookie(copy);
+	auto it = key ? files.find(key) : files.end();
 	return it == files.end() ? nullptr : it->second.get();
 }
 
@@ -501,7 +511,7 @@ SeccompDevices::Impl::File *SeccompDevices::Impl::fileOf(pid_t tid, int fd, int 
 	if (copy < 0)
 		return nullptr;
 	File *f = fileOf(copy);
-	if (!f && !socketInode(copy)) {
+	if (!f && !socketCookie(copy)) {
 		deferredClose(copy); /* a FUSE file's close could wait for its server */
 		return nullptr;
 	}
@@ -520,7 +530,7 @@ std::unique_ptr<SeccompDevices::Impl::File> SeccompDevices::Impl::newFile(Kind k
 	auto f = std::make_unique<File>();
 	f->kind = kind;
 	f->num = num;
-	f->ino = socketInode(sv[0]);
+	f->key = socketCookie(sv[0]);
 	f->peer = std::make_unique<boost::asio::posix::stream_descriptor>(io, sv[1]);
 	clock_gettime(CLOCK_REALTIME, &f->born);
 	programEnd = sv[0];
@@ -547,22 +557,22 @@ int SeccompDevices::Impl::place(const Notification &n, int base, std::unique_ptr
 	close(programEnd);
 	if (rc < 0)
 		return rc; /* f goes: nobody holds its other end */
-	uint64_t ino = f->ino;
-	files.emplace(ino, std::move(f));
-	watchPeer(ino);
+	uint64_t key = f->key;
+	files.emplace(key, std::move(f));
+	watchPeer(key);
 	return rc;
 }
 
-void SeccompDevices::Impl::watchPeer(uint64_t ino)
+void SeccompDevices::Impl::watchPeer(uint64_t key)
 {
-	auto it = files.find(ino);
+	auto it = files.find(key);
 	if (it == files.end())
 		return;
 	it->second->peer->async_wait(boost::asio::posix::stream_descriptor::wait_read,
-				     [this, ino](const boost::system::error_code &ec) {
+				     [this, key](const boost::system::error_code &ec) {
 					     if (ec)
 						     return;
-					     auto f = files.find(ino);
+					     auto f = files.find(key);
 					     if (f == files.end())
 						     return;
 					     /* end-of-file: the last reference is gone;
@@ -572,16 +582,16 @@ void SeccompDevices::Impl::watchPeer(uint64_t ino)
 					     ssize_t got = recv(f->second->peer->native_handle(), buf, sizeof buf,
 								MSG_DONTWAIT);
 					     if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
-						     return release(ino);
-					     watchPeer(ino);
+						     return release(key);
+					     watchPeer(key);
 				     });
 }
 
 /* The file's release: ib_umad_close(), ib_umad_sm_close(), ib_uverbs_close(),
  * ucma_close() */
-void SeccompDevices::Impl::release(uint64_t ino)
+void SeccompDevices::Impl::release(uint64_t key)
 {
-	auto it = files.find(ino);
+	auto it = files.find(key);
 	if (it == files.end())
 		return;
 	std::unique_ptr<File> f = std::move(it->second);
@@ -591,18 +601,18 @@ void SeccompDevices::Impl::release(uint64_t ino)
 	if (f->kind == Kind::Issm)
 		f->port->issmRelease();
 	if (f->kind == Kind::Uverbs) {
-		auto a = files.find(f->asyncIno);
+		auto a = files.find(f->asyncKey);
 		if (a != files.end()) {
-			a->second->cmdIno = 0;
+			a->second->cmdKey = 0;
 			changed(a->first); /* its readers learn it is closed */
 		}
 		f->verbs.reset(); /* the file's objects first, then the HCAs they kept */
 		host.reapRetired();
 	}
 	if (f->kind == Kind::Async) {
-		auto c = files.find(f->cmdIno);
+		auto c = files.find(f->cmdKey);
 		if (c != files.end())
-			c->second->asyncIno = 0;
+			c->second->asyncKey = 0;
 	}
 }
 
@@ -614,20 +624,20 @@ bool SeccompDevices::Impl::wantsReadable(const File &f) const
 	case Kind::Uverbs:
 		return true; /* no poll of its own: the kernel's default mask */
 	case Kind::Async: {
-		auto c = files.find(f.cmdIno);
+		auto c = files.find(f.cmdKey);
 		return c == files.end() || (c->second->verbs->poll() & (POLLIN | POLLERR));
 	}
 	case Kind::RdmaCm:
 		return f.ucma->poll() & POLLIN;
 	case Kind::Issm:
-		break;
+		return true; /* no poll of its own either */
 	}
 	return false;
 }
 
-void SeccompDevices::Impl::level(File &f, int copy)
+void SeccompDevices::Impl::level(File &f, int copy, bool emptied)
 {
-	bool want = wantsReadable(f);
+	bool want = !emptied && wantsReadable(f);
 	if (want && !f.token) {
 		char b = 0;
 		f.token = send(f.peer->native_handle(), &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1;
@@ -639,14 +649,14 @@ void SeccompDevices::Impl::level(File &f, int copy)
 	}
 }
 
-void SeccompDevices::Impl::changed(uint64_t ino)
+void SeccompDevices::Impl::changed(uint64_t key)
 {
-	auto it = files.find(ino);
+	auto it = files.find(key);
 	if (it == files.end())
 		return;
 	File &f = *it->second;
 	serveWaiting(f);
-	if (files.count(ino))
+	if (files.count(key))
 		level(f);
 }
 
@@ -666,7 +676,7 @@ void SeccompDevices::Impl::serveWaiting(File &f)
 			continue;
 		}
 		auto l = listeners.find(w.n.listener());
-		current = { &w.n, l == listeners.end() ? 0 : l->second->base, &f };
+		current = { &w.n, l == listeners.end() ? 0 : l->second->base, &f, -1 };
 		f.waiting.pop_front();
 		bool done;
 		if (f.kind == Kind::RdmaCm) {
@@ -724,6 +734,8 @@ void SeccompDevices::Impl::open(const Listener &l, const Notification &n)
 	}
 	if (!n.valid()) /* what we read may not have been the caller's */
 		return;
+	if (flags & O_PATH) /* no driver's open: the kernel's own */
+		return (void)n.proceed();
 	openDevice(n, l.base, kind, num, static_cast<int>(flags));
 }
 
@@ -766,8 +778,8 @@ void SeccompDevices::Impl::openDevice(const Notification &n, int base, NodeKind 
 	if (!f)
 		return (void)n.fail(ENFILE);
 	f->slot = std::move(slot);
-	uint64_t ino = f->ino;
-	auto wake = [this, ino] { emu::queueWork(io, [this, ino] { changed(ino); }); };
+	uint64_t key = f->key;
+	auto wake = [this, key] { emu::queueWork(io, [this, key] { changed(key); }); };
 	switch (kind) {
 	case NodeKind::Umad: { /* ib_umad_open() */
 		if (int rc = port->openCheck()) {
@@ -791,6 +803,9 @@ void SeccompDevices::Impl::openDevice(const Notification &n, int base, NodeKind 
 				watched.emplace_back(port, port->watchIssm([this] {
 					emu::queueWork(io, [this] { retryIssm(); });
 				}));
+			/* callers a signal took back (a restarted open is a new
+			 * call) go first */
+			std::erase_if(issmWaiting, [](const IssmWait &w) { return !w.n.valid(); });
 			issmWaiting.push_back({ n, port, num, base, cloexec });
 			return;
 		}
@@ -808,11 +823,11 @@ void SeccompDevices::Impl::openDevice(const Notification &n, int base, NodeKind 
 			return (void)n.fail(ENXIO);
 		}
 		f->verbs = std::make_unique<emu::UverbsFile>(*hca->verbs, access, host.pinned());
-		f->verbs->setWakeup([this, ino] {
-			emu::queueWork(io, [this, ino] {
-				auto c = files.find(ino);
-				if (c != files.end() && c->second->asyncIno)
-					changed(c->second->asyncIno);
+		f->verbs->setWakeup([this, key] {
+			emu::queueWork(io, [this, key] {
+				auto c = files.find(key);
+				if (c != files.end() && c->second->asyncKey)
+					changed(c->second->asyncKey);
 			});
 		});
 		break;
@@ -834,7 +849,7 @@ void SeccompDevices::Impl::openDevice(const Notification &n, int base, NodeKind 
 		return;
 	}
 	claim.port = nullptr; /* the file's now: its release gives it back */
-	if (auto it = files.find(ino); it != files.end())
+	if (auto it = files.find(key); it != files.end())
 		level(*it->second);
 }
 
@@ -870,7 +885,9 @@ int SeccompDevices::Impl::read(File &f, const Notification &n, bool nonblock)
 				    * reads a file without read_iter into each
 				    * in turn, and a MAD or an event never spans
 				    * two */
-		int cnt = static_cast<int>(std::min<uint64_t>(n.arg(2), kMaxIov));
+		int cnt = n.fdArg(2);
+		if (cnt < 0 || cnt > kMaxIov)
+			return n.fail(EINVAL), 1;
 		count = 0;
 		for (int i = 0; i < cnt && !count; i++) {
 			iovec v;
@@ -891,7 +908,7 @@ int SeccompDevices::Impl::read(File &f, const Notification &n, bool nonblock)
 		got = f.umad->read(count, out); /* ib_umad_read() */
 		break;
 	case Kind::Async: {
-		auto c = files.find(f.cmdIno);
+		auto c = files.find(f.cmdKey);
 		if (c == files.end())
 			return n.fail(EIO), 1; /* its uverbs file is closed */
 		out.resize(sizeof(emu::ib_uverbs_async_event_desc));
@@ -918,6 +935,11 @@ int SeccompDevices::Impl::read(File &f, const Notification &n, bool nonblock)
 		return n.fail(static_cast<int>(-got)), 1;
 	if (writeCaller(n.tid(), addr, out.data(), out.size()) != 0)
 		return n.fail(EFAULT), 1; /* the MAD stays queued, as the kernel requeues it */
+	/* a read that empties the file takes the readability byte back before
+	 * it returns: a poll() right after must not see one */
+	bool last = f.kind != Kind::Umad || f.umad->queued() == 1;
+	if (last && current.copy >= 0)
+		level(f, current.copy, true);
 	if (n.answer(got) == 0 && f.kind == Kind::Umad)
 		f.umad->consume();
 	return 1;
@@ -928,13 +950,19 @@ void SeccompDevices::Impl::write(File &f, const Notification &n, bool nonblock)
 	if (n.nr() == SYS_write) {
 		bool parked = false;
 		int64_t rc = writeOne(f, n, n.arg(1), n.arg(2), nonblock, parked);
-		if (!parked)
-			rc < 0 ? n.fail(static_cast<int>(-rc)) : n.answer(rc);
+		if (parked)
+			return;
+		/* what the command changed (a GET_EVENT took the last event, a MAD
+		 * was answered at once) shows in poll() before it returns */
+		level(f, current.copy);
+		rc < 0 ? n.fail(static_cast<int>(-rc)) : n.answer(rc);
 		return;
 	}
 	/* writev(): a file without write_iter takes each buffer as a write() of
 	 * its own, until one fails or is short */
-	int cnt = static_cast<int>(std::min<uint64_t>(n.arg(2), kMaxIov));
+	int cnt = n.fdArg(2);
+	if (cnt < 0 || cnt > kMaxIov)
+		return (void)n.fail(EINVAL);
 	int64_t total = 0;
 	for (int i = 0; i < cnt; i++) {
 		iovec v;
@@ -1121,11 +1149,11 @@ int SeccompDevices::Impl::newAsyncFile(pid_t tid, const emu::UverbsFile &file)
 	std::unique_ptr<File> f = newFile(Kind::Async, cmd->num, programEnd);
 	if (!f)
 		return -ENFILE;
-	f->cmdIno = cmd->ino;
-	uint64_t ino = f->ino;
+	f->cmdKey = cmd->key;
+	uint64_t key = f->key;
 	int rc = place(*current.n, current.base, std::move(f), programEnd, true, false);
 	if (rc >= 0)
-		cmd->asyncIno = ino;
+		cmd->asyncKey = key;
 	return rc;
 }
 
@@ -1190,7 +1218,7 @@ emu::UserAccess &SeccompDevices::access()
 
 void SeccompDevices::openers(std::map<pid_t, unsigned> &out) const
 {
-	for (const auto &[ino, f] : impl_->files)
+	for (const auto &[key, f] : impl_->files)
 		if (f->kind != Kind::Async)
 			out[f->slot.process()]++;
 }
@@ -1201,7 +1229,7 @@ void SeccompDevices::shutdown()
 	if (s.stopping)
 		return;
 	s.stopping = true;
-	for (auto &[ino, f] : s.files) {
+	for (auto &[key, f] : s.files) {
 		for (auto &w : f->waiting)
 			w.n.fail(EIO);
 		f->waiting.clear();
@@ -1212,11 +1240,11 @@ void SeccompDevices::shutdown()
 	for (auto [p, id] : s.watched)
 		p->unwatchIssm(id);
 	s.watched.clear();
-	std::vector<uint64_t> inos;
-	for (auto &[ino, f] : s.files)
-		inos.push_back(ino);
-	for (uint64_t ino : inos)
-		s.release(ino);
+	std::vector<uint64_t> keys;
+	for (auto &[key, f] : s.files)
+		keys.push_back(key);
+	for (uint64_t key : keys)
+		s.release(key);
 	s.listeners.clear();
 }
 

@@ -80,8 +80,9 @@ int installFilter(int base, std::string &err)
 	for (int cmd : { F_DUPFD, F_DUPFD_CLOEXEC }) {
 		scmp_arg_cmp c[2] = { fd, {} };
 		c[1].arg = 1;
-		c[1].op = SCMP_CMP_EQ;
-		c[1].datum_a = uint64_t(cmd);
+		c[1].op = SCMP_CMP_MASKED_EQ; /* an int, as the kernel takes it */
+		c[1].datum_a = 0xffffffffu;
+		c[1].datum_b = uint64_t(cmd);
 		if (rc == 0)
 			rc = addRule(ctx, "fcntl", 2, c);
 	}
@@ -125,8 +126,10 @@ int handOver(int sock, int listener, int base, std::string &err)
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(c), &listener, sizeof listener);
+	/* no strerror() from here: the filter is on, and a locale's message
+	 * catalog would be opened through it, with nobody to answer */
 	if (sendmsg(sock, &msg, MSG_NOSIGNAL) != ssize_t(sizeof b)) {
-		err = std::string("cannot reach the daemon: ") + strerror(errno);
+		err = std::string("cannot reach the daemon: ") + strerrorname_np(errno);
 		return -1;
 	}
 	uint8_t answer = 0;
@@ -139,7 +142,7 @@ int handOver(int sock, int listener, int base, std::string &err)
 		return -1;
 	}
 	if (answer) {
-		err = std::string("the daemon refused the listener: ") + strerror(answer);
+		err = std::string("the daemon refused the listener: ") + strerrorname_np(answer);
 		return -1;
 	}
 	return 0;
@@ -203,7 +206,7 @@ int filteredExec(int argc, char **argv)
 	close(listener);
 	close(sock);
 	execvp(argv[4], argv + 4);
-	fprintf(stderr, "ibemud --seccomp-exec: %s: %s\n", argv[4], strerror(errno));
+	fprintf(stderr, "ibemud --seccomp-exec: %s: %s\n", argv[4], strerrorname_np(errno));
 	return 127;
 }
 

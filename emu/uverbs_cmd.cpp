@@ -134,12 +134,15 @@ int UverbsFile::ringMemory(pid_t tid, int32_t ringFd, uint32_t areaOffset, RingM
 /* At most this many spares and channels per file: each holds a descriptor
  * in the daemon. Those the program has closed and no CQ uses are let go
  * first. */
-constexpr size_t kMaxChannels = 32;
+bool UverbsFile::roomForChannels(size_t more)
+{
+	std::erase_if(channels_, [](const auto &ch) { return ch->cqs == 0 && ch->peerGone(); });
+	return channels_.size() + more <= kMaxChannels;
+}
 
 int UverbsFile::takeSpares(pid_t tid, const ibemu_spare *spares, uint32_t n)
 {
-	std::erase_if(channels_, [](const auto &ch) { return ch->cqs == 0 && ch->peerGone(); });
-	if (channels_.size() + n > kMaxChannels)
+	if (!roomForChannels(n))
 		return -EMFILE;
 	std::vector<std::unique_ptr<CompChannel>> taken;
 	for (uint32_t i = 0; i < n; i++) {

@@ -26,6 +26,8 @@ namespace ibemu::emu {
 int UverbsFile::createCompChannel(Request &r)
 {
 	int sendFd, recvFd;
+	if (!roomForChannels(1))
+		return -EMFILE;
 	int num = ua_.newChannel(r.tid, sendFd, recvFd);
 	if (num != -ENOSYS) { /* the transport made one in the caller */
 		if (num < 0)

@@ -208,7 +208,12 @@ private:
 	};
 	std::deque<Event> events_;
 	/* completion channels and the spares they are made from; they outlive
-	 * every CQ (destroyed after the objects) */
+	 * every CQ (destroyed after the objects). At most kMaxChannels, those
+	 * the program has closed and no CQ uses not counted. */
+	static constexpr size_t kMaxChannels = 32;
+	/* forgets the channels nobody uses any more: false when none is left
+	 * for `more` new ones (EMFILE) */
+	bool roomForChannels(size_t more);
 	std::vector<std::unique_ptr<CompChannel>> channels_;
 	bool ibemuProvider_ = false; /* GET_CONTEXT came from ibemu's provider */
 	/* the context's area, which rings in it keep too (ibemu_user_verbs.h) */

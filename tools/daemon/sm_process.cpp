@@ -39,8 +39,11 @@ int SmProcess::start(const std::vector<std::string> &args, int sock, int base, s
 {
 	for (const char *sub : { "", "/cache", "/tmp" })
 		if (mkdir((dir_ + sub).c_str(), 0700) != 0 && errno != EEXIST) {
-			err = "cannot create " + dir_ + sub + ": " + strerror(errno);
-			return -errno;
+			int e = errno;
+			err = "cannot create " + dir_ + sub + ": " + strerror(e);
+			if (sock >= 0)
+				close(sock);
+			return -e;
 		}
 
 	std::vector<std::string> env;
