@@ -176,6 +176,7 @@ struct SeccompDevices::Impl {
 		uint64_t key = 0; /* the cookie of the program's end */
 		std::unique_ptr<boost::asio::posix::stream_descriptor> peer; /* our end */
 		bool token = false; /* the program's end holds our byte */
+		int accmode = O_RDWR; /* the open's: read() and write() need theirs */
 		OpenLimit::Slot slot;
 		timespec born{};
 		emu::UmadPort *port = nullptr; /* umad, issm */
@@ -438,12 +439,12 @@ void SeccompDevices::Impl::serve(Listener &l, Notification &n)
 	uint64_t key = f->key;
 	switch (nr) {
 	case SYS_read:
-	case SYS_readv:
-		read(*f, n, nonblock);
+	case SYS_readv: /* vfs_read(): a file not open for reading */
+		f->accmode == O_WRONLY ? (void)n.fail(EBADF) : (void)read(*f, n, nonblock);
 		break;
 	case SYS_write:
 	case SYS_writev:
-		write(*f, n, nonblock);
+		f->accmode == O_RDONLY ? (void)n.fail(EBADF) : write(*f, n, nonblock);
 		break;
 	case SYS_ioctl:
 		ioctl(*f, n);
@@ -778,6 +779,7 @@ void SeccompDevices::Impl::openDevice(const Notification &n, int base, NodeKind 
 	if (!f)
 		return (void)n.fail(ENFILE);
 	f->slot = std::move(slot);
+	f->accmode = flags & O_ACCMODE;
 	uint64_t key = f->key;
 	auto wake = [this, key] { emu::queueWork(io, [this, key] { changed(key); }); };
 	switch (kind) {
@@ -912,7 +914,7 @@ int SeccompDevices::Impl::read(File &f, const Notification &n, bool nonblock)
 		if (c == files.end())
 			return n.fail(EIO), 1; /* its uverbs file is closed */
 		out.resize(sizeof(emu::ib_uverbs_async_event_desc));
-		got = c->second->verbs->read(out.data(), std::min(count, out.size()));
+		got = c->second->verbs->peek(out.data(), std::min(count, out.size()));
 		if (got >= 0)
 			out.resize(size_t(got));
 		break;
@@ -937,10 +939,15 @@ int SeccompDevices::Impl::read(File &f, const Notification &n, bool nonblock)
 		return n.fail(EFAULT), 1; /* the MAD stays queued, as the kernel requeues it */
 	/* a read that empties the file takes the readability byte back before
 	 * it returns: a poll() right after must not see one */
-	bool last = f.kind != Kind::Umad || f.umad->queued() == 1;
+	emu::UverbsFile *verbs = f.kind == Kind::Async ? files.at(f.cmdKey)->verbs.get() : nullptr;
+	bool last = verbs ? verbs->queuedEvents() == 1 : f.umad->queued() == 1;
 	if (last && current.copy >= 0)
 		level(f, current.copy, true);
-	if (n.answer(got) == 0 && f.kind == Kind::Umad)
+	if (n.answer(got) != 0) /* taken back meanwhile: it stays queued */
+		return 1;
+	if (verbs)
+		verbs->consumeEvent();
+	else
 		f.umad->consume();
 	return 1;
 }
@@ -1150,6 +1157,7 @@ int SeccompDevices::Impl::newAsyncFile(pid_t tid, const emu::UverbsFile &file)
 	if (!f)
 		return -ENFILE;
 	f->cmdKey = cmd->key;
+	f->accmode = O_RDONLY; /* as the kernel makes it */
 	uint64_t key = f->key;
 	int rc = place(*current.n, current.base, std::move(f), programEnd, true, false);
 	if (rc >= 0)

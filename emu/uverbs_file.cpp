@@ -44,13 +44,26 @@ UverbsFile::UverbsFile(VerbsDevice &dev, UserAccess &ua, PinnedVm &pinned) : dev
 
 ssize_t UverbsFile::read(uint8_t *buf, size_t count)
 {
+	ssize_t n = peek(buf, count);
+	if (n > 0)
+		consumeEvent();
+	return n;
+}
+
+ssize_t UverbsFile::peek(uint8_t *buf, size_t count) const
+{
 	if (events_.empty())
 		return dead_ ? -EIO : -EAGAIN;
 	if (count < sizeof(ib_uverbs_async_event_desc))
 		return -EINVAL;
+	memcpy(buf, &events_.front().desc, sizeof(ib_uverbs_async_event_desc));
+	return sizeof(ib_uverbs_async_event_desc);
+}
+
+void UverbsFile::consumeEvent()
+{
 	Event ev = events_.front();
 	events_.pop_front();
-	memcpy(buf, &ev.desc, sizeof ev.desc);
 	if (ev.obj) {
 		switch (ev.obj->type) {
 		case UType::Qp:
@@ -66,7 +79,6 @@ ssize_t UverbsFile::read(uint8_t *buf, size_t count)
 			break;
 		}
 	}
-	return sizeof(ib_uverbs_async_event_desc);
 }
 
 int UverbsFile::ioctl(unsigned) const

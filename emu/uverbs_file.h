@@ -70,7 +70,13 @@ public:
 		return rc;
 	}
 	ssize_t read(uint8_t *buf, size_t count);
+	/* read() in two steps, for a transport that learns only afterwards
+	 * whether the event reached the caller: the head event, left queued;
+	 * then taking it off (only after a peek() that gave one). */
+	ssize_t peek(uint8_t *buf, size_t count) const;
+	void consumeEvent();
 	int ioctl(unsigned cmd) const;
+	size_t queuedEvents() const { return events_.size(); }
 	unsigned poll() const;
 
 	/* Called when an event is queued or the device dies. It must not call

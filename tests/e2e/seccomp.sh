@@ -48,6 +48,8 @@ print("read shorter than the header:", cerr(libc.read(fd, ctypes.create_string_b
 print("write from a bad pointer:", cerr(libc.write(fd, ctypes.c_void_p(8), 320)))
 print("write too short:", cerr(libc.write(fd, ctypes.create_string_buffer(400), 8)))
 print("unknown ioctl:", cerr(libc.ioctl(fd, 0x1234, 0)))
+ro = os.open("/dev/infiniband/umad0", os.O_RDONLY | os.O_NONBLOCK)
+print("write on a read-only open:", cerr(libc.write(ro, ctypes.create_string_buffer(400), 320)))
 p = select.poll(); p.register(fd, select.POLLIN | select.POLLOUT)
 print("poll:", sorted(e for _, e in p.poll(0)))
 own = os.open("/etc/hostname", os.O_RDONLY)
@@ -65,6 +67,7 @@ expect_match "read shorter than the header: EINVAL" 'shorter than the header: EI
 expect_match "write from a bad pointer: EFAULT" 'bad pointer: EFAULT$' "$out"
 expect_match "write too short: EINVAL" 'write too short: EINVAL$' "$out"
 expect_match "unknown ioctl: ENOTTY" 'unknown ioctl: ENOTTY$' "$out"
+expect_match "write on a read-only open: EBADF" 'read-only open: EBADF$' "$out"
 expect_match "poll: writable, not readable" '^poll: \[4\]$' "$out"
 expect_match "the program's own file at a reserved number is its own" '^own file at 1000: True True$' "$out"
 
