@@ -154,5 +154,12 @@ expect_match "a hand-over that is not one is refused" '^(answer b|closed)' "$out
 out=$(inst $S smpquery -D nodeinfo 0)
 expect_match "and the daemon serves on" 'NodeType:\.*Channel Adapter' "$out"
 
+# --- where the transport cannot be had, exec says why in one line and the
+# program gets the device files
+out=$(ulimit -n 200; inst $S ibv_devinfo -d ibemu0)
+expect_match "a limit too low for the block: one line saying so" \
+	'^ibemu exec: the seccomp transport is not in use \(RLIMIT_NOFILE leaves no room for the reserved descriptors\); the devices are FUSE files$' "$out"
+expect_match "and libibverbs cannot open the device" 'Failed to open device' "$out"
+
 down_inst $S
 e2e_done
