@@ -1203,7 +1203,12 @@ int SeccompDevices::adopt(int listener, int base)
 	snprintf(link, sizeof link, "/proc/self/fd/%d", listener);
 	ssize_t n = readlink(link, target, sizeof target - 1);
 	bool isListener = n > 0 && std::string(target, size_t(n)) == "anon_inode:seccomp notify";
-	if (!isListener || base < seccomp::kBlock || base % seccomp::kBlock || s.stopping) {
+	/* the same listener twice would have two of our readers race for one
+	 * call, and the loser's SECCOMP_IOCTL_NOTIF_RECV wait */
+	bool again = false;
+	for (const auto &[fd, l] : s.listeners)
+		again = again || syscall(SYS_kcmp, getpid(), getpid(), 0 /* KCMP_FILE */, fd, listener) == 0;
+	if (!isListener || again || base < seccomp::kBlock || base % seccomp::kBlock || s.stopping) {
 		deferredClose(listener);
 		return -EINVAL;
 	}
