@@ -277,6 +277,7 @@ struct SeccompDevices::Impl {
 	OpenLimit limit;
 	std::unordered_map<uid_t, std::unique_ptr<emu::MemoryBudget>> budgets;
 	Current current;
+	emu::RequestWork *turnWork = nullptr; /* readable()'s, while it runs */
 	bool stopping = false;
 
 	/* --- listeners --- */
@@ -355,6 +356,11 @@ void SeccompDevices::Impl::readable(int fd)
 	/* the work a call leaves (the delivery of a MAD it sent, a file's
 	 * wakeup) runs before the next call is taken, as on the FUSE pump */
 	emu::RequestWork work(io);
+	turnWork = &work;
+	struct Forget {
+		emu::RequestWork *&w;
+		~Forget() { w = nullptr; }
+	} forget{ turnWork };
 	for (unsigned i = 0; i < kPerTurn; i++) {
 		pollfd p{ fd, POLLIN, 0 };
 		int ready = ::poll(&p, 1, 0);
@@ -960,8 +966,14 @@ void SeccompDevices::Impl::write(File &f, const Notification &n, bool nonblock)
 		if (parked)
 			return;
 		/* what the command changed (a GET_EVENT took the last event, a MAD
-		 * was answered at once) shows in poll() before it returns */
-		level(f, current.copy);
+		 * was answered at once) shows in poll() before it returns: the
+		 * delivery it queued runs first, so a poll() right after finds
+		 * the answer instead of sleeping until it comes */
+		uint64_t key = f.key;
+		if (turnWork)
+			turnWork->runQueued();
+		if (auto it = files.find(key); it != files.end())
+			level(*it->second, current.copy);
 		rc < 0 ? n.fail(static_cast<int>(-rc)) : n.answer(rc);
 		return;
 	}
