@@ -683,7 +683,17 @@ void SeccompDevices::Impl::serveWaiting(File &f)
 			continue;
 		}
 		auto l = listeners.find(w.n.listener());
-		current = { &w.n, l == listeners.end() ? 0 : l->second->base, &f, -1 };
+		/* the caller's end again, to take the readability byte back
+		 * when this call empties the file */
+		int copy = copyDescriptor(w.n.tid(), w.n.fdArg(0));
+		if (uint64_t cookie = copy >= 0 ? socketCookie(copy) : 0; copy >= 0 && cookie != f.key) {
+			if (cookie)
+				close(copy);
+			else
+				deferredClose(copy); /* not a socket: maybe a FUSE file */
+			copy = -1;
+		}
+		current = { &w.n, l == listeners.end() ? 0 : l->second->base, &f, copy };
 		f.waiting.pop_front();
 		bool done;
 		if (f.kind == Kind::RdmaCm) {
@@ -700,15 +710,15 @@ void SeccompDevices::Impl::serveWaiting(File &f)
 			}
 			done = !parked;
 		} else {
-			size_t before = f.waiting.size();
-			read(f, w.n, false);
-			done = f.waiting.size() == before;
+			done = read(f, w.n, false) != 0;
 			if (!done) { /* parked again, at the back: put it first again */
 				f.waiting.push_front(std::move(f.waiting.back()));
 				f.waiting.pop_back();
 			}
 		}
 		current = {};
+		if (copy >= 0)
+			close(copy);
 		if (!done)
 			break;
 	}
