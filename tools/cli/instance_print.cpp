@@ -58,8 +58,13 @@ void printFaults(const nlohmann::json &f, const nlohmann::json &scenarios)
 void printDevices(const nlohmann::json &j)
 {
 	const auto &f = j["fabric"];
-	printf("ibemu instance \"%s\" is up (pid %d, %s transport, fabric %s: %s, %s, %s)\n",
-	       j.value("instance", "").c_str(), j.value("pid", 0), j.value("transport", "").c_str(),
+	/* "seccomp transport (FUSE files)": what `exec` gives, and the files */
+	std::string transport = j.value("transport", "") + " transport";
+	if (j.value("exec_transport", "") == "seccomp")
+		transport = "seccomp transport (" + std::string(j.value("transport", "") == "cuse" ? "CUSE" : "FUSE") +
+			" files)";
+	printf("ibemu instance \"%s\" is up (pid %d, %s, fabric %s: %s, %s, %s)\n", j.value("instance", "").c_str(),
+	       j.value("pid", 0), transport.c_str(),
 	       j.value("topology", "").c_str(), count(f.value("switches", 0), "switch", "switches").c_str(),
 	       count(f.value("cas", 0), "CA", "CAs").c_str(), count(f.value("links", 0), "link", "links").c_str());
 	for (const auto &d : j["devices"]) {
