@@ -2,6 +2,8 @@
 // Copyright (c) 2026 the ibemu authors
 #include "cuse_dev/caller.h"
 
+#include "cuse_dev/caller_ids.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
@@ -104,9 +106,7 @@ int pidfdOf(pid_t tid)
 
 int readCaller(pid_t tid, uint64_t addr, void *data, size_t len)
 {
-	iovec local{ data, len };
-	iovec remote{ reinterpret_cast<void *>(addr), len };
-	ssize_t n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+	ssize_t n = readOfCaller(tid, data, addr, len);
 	if (n < 0)
 		return -errno;
 	return n == static_cast<ssize_t>(len) ? 0 : -EFAULT;
@@ -114,9 +114,7 @@ int readCaller(pid_t tid, uint64_t addr, void *data, size_t len)
 
 int writeCaller(pid_t tid, uint64_t addr, const void *data, size_t len)
 {
-	iovec local{ const_cast<void *>(data), len };
-	iovec remote{ reinterpret_cast<void *>(addr), len };
-	ssize_t n = process_vm_writev(tid, &local, 1, &remote, 1, 0);
+	ssize_t n = writeOfCaller(tid, data, addr, len);
 	if (n < 0)
 		return -errno;
 	return n == static_cast<ssize_t>(len) ? 0 : -EFAULT;

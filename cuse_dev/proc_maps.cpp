@@ -2,6 +2,8 @@
 // Copyright (c) 2026 the ibemu authors
 #include "cuse_dev/proc_maps.h"
 
+#include "cuse_dev/caller_ids.h"
+
 #include <array>
 #include <cerrno>
 #include <cstdint>
@@ -46,7 +48,7 @@ Kept *find(pid_t pid, pid_t tid, int &err)
 	}
 	char path[80];
 	snprintf(path, sizeof path, "/proc/%d/task/%d/maps", static_cast<int>(pid), static_cast<int>(tid));
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = openOfCaller(tid, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		err = -errno;
 		return nullptr;

@@ -3,6 +3,7 @@
 #include "cuse_dev/process_access.h"
 
 #include "cuse_dev/caller.h"
+#include "cuse_dev/caller_ids.h"
 #include "cuse_dev/deferred_close.h"
 #include "cuse_dev/proc_maps.h"
 
@@ -170,14 +171,14 @@ int ProcessAccess::descriptorOf(pid_t tid, const emu::UverbsFile &)
 	return static_cast<int>(args[0]);
 }
 
-/* pidfd_getfd() needs the ptrace access the daemon has for
- * process_vm_writev() already. */
+/* pidfd_getfd() needs the ptrace access process_vm_writev() needs
+ * (caller_ids.h) */
 int ProcessAccess::takeDescriptor(pid_t tid, int fd, emu::FdKind kind)
 {
 	int pidfd = pidfdOf(tid);
 	if (pidfd < 0)
 		return -errno;
-	int copy = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+	int copy = copyOfCallerFd(tid, pidfd, fd);
 	int err = errno;
 	close(pidfd);
 	if (copy < 0)
@@ -198,7 +199,7 @@ int ProcessAccess::openMemory(pid_t tid)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/mem", static_cast<int>(tid));
-	int fd = open(path, O_RDWR | O_CLOEXEC);
+	int fd = openOfCaller(tid, path, O_RDWR | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
 }
 

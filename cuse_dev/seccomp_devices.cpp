@@ -5,6 +5,7 @@
 #include "cuse_dev/seccomp_devices.h"
 
 #include "cuse_dev/caller.h"
+#include "cuse_dev/caller_ids.h"
 #include "cuse_dev/deferred_close.h"
 #include "cuse_dev/open_limit.h"
 #include "cuse_dev/process_access.h"
@@ -121,8 +122,7 @@ size_t readPrefix(pid_t tid, uint64_t addr, uint8_t *out, size_t len)
 	size_t have = 0;
 	while (have < len) {
 		size_t want = std::min(len - have, size_t(4096 - ((addr + have) & 4095)));
-		iovec l{ out + have, want }, r{ reinterpret_cast<void *>(addr + have), want };
-		ssize_t n = process_vm_readv(tid, &l, 1, &r, 1, 0);
+		ssize_t n = readOfCaller(tid, out + have, addr + have, want);
 		if (n <= 0)
 			break;
 		have += size_t(n);
@@ -496,7 +496,7 @@ int SeccompDevices::Impl::copyDescriptor(pid_t tid, int fd) const
 				return -1;
 			it = pidfds.emplace(tid, p).first;
 		}
-		int copy = static_cast<int>(syscall(SYS_pidfd_getfd, it->second, fd, 0));
+		int copy = copyOfCallerFd(tid, it->second, fd);
 		if (copy >= 0 || errno != ESRCH)
 			return copy;
 		close(it->second); /* that thread ended: its number may be another's now */

@@ -3,6 +3,8 @@
 // seccomp user notifications: the ioctls of the listener.
 #include "cuse_dev/seccomp_notif.h"
 
+#include "cuse_dev/caller_ids.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -84,9 +86,7 @@ int readString(pid_t tid, uint64_t addr, char *out, size_t max)
 		/* up to the end of the page: the next one may not be mapped */
 		size_t page = 4096 - ((addr + have) & 4095);
 		size_t want = std::min(page, max - 1 - have);
-		iovec local{ out + have, want };
-		iovec remote{ reinterpret_cast<void *>(addr + have), want };
-		ssize_t n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+		ssize_t n = readOfCaller(tid, out + have, addr + have, want);
 		if (n <= 0)
 			return -EFAULT;
 		if (void *nul = memchr(out + have, 0, size_t(n)))

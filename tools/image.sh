@@ -6,16 +6,19 @@
 # from a build directory (`meson install`, under /usr/local). It is imported into
 # podman as TAG and, with --archive, also saved as an OCI archive, which
 # each node of a cluster loads with `ctr -n k8s.io images import FILE`.
-# Needs root, mmdebstrap and podman (tools/install-deps.sh test).
-# usage: tools/image.sh [BUILD_DIR] [--tag TAG] [--archive FILE]
+# --include adds Debian packages (comma-separated: the stock tools a test
+# runs in the image, say). Needs root, mmdebstrap and podman
+# (tools/install-deps.sh test).
+# usage: tools/image.sh [BUILD_DIR] [--tag TAG] [--archive FILE] [--include PKG,...]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-build=$here/build tag=localhost/ibemu:latest archive=
+build=$here/build tag=localhost/ibemu:latest archive= extra=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--tag) tag=$2 && shift ;;
 	--archive) archive=$2 && shift ;;
-	-*) echo "usage: tools/image.sh [BUILD_DIR] [--tag TAG] [--archive FILE]" >&2 && exit 2 ;;
+	--include) extra=$2 && shift ;;
+	-*) echo "usage: tools/image.sh [BUILD_DIR] [--tag TAG] [--archive FILE] [--include PKG,...]" >&2 && exit 2 ;;
 	*) build=$1 ;;
 	esac
 	shift
@@ -43,6 +46,7 @@ for soname in $opened; do
 	libs+=$'\n'$lib
 done
 packages=(fuse3)
+[ -n "$extra" ] && IFS=, read -ra more <<<"$extra" && packages+=("${more[@]}")
 while read -r lib; do
 	pkg=$(dpkg -S "$lib" 2>/dev/null || dpkg -S "$(realpath "$lib")" 2>/dev/null || dpkg -S "/usr$lib" 2>/dev/null) ||
 		{ echo "image: no Debian package has $lib" >&2; exit 1; }

@@ -31,6 +31,25 @@ std::string selfDir()
 	return p.substr(0, p.rfind('/'));
 }
 
+/* pid has ended: gone, or a zombie its parent does not reap (a container
+ * whose PID 1 reaps nothing, `sleep infinity`, say, inherits the daemon
+ * that `up` left and keeps it a zombie for good) */
+bool ended(int pid)
+{
+	if (kill(pid, 0) != 0)
+		return true;
+	char path[32], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	const char *comm = strrchr(buf, ')'); /* "PID (COMM) STATE ...": COMM may hold anything */
+	return comm && comm[1] == ' ' && comm[2] == 'Z';
+}
+
 } /* namespace */
 
 bool loadReady(const Instance &inst, nlohmann::json &j)
@@ -84,9 +103,9 @@ bool stopDaemon(int pid, const char *cmd)
 {
 	kill(pid, SIGTERM);
 	/* `up` is its parent: reap it, or it would linger as a zombie */
-	for (int i = 0; i < 1500 && waitpid(pid, nullptr, WNOHANG) <= 0 && kill(pid, 0) == 0; i++)
+	for (int i = 0; i < 1500 && waitpid(pid, nullptr, WNOHANG) <= 0 && !ended(pid); i++)
 		std::this_thread::sleep_for(20ms);
-	if (kill(pid, 0) != 0)
+	if (ended(pid))
 		return true;
 	/* the instance goes, but a daemon that needed this is a bug: say so */
 	fprintf(stderr, "ibemu %s: ibemud (pid %d) did not stop in 30 s; killed it\n", cmd, pid);

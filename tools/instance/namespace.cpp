@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
@@ -18,6 +19,7 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 namespace ibemu::tools {
@@ -217,15 +219,33 @@ void unmountSysClass(const std::string &scratch)
 	umount2((scratch + "/orig-class").c_str(), MNT_DETACH);
 }
 
+namespace {
+
+/* The daemon is not dumpable for the instant it takes a caller's
+ * filesystem ids (cuse_dev/caller_ids.h), and a root without
+ * CAP_SYS_PTRACE (a container's) is refused its /proc files then: such a
+ * refusal is tried again, for up to 100 ms. */
+int openOfDaemon(const std::string &path, int flags)
+{
+	int fd = open(path.c_str(), flags);
+	for (int i = 0; fd < 0 && errno == EACCES && i < 50; i++) {
+		std::this_thread::sleep_for(std::chrono::milliseconds(2));
+		fd = open(path.c_str(), flags);
+	}
+	return fd;
+}
+
+} /* namespace */
+
 int joinMountNamespace(int pid, std::string &err)
 {
 	/* setns() puts us at the namespace's root; the daemon may live in a
 	 * chroot inside it (the VM harness does that), so take its root too */
 	std::string proc = "/proc/" + std::to_string(pid);
-	int rootFd = open((proc + "/root").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rootFd = openOfDaemon(proc + "/root", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (rootFd < 0)
 		return fail(err, "open " + proc + "/root");
-	int fd = open((proc + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC);
+	int fd = openOfDaemon(proc + "/ns/mnt", O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		close(rootFd);
 		return fail(err, "open " + proc + "/ns/mnt");
