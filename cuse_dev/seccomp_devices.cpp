@@ -302,6 +302,8 @@ struct SeccompDevices::Impl {
 	/* the file's readability after a change: the token sent, or taken
 	 * back through copy (the caller's end, when a call holds it) */
 	void level(File &f, int copy = -1);
+	/* takes the token back through copy */
+	void takeToken(File &f, int copy);
 	bool wantsReadable(const File &f) const;
 	/* a file's state changed (a MAD, an event): waiting calls and poll */
 	void changed(uint64_t ino);
@@ -399,6 +401,13 @@ void SeccompDevices::Impl::serve(Listener &l, Notification &n)
 	bool nonblock = fl >= 0 && (fl & O_NONBLOCK);
 	current = { &n, l.base, f };
 	uint64_t ino = f->ino;
+	/* the token goes before the call is answered: the program may poll
+	 * again at once, before level() below could take it back, and a stale
+	 * byte says readable with nothing to read (libibumad's umad_recv()
+	 * then fails with EAGAIN); level() gives it back if the file still
+	 * has something */
+	if (f->token)
+		takeToken(*f, copy);
 	switch (nr) {
 	case SYS_read:
 	case SYS_readv:
@@ -586,11 +595,16 @@ void SeccompDevices::Impl::level(File &f, int copy)
 		char b = 0;
 		f.token = send(f.peer->native_handle(), &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1;
 	} else if (!want && f.token && copy >= 0) {
-		char buf[64];
-		while (recv(copy, buf, sizeof buf, MSG_DONTWAIT) > 0) {
-		}
-		f.token = false;
+		takeToken(f, copy);
 	}
+}
+
+void SeccompDevices::Impl::takeToken(File &f, int copy)
+{
+	char buf[64];
+	while (recv(copy, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+	}
+	f.token = false;
 }
 
 void SeccompDevices::Impl::changed(uint64_t ino)
