@@ -307,6 +307,8 @@ struct SeccompDevices::Impl {
 		  bool asResult);
 	void watchPeer(uint64_t key);
 	void release(uint64_t key);
+	/* calls that waited on a file the program closed meanwhile (release) */
+	std::vector<Waiting> orphans;
 	/* the file's readability after a change: the token sent, or taken
 	 * back through copy (the caller's end, when a call holds it) */
 	void level(File &f, int copy = -1, bool emptied = false);
@@ -408,6 +410,7 @@ void SeccompDevices::Impl::dropListener(int fd)
 		return;
 	for (auto &[key, f] : files)
 		std::erase_if(f->waiting, [fd](const Waiting &w) { return w.n.listener() == fd; });
+	std::erase_if(orphans, [fd](const Waiting &w) { return w.n.listener() == fd; });
 	std::erase_if(issmWaiting, [fd](const IssmWait &w) { return w.n.listener() == fd; });
 	listeners.erase(it); /* the stream_descriptor closes it */
 }
@@ -603,8 +606,13 @@ void SeccompDevices::Impl::release(uint64_t key)
 		return;
 	std::unique_ptr<File> f = std::move(it->second);
 	files.erase(it);
+	/* a call that waits holds its file on the kernel, so another thread's
+	 * close() does not release it: such a call waits on, until a signal
+	 * takes it back or its process ends (rping's event thread, while its
+	 * main thread closes the channel and returns) */
+	std::erase_if(orphans, [](const Waiting &w) { return !w.n.valid(); });
 	for (Waiting &w : f->waiting)
-		w.n.fail(EBADF);
+		orphans.push_back(std::move(w));
 	if (f->kind == Kind::Issm)
 		f->port->issmRelease();
 	if (f->kind == Kind::Uverbs) {
@@ -1269,6 +1277,9 @@ void SeccompDevices::shutdown()
 			w.n.fail(EIO);
 		f->waiting.clear();
 	}
+	for (auto &w : s.orphans)
+		w.n.fail(EIO);
+	s.orphans.clear();
 	for (auto &w : s.issmWaiting)
 		w.n.fail(ENXIO);
 	s.issmWaiting.clear();

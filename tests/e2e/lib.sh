@@ -25,6 +25,35 @@ e2e_setup() { # suite name
 	trap e2e_cleanup EXIT
 }
 
+# verbs_transport: how the suite's instances give programs under `ibemu
+# exec` their verbs and rdma_cm devices, as `ibemu up` takes it from
+# IBEMU_TRANSPORT (set $transport): cuse (character devices; the VM
+# suites, in a guest whose kernel has CUSE) or seccomp (the daemon's
+# filter; the native suites; auto, the default, is seccomp). FUSE files
+# alone serve no verbs: the suite skips there, and where CUSE is asked for
+# but /dev/cuse is missing.
+verbs_transport() {
+	transport=${IBEMU_TRANSPORT:-auto}
+	case $transport in
+	auto | seccomp) transport=seccomp ;;
+	cuse)
+		[ -w /dev/cuse ] || { echo "$suite: IBEMU_TRANSPORT=cuse and no /dev/cuse; skipped"; exit 77; }
+		;;
+	*)
+		echo "$suite: verbs need IBEMU_TRANSPORT=seccomp or cuse, not $transport; skipped"
+		exit 77
+		;;
+	esac
+}
+
+# expect_exec_transport INSTANCE: its programs reach the devices the way
+# $transport says (the daemon's "exec_transport")
+expect_exec_transport() {
+	local out
+	out=$("$ibemu" status --instance "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["exec_transport"])')
+	expect_eq "programs under exec in $1 go through $transport" "$transport" "$out"
+}
+
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*"; }
 
