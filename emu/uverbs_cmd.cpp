@@ -185,7 +185,7 @@ int UverbsFile::addSpares(Request &r)
 
 CompChannel *UverbsFile::channelOf(pid_t tid, int fd)
 {
-	if (!ibemuProvider_) /* no channels: take nothing */
+	if (channels_.empty()) /* no channels: take nothing */
 		return nullptr;
 	int copy = ua_.takeDescriptor(tid, fd, FdKind::UnixStream);
 	if (copy < 0)

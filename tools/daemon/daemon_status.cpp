@@ -66,12 +66,12 @@ nlohmann::ordered_json Daemon::describe() const
 					  { "ipv6", v6 } });
 		}
 		d["ports"] = ports;
-		if (cuse_)
+		if (cuse_ || seccomp_)
 			d["uverbs"] = "/dev/infiniband/uverbs" + std::to_string(h->verbsNum);
 		devs.push_back(d);
 	}
 	j["devices"] = devs;
-	if (cuse_)
+	if (cuse_ || seccomp_)
 		j["rdma_cm"] = "/dev/infiniband/rdma_cm";
 	if (sm_)
 		j["sm"] = { { "pid", sm_->pid() },

@@ -431,9 +431,12 @@ verbs_context *allocContext(ibv_device *ibdev, int cmdFd, void *)
 	if (ret == EINVAL)
 		fprintf(stderr, "libibemu: %s refused a version %u context: an older ibemud?\n", ibdev->name,
 			IBEMU_UVERBS_VERSION);
-	/* The device answers its own descriptor as the async event file; a
-	 * copy of it keeps ibv_close_device() from closing one number twice. */
-	ctx->vctx.context.async_fd = ret == 0 ? fcntl(cmdFd, F_DUPFD_CLOEXEC, 0) : -1;
+	/* On CUSE the device answers its own descriptor as the async event
+	 * file, and a copy of it keeps ibv_close_device() from closing one
+	 * number twice; the seccomp transport makes a file of its own, as the
+	 * kernel does (ibv_cmd_get_context() took its number). */
+	if (ret != 0 || int(resp.async_fd) == cmdFd)
+		ctx->vctx.context.async_fd = ret == 0 ? fcntl(cmdFd, F_DUPFD_CLOEXEC, 0) : -1;
 	if (ret == 0 && ctx->vctx.context.async_fd < 0)
 		ret = errno;
 	if (ret == 0 && resp.drv.magic != IBEMU_UVERBS_MAGIC) {
