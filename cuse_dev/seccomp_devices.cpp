@@ -714,6 +714,7 @@ void SeccompDevices::Impl::serveWaiting(File &f)
 			} else if (rc < 0) {
 				w.n.fail(static_cast<int>(-rc));
 			} else {
+				level(f, copy); /* before the answer: it took the last event */
 				w.n.answer(int64_t(w.command.size()));
 			}
 			done = !parked;
