@@ -25,11 +25,13 @@ namespace ibemu::emu {
  * other provider, EOPNOTSUPP (docs/verbs.md). */
 int UverbsFile::createCompChannel(Request &r)
 {
+	/* a transport that makes descriptors in the caller makes the channel
+	 * (ENOSYS from the others); with no room left, a spare of ibemu's
+	 * provider may still be handed out below */
 	int sendFd, recvFd;
-	if (!roomForChannels(1))
-		return -EMFILE;
-	int num = ua_.newChannel(r.tid, sendFd, recvFd);
-	if (num != -ENOSYS) { /* the transport made one in the caller */
+	bool room = roomForChannels(1);
+	int num = room ? ua_.newChannel(r.tid, sendFd, recvFd) : -EMFILE;
+	if (num != -ENOSYS && (room || !ibemuProvider_)) {
 		if (num < 0)
 			return num;
 		std::unique_ptr<CompChannel> ch;
