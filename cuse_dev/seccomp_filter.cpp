@@ -62,6 +62,22 @@ int reservedBase(rlim_t soft)
 	return int((top - kBlock) / kBlock * kBlock);
 }
 
+int load(scmp_filter_ctx ctx)
+{
+	/* 32-bit (i386, x32) programs are not filtered: allowed, not killed */
+	int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW);
+	/* root (CAP_SYS_ADMIN) needs no no_new_privs, which would keep setuid
+	 * programs under exec from their privileges; anyone else must set it */
+	if (rc == 0)
+		rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+	if (rc == 0) {
+		rc = seccomp_load(ctx);
+		if (rc == -EACCES && seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1) == 0)
+			rc = seccomp_load(ctx);
+	}
+	return rc;
+}
+
 int installFilter(int base, std::string &err)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -86,18 +102,8 @@ int installFilter(int base, std::string &err)
 		if (rc == 0)
 			rc = addRule(ctx, "fcntl", 2, c);
 	}
-	/* 32-bit (i386, x32) programs are not served: allowed, not killed */
 	if (rc == 0)
-		rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW);
-	/* root (CAP_SYS_ADMIN) needs no no_new_privs, which would keep setuid
-	 * programs under exec from their privileges; anyone else must set it */
-	if (rc == 0)
-		rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
-	if (rc == 0) {
-		rc = seccomp_load(ctx);
-		if (rc == -EACCES && seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1) == 0)
-			rc = seccomp_load(ctx);
-	}
+		rc = load(ctx);
 	int listener = rc == 0 ? seccomp_notify_fd(ctx) : -1;
 	seccomp_release(ctx);
 	if (rc != 0 || listener < 0) {

@@ -17,6 +17,7 @@
 // kernel's own, on the socket the daemon injected.
 #pragma once
 
+#include <seccomp.h>
 #include <string>
 #include <sys/resource.h>
 
@@ -29,6 +30,11 @@ constexpr int kBlock = 128;
  * `soft`: the highest block below min(soft, 1024), or -1 when the limit
  * leaves no room for one above the first 128 descriptors. */
 int reservedBase(rlim_t soft);
+
+/* Loads a libseccomp filter into the calling thread as ibemu exec's filters
+ * are: 32-bit calls allowed, no_new_privs only where the caller may not do
+ * without it. 0 or libseccomp's negative errno. */
+int load(scmp_filter_ctx ctx);
 
 /* Installs the filter in the calling thread (its children and exec()s keep
  * it; it cannot be taken off): the listener's descriptor, or -1 with err

@@ -2,6 +2,8 @@
 // Copyright (c) 2026 the ibemu authors
 #include "tools/cli/rdma_netlink.h"
 
+#include "cuse_dev/seccomp_filter.h"
+
 #include <cerrno>
 #include <cstring>
 #include <linux/netlink.h>
@@ -25,21 +27,10 @@ int hideRdmaNetlink(std::string &err)
 	protocol.op = SCMP_CMP_EQ;
 	protocol.datum_a = NETLINK_RDMA;
 	int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2, domain, protocol);
-	/* 32-bit (i386, x32) programs are not filtered (they reach socket()
-	 * through socketcall, whose arguments a filter cannot read): allowed,
-	 * not killed */
+	/* 32-bit programs reach socket() through socketcall, whose arguments
+	 * a filter cannot read: load() leaves them alone */
 	if (rc == 0)
-		rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW);
-	/* Root (CAP_SYS_ADMIN) needs no no_new_privs, which would stop
-	 * setuid programs under exec from gaining their privileges; anyone
-	 * else must set it to install a filter at all. */
-	if (rc == 0)
-		rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
-	if (rc == 0) {
-		rc = seccomp_load(ctx);
-		if (rc == -EACCES && seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1) == 0)
-			rc = seccomp_load(ctx);
-	}
+		rc = cuse_dev::seccomp::load(ctx);
 	seccomp_release(ctx);
 	if (rc != 0) {
 		err = std::string("a seccomp filter for NETLINK_RDMA: ") + strerror(-rc);
