@@ -11,9 +11,10 @@
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
-#include <fstream>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 namespace ibemu::tools {
 
@@ -63,6 +64,8 @@ FabricControl::FabricControl(boost::asio::io_context &io, fabric::Subnet &subnet
 FabricControl::~FabricControl()
 {
 	stop();
+	if (logFd_ >= 0)
+		::close(logFd_);
 }
 
 std::vector<std::string> FabricControl::ops()
@@ -186,22 +189,35 @@ void FabricControl::append(const Json &e)
 	recent_.push_back(e);
 	if (recent_.size() > kRecentEvents)
 		recent_.pop_front();
-	/* a scenario firing every millisecond for days fills no disk: the
-	 * log moves to events.jsonl.1 past kEventLogMax */
-	struct stat st;
-	if (stat(eventLog_.c_str(), &st) == 0 && uint64_t(st.st_size) > kEventLogMax)
+	/* opened once, not per event: a scenario firing every few
+	 * milliseconds for days costs a write() per event and fills no
+	 * disk: the log moves to events.jsonl.1 past kEventLogMax */
+	if (logFd_ >= 0 && logSize_ > kEventLogMax) {
 		rename(eventLog_.c_str(), (eventLog_ + ".1").c_str());
-	std::ofstream out(eventLog_, std::ios::app);
-	out << e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+		::close(logFd_);
+		logFd_ = -1;
+	}
+	if (logFd_ < 0) {
+		logFd_ = open(eventLog_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+		struct stat st;
+		logSize_ = logFd_ >= 0 && fstat(logFd_, &st) == 0 ? uint64_t(st.st_size) : 0;
+		if (logFd_ < 0)
+			return;
+	}
+	std::string line = e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+	/* one write() per line, whole (O_APPEND): a reader never sees half */
+	ssize_t n = write(logFd_, line.data(), line.size());
+	if (n > 0)
+		logSize_ += uint64_t(n);
 }
 
-void FabricControl::run(const Json &req, const Json &origin, Reply done)
+FabricControl::Cancel FabricControl::run(const Json &req, const Json &origin, Reply done)
 {
 	Action a;
 	std::string err;
 	if (!parse(req, a, err)) {
 		done({ { "ok", false }, { "error", err } });
-		return;
+		return {};
 	}
 	if (a.spec->repeats) {
 		auto f = std::make_shared<Flap>(io_);
@@ -210,18 +226,24 @@ void FabricControl::run(const Json &req, const Json &origin, Reply done)
 		f->done = std::move(done);
 		flaps_.push_back(f);
 		flapStep(f);
-		return;
+		if (!f->done)
+			return {};
+		return [this, w = std::weak_ptr<Flap>(f)] {
+			if (auto flap = w.lock())
+				cancelFlap(flap, "its client went away");
+		};
 	}
 	Json r;
 	if (!apply(a, r, err)) {
 		done({ { "ok", false }, { "error", err } });
-		return;
+		return {};
 	}
 	log(origin, a, r);
 	Json reply = { { "ok", true } };
 	for (const auto &[k, v] : r.items())
 		reply[k] = v;
 	done(reply);
+	return {};
 }
 
 /* One edge of a flapping link: down (pulled), or up again; the reply
@@ -256,6 +278,29 @@ void FabricControl::flapStep(const std::shared_ptr<Flap> &f)
 		if (!ec && f->done) /* stop() clears done: this may be gone then */
 			flapStep(f);
 	});
+}
+
+/* A flap ended before its last cycle: the cable it holds pulled goes
+ * back, as at the end of a cycle, unless someone has changed it since */
+void FabricControl::cancelFlap(const std::shared_ptr<Flap> &f, const std::string &why)
+{
+	if (!f->done)
+		return;
+	f->timer.cancel();
+	std::erase(flaps_, f);
+	Json reply = { { "ok", false }, { "error", "the flapping stopped: " + why }, { "flaps", f->cycle } };
+	Action up = f->action;
+	up.spec = findOp("link.up");
+	std::string err;
+	Json r;
+	if (f->down && up.spec->fits(up, err) && apply(up, r, err)) {
+		Json origin = f->origin;
+		origin["flap"] = f->cycle + 1;
+		log(origin, up, r);
+	}
+	auto done = std::move(f->done);
+	f->done = nullptr;
+	done(std::move(reply));
 }
 
 void FabricControl::stop(const std::string &why)

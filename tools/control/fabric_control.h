@@ -49,11 +49,16 @@ public:
 	std::string check(const Json &req, bool now = true) const;
 	/* Logs a request that a scenario could not carry out, with why. */
 	void logRejected(const Json &origin, const Json &req, const std::string &err);
+	/* Ends a request still running early (its client went away). */
+	using Cancel = std::function<void()>;
+
 	/* Carries out a request. `origin` (who asked: {"source": "cli"}, or a
 	 * scenario's file, line and time) goes into the event log with it.
 	 * `done` is called once, at once or, for link.flap, when the flapping
-	 * ends. */
-	void run(const Json &req, const Json &origin, Reply done);
+	 * ends. For a request still running (link.flap) returns what ends it
+	 * early: a cable the flap holds pulled is plugged back, and `done`
+	 * says so; else an empty function. */
+	Cancel run(const Json &req, const Json &origin, Reply done);
 	/* What is faulty now (pulled cables, silent nodes, lossy and degraded
 	 * links) and the last events, for `ibemu status`. */
 	Json state() const;
@@ -74,12 +79,15 @@ private:
 	bool parse(const Json &req, Action &a, std::string &err, bool now = true) const;
 	bool apply(const Action &a, Json &done, std::string &err);
 	void flapStep(const std::shared_ptr<Flap> &f);
+	void cancelFlap(const std::shared_ptr<Flap> &f, const std::string &why);
 	void log(const Json &origin, const Action &a, const Json &result);
 	void append(const Json &event);
 
 	boost::asio::io_context &io_;
 	fabric::Subnet &subnet_;
 	std::string eventLog_;
+	int logFd_ = -1; /* the event log, opened once (append() reopens it after a rotation) */
+	uint64_t logSize_ = 0;
 	uint64_t seq_ = 0;
 	std::deque<Json> recent_; /* the last events, newest last */
 	std::vector<std::shared_ptr<Flap>> flaps_;
