@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <utility>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -25,6 +26,11 @@ struct ControlSocket::Conn {
 	boost::asio::streambuf in;
 	Json client;
 	bool open = true;
+	uint64_t since = 0; /* the how-manieth accepted */
+	bool reserved = false; /* past kMaxClients: the requests that are always served only */
+	bool busy = false; /* a request of it is running */
+	bool watching = false; /* for the client going away, while busy */
+	Cancel cancel; /* what ends the running request */
 
 	/* a stream: lines still to send, and whether it ends after them */
 	std::deque<std::string> out;
@@ -180,17 +186,37 @@ void ControlSocket::accept()
 		bool allowed = getsockopt(c->sock.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
 			(cred.uid == 0 || cred.uid == owner_);
 		c->client = { { "source", "control" }, { "pid", cred.pid } };
+		c->since = ++accepted_;
+		if (allowed)
+			admit(c);
 		conns_.insert(c);
 		if (!allowed)
 			send(c,
 			     { { "ok", false }, { "error", "permission denied: root or the instance's owner only" } },
 			     true);
-		else if (conns_.size() > kMaxClients)
-			send(c, { { "ok", false }, { "error", "too many control connections" } }, true);
 		else
 			readNext(c);
 		accept();
 	});
+}
+
+/* A place for a connection: one of kMaxClients, else one of the reserve,
+ * taking the oldest reserved one's when it is full */
+void ControlSocket::admit(const std::shared_ptr<Conn> &c)
+{
+	size_t reserved = 0;
+	std::shared_ptr<Conn> oldest;
+	for (const auto &o : conns_)
+		if (o->reserved) {
+			reserved++;
+			if (!oldest || o->since < oldest->since)
+				oldest = o;
+		}
+	if (conns_.size() - reserved < kMaxClients)
+		return;
+	c->reserved = true;
+	if (reserved >= kReserved)
+		drop(oldest);
 }
 
 void ControlSocket::readNext(const std::shared_ptr<Conn> &c)
@@ -225,19 +251,52 @@ void ControlSocket::readNext(const std::shared_ptr<Conn> &c)
 		/* one look in the tables: a stream, an op of the daemon's own,
 		 * else the default handler (the fabric's operations) */
 		const Handler *handler = &handler_;
+		bool always = false;
 		if (req.is_object() && req.contains("op") && req["op"].is_string()) {
 			const std::string &op = req["op"].get_ref<const std::string &>();
-			if (auto it = streams_.find(op); it != streams_.end())
+			always = always_.contains(op);
+			if (auto it = streams_.find(op); it != streams_.end() && !c->reserved)
 				return startStream(c, it->second, req);
 			if (auto it = ops_.find(op); it != ops_.end())
 				handler = &it->second;
 		}
+		if (c->reserved && !always) {
+			send(c,
+			     { { "ok", false },
+			       { "error", "too many control connections (" + std::to_string(kMaxClients) +
+						  "): past them only scenario.stop, state and check are served" } },
+			     true);
+			return;
+		}
 		Json id = req.is_object() && req.contains("id") ? req["id"] : Json();
-		(*handler)(req, c->client, [this, c, id](Json reply) {
+		c->busy = true;
+		Cancel cancel = (*handler)(req, c->client, [this, c, id](Json reply) {
+			c->busy = false;
+			c->cancel = nullptr;
 			if (!id.is_null())
 				reply["id"] = id;
 			send(c, reply, false);
 		});
+		/* no read is pending while it runs: watch for the client going */
+		if (c->busy && c->open) {
+			c->cancel = std::move(cancel);
+			watchHangup(c);
+		}
+	});
+}
+
+/* Waits for the client to close its end (EPOLLHUP; a half close only
+ * makes the socket readable, and a request sent ahead waits unread): then
+ * its place is free and its running request cancelled */
+void ControlSocket::watchHangup(const std::shared_ptr<Conn> &c)
+{
+	if (c->watching)
+		return;
+	c->watching = true;
+	c->sock.async_wait(stream_protocol::socket::wait_error, [this, c](const boost::system::error_code &ec) {
+		c->watching = false;
+		if (!ec)
+			drop(c);
 	});
 }
 
@@ -267,8 +326,10 @@ void ControlSocket::addStream(std::string op, StreamHandler fn)
 	streams_[std::move(op)] = std::move(fn);
 }
 
-void ControlSocket::addOp(std::string op, Handler fn)
+void ControlSocket::addOp(std::string op, Handler fn, bool always)
 {
+	if (always)
+		always_.insert(op);
 	ops_[std::move(op)] = std::move(fn);
 }
 
@@ -318,7 +379,8 @@ void ControlSocket::flush(const std::shared_ptr<Conn> &c)
 				 });
 }
 
-/* The client of a stream went away */
+/* The client went away (or its reserved place was taken): what it still
+ * had running ends */
 void ControlSocket::drop(const std::shared_ptr<Conn> &c)
 {
 	if (!c->open)
@@ -328,6 +390,8 @@ void ControlSocket::drop(const std::shared_ptr<Conn> &c)
 	c->sock.close(ignored);
 	conns_.erase(c);
 	if (auto fn = std::move(c->onClosed))
+		fn();
+	if (auto fn = std::exchange(c->cancel, nullptr))
 		fn();
 }
 

@@ -9,7 +9,20 @@
 // and SO_PEERCRED checked at accept). A line longer than kMaxLine, or one
 // that is not JSON, gets an error reply; a client that goes away in the
 // middle of a line has asked for nothing; one nested absurdly deep is
-// refused unparsed. At most kMaxClients at once.
+// refused unparsed.
+//
+// At most kMaxClients connections may ask for anything. Past them, kReserved
+// more are taken for the requests that must always be served (addOp's
+// `always`: scenario.stop, state, check), each answered at once; any other
+// request there is refused and the connection closed. When the reserve is
+// full too, a new connection takes the place of the oldest reserved one,
+// which is closed: whoever holds the other places, `ibemu scenario stop`
+// is always served.
+//
+// A request still running (a link.flap) keeps watching its connection: a
+// client that goes away (closes its end; a shutdown of its writing half
+// alone is not going away) frees its place at once and cancels what the
+// request still had to do.
 //
 // A stream operation (a capture) turns its connection into a one-way
 // flow of lines from the daemon: the client sends nothing more, and
@@ -36,12 +49,16 @@ class ControlSocket {
 public:
 	using Json = nlohmann::ordered_json;
 	using Reply = std::function<void(Json response)>;
+	/* Ends a request still running, when its client goes away */
+	using Cancel = std::function<void()>;
 	/* Answers a request; `client` is who sent it ({"source": "control",
-	 * "pid": N}). Calls reply once, now or later. */
-	using Handler = std::function<void(const Json &req, const Json &client, Reply reply)>;
+	 * "pid": N}). Calls reply once, now or later; a request answered later
+	 * returns what cancels it (or nothing). */
+	using Handler = std::function<Cancel(const Json &req, const Json &client, Reply reply)>;
 
 	static constexpr size_t kMaxLine = 1 << 20;
 	static constexpr size_t kMaxClients = 16;
+	static constexpr size_t kReserved = 4;
 	static constexpr size_t kMaxQueued = 8 << 20;
 
 	/* The daemon's end of a stream. */
@@ -70,8 +87,9 @@ public:
 	void close();
 	/* Requests with {"op": op} are streams, handed to fn. */
 	void addStream(std::string op, StreamHandler fn);
-	/* Requests with {"op": op} are answered by fn. */
-	void addOp(std::string op, Handler fn);
+	/* Requests with {"op": op} are answered by fn; with `always`, also
+	 * on the reserved connections (fn answers at once, and cheaply). */
+	void addOp(std::string op, Handler fn, bool always = false);
 
 private:
 	struct Conn;
@@ -82,6 +100,8 @@ private:
 	void send(const std::shared_ptr<Conn> &c, const Json &reply, bool thenClose);
 	void startStream(const std::shared_ptr<Conn> &c, const StreamHandler &fn, const Json &req);
 	void startWatch(const std::shared_ptr<Conn> &c);
+	void watchHangup(const std::shared_ptr<Conn> &c);
+	void admit(const std::shared_ptr<Conn> &c);
 	void flush(const std::shared_ptr<Conn> &c);
 	void drop(const std::shared_ptr<Conn> &c);
 
@@ -93,6 +113,8 @@ private:
 	std::set<std::shared_ptr<Conn>> conns_;
 	std::map<std::string, StreamHandler> streams_;
 	std::map<std::string, Handler> ops_;
+	std::set<std::string> always_; /* ops served on reserved connections */
+	uint64_t accepted_ = 0; /* connections so far: the oldest reserved one goes first */
 };
 
 } /* namespace ibemu::tools */

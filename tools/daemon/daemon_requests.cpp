@@ -27,16 +27,29 @@ bool Daemon::startControl()
 	/* every op the daemon does not answer itself is a change to the
 	 * fabric, found in FabricControl's table of operations */
 	controlSocket_ = std::make_unique<tools::ControlSocket>(
-		io_, [this](const auto &req, const auto &client, auto reply) { control_->run(req, client, std::move(reply)); });
-	const std::pair<const char *, void (Daemon::*)(const Json &, Reply)> ops[] = {
-		{ "check", &Daemon::checkRequest },	  { "state", &Daemon::stateRequest },
-		{ "picture", &Daemon::pictureRequest },	  { "scenario.stop", &Daemon::scenarioStop },
-		{ "scenario.run", &Daemon::scenarioRun },
-	};
-	for (const auto &[op, serve] : ops)
-		controlSocket_->addOp(op, [this, fn = serve](const auto &req, const auto &, auto reply) {
-			(this->*fn)(req, std::move(reply));
+		io_, [this](const auto &req, const auto &client, auto reply) {
+			return control_->run(req, client, std::move(reply));
 		});
+	/* always: answered at once, and served past the 16 clients too (the
+	 * control socket's reserve), so that `ibemu scenario stop` and
+	 * `status` work whoever holds the other places */
+	const struct {
+		const char *op;
+		void (Daemon::*serve)(const Json &, Reply);
+		bool always;
+	} ops[] = {
+		{ "check", &Daemon::checkRequest, true },	  { "state", &Daemon::stateRequest, true },
+		{ "picture", &Daemon::pictureRequest, false },	  { "scenario.stop", &Daemon::scenarioStop, true },
+		{ "scenario.run", &Daemon::scenarioRun, false },
+	};
+	for (const auto &[op, serve, always] : ops)
+		controlSocket_->addOp(
+			op,
+			[this, fn = serve](const auto &req, const auto &, auto reply) -> tools::ControlSocket::Cancel {
+				(this->*fn)(req, std::move(reply));
+				return {};
+			},
+			always);
 	capture_ = std::make_unique<tools::PacketCapture>(subnet_);
 	controlSocket_->addStream("capture", [this](const auto &req, const auto &, auto stream) {
 		capture_->start(req, std::move(stream));
