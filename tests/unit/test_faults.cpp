@@ -15,6 +15,7 @@
 #include "tools/control/scenario.h"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <catch2/catch.hpp>
 
 #include <cerrno>
@@ -74,6 +75,14 @@ struct ControlFixture : Fixture {
 		Json reply;
 		ctl.run(req, { { "source", "test" } }, [&reply](Json r) { reply = r; });
 		return reply;
+	}
+	/* A scenario file, parsed */
+	tools::Scenario scenario(const char *text)
+	{
+		tools::Scenario sc;
+		std::string err;
+		REQUIRE(tools::parseScenario(text, "s.toml", ctl, sc, err));
+		return sc;
 	}
 };
 
@@ -337,6 +346,32 @@ TEST_CASE_METHOD(ControlFixture, "a flapping link goes down and up, then replies
 	CHECK(lines[5]["flap"] == 3);
 }
 
+TEST_CASE_METHOD(ControlFixture, "a flap whose client went away ends, its cable plugged back", "[faults]")
+{
+	Json reply;
+	auto cancel = ctl.run(
+		{ { "op", "link.flap" }, { "node", "ibemu-sw1" }, { "port", 8 }, { "count", 1000 }, { "interval_ms", 1000 } },
+		{ { "source", "test" } }, [&](Json r) { reply = r; });
+	REQUIRE(cancel);
+	CHECK(sw1->port(8).peer == nullptr); /* the first edge: pulled */
+	CHECK(ctl.state()["flapping"] == 1);
+	cancel();
+	REQUIRE(reply.is_object());
+	CHECK_FALSE(reply.value("ok", true));
+	CHECK(reply["error"] == "the flapping stopped: its client went away");
+	CHECK(sw1->port(8).peer == &sw2->port(8));
+	CHECK(ctl.state()["flapping"] == 0);
+	auto lines = log.lines();
+	REQUIRE(lines.size() == 2);
+	CHECK(lines[1]["op"] == "link.up");
+	cancel(); /* once only */
+	io.run(); /* the cancelled timer: no edge after the end */
+	CHECK(log.lines().size() == 2);
+	/* an op answered at once has nothing to cancel */
+	CHECK_FALSE(ctl.run({ { "op", "node.silence" }, { "node", "ibemu-sw2" } }, { { "source", "test" } },
+			    [](Json) {}));
+}
+
 TEST_CASE_METHOD(ControlFixture, "scenario files: errors name the line", "[faults]")
 {
 	auto error = [&](const char *text) {
@@ -353,6 +388,8 @@ TEST_CASE_METHOD(ControlFixture, "scenario files: errors name the line", "[fault
 		   Catch::Contains("f.toml:1: count goes with every"));
 	CHECK_THAT(error("colour = 1\n"), Catch::Contains("f.toml:1: unknown key \"colour\""));
 	CHECK_THAT(error("[[event]\n"), Catch::StartsWith("f.toml:1: "));
+	CHECK(error("[[event]]\nevery = \"1ms\"\nop = \"node.silence\"\nnode = \"ibemu-sw1\"\n") ==
+	      "f.toml:2: every must be at least 10ms");
 	CHECK_THAT(error("[[event]]\nat = \"1s\"\nafter = \"dawn\"\nop = \"node.silence\"\nnode = \"ibemu-sw1\"\n"),
 		   Catch::Contains("f.toml:3: after must be \"sm-master\""));
 	CHECK_THAT(error("[[event]]\nprobability = 2\nop = \"node.silence\"\nnode = \"ibemu-sw1\"\n"),
@@ -376,7 +413,7 @@ TEST_CASE("the same scenario and seed give the same events", "[faults]")
 {
 	const char *text = R"(seed = 7
 [[event]]
-every = "1ms"
+every = "10ms"
 count = 40
 probability = 0.5
 op = "node.silence"
@@ -384,7 +421,7 @@ node = "ibemu-sw2"
 
 [[event]]
 at = "2ms"
-every = "1ms"
+every = "10ms"
 count = 30
 probability = 0.3
 op = "errors"
@@ -393,15 +430,12 @@ port = 7
 drop = 0.1
 )";
 	auto play = [&](uint64_t seed) {
-		Fixture f;
-		boost::asio::io_context io;
-		TempFile log;
-		tools::FabricControl ctl(io, f.s, log.path);
-		tools::Scenario sc;
-		std::string err;
-		REQUIRE(tools::parseScenario(text, "s.toml", ctl, sc, err));
+		ControlFixture f;
+		tools::Scenario sc = f.scenario(text);
 		sc.seed = seed;
-		tools::ScenarioRun run(io, ctl, f.s, sc);
+		auto &io = f.io;
+		auto &log = f.log;
+		tools::ScenarioRun run(io, f.ctl, f.s, sc);
 		bool ended = false;
 		run.start([&] { ended = true; });
 		io.run();
@@ -419,6 +453,28 @@ drop = 0.1
 	CHECK(a != play(8));
 	CHECK(a.size() > 10);
 	CHECK(a.size() < 70);
+}
+
+TEST_CASE("a scenario that falls behind skips the ticks it missed", "[faults]")
+{
+	ControlFixture f;
+	auto &io = f.io;
+	tools::Scenario sc = f.scenario("[[event]]\nevery = \"10ms\"\nop = \"counters.set\"\nnode = \"ibemu-sw1\"\n"
+					"port = 1\ncounter = \"SymbolErrorCounter\"\nvalue = 1\n");
+	tools::ScenarioRun run(io, f.ctl, f.s, sc);
+	run.start([] {});
+	/* the io thread busy for 1.3 s: 130 ticks missed */
+	boost::asio::post(io, [] { usleep(1300 * 1000); });
+	io.run_for(std::chrono::milliseconds(1350));
+	run.stop();
+	auto lines = f.log.lines();
+	uint64_t skipped = 0;
+	for (const auto &e : lines)
+		skipped += e.value("skipped", 0ull);
+	/* not fired in a burst once the thread is free: skipped, and said so */
+	CHECK(lines.size() < 60);
+	CHECK(skipped >= 100);
+	CHECK(run.state()["skipped"] == skipped);
 }
 
 TEST_CASE("ibsim console lines become requests", "[faults]")

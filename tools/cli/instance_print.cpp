@@ -6,6 +6,7 @@
 #include "tools/cli/instance_cmd.h"
 
 #include <cstdio>
+#include <string>
 
 namespace ibemu::tools::instance_cmd {
 
@@ -35,11 +36,14 @@ void printFaults(const nlohmann::json &f, const nlohmann::json &scenarios)
 	for (const auto &d : f.value("degraded_links", nlohmann::json::array()))
 		printf("  degraded cable at %s: at most %s %s\n", d.value("port", "").c_str(),
 		       d.value("width", "").c_str(), d.value("speed", "").c_str());
-	for (const auto &s : scenarios)
-		printf("  scenario %s (seed %llu): %llu events fired%s\n", s.value("file", "").c_str(),
+	for (const auto &s : scenarios) {
+		uint64_t skipped = s.value("skipped", 0ull);
+		printf("  scenario %s (seed %llu): %llu events fired%s%s\n", s.value("file", "").c_str(),
 		       static_cast<unsigned long long>(s.value("seed", 0ull)),
 		       static_cast<unsigned long long>(s.value("fired", 0ull)),
+		       skipped ? (", " + std::to_string(skipped) + " ticks skipped (late)").c_str() : "",
 		       s.value("waiting_for_sm_master", false) ? ", some wait for an SM" : "");
+	}
 	const auto &events = f.value("recent_events", nlohmann::json::array());
 	if (events.empty())
 		return;

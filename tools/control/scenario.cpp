@@ -71,8 +71,9 @@ bool parseEvent(const toml::table &t, const std::string &file, const FabricContr
 				err = at + k + " must be a duration like \"500ms\", \"5s\" or \"2m\"";
 				return false;
 			}
-			if (k == "every" && ms == 0) {
-				err = at + "every must be longer than 0";
+			if (k == "every" && ms < kMinEveryMs) {
+				/* a scenario plays faults, it is no load generator */
+				err = at + "every must be at least " + std::to_string(kMinEveryMs) + "ms";
 				return false;
 			}
 			(k == "at" ? ev.atMs : ev.everyMs) = ms;
@@ -258,20 +259,35 @@ void ScenarioRun::schedule()
 		if (ec || !*alive || !running_)
 			return;
 		uint64_t now = nowMs();
-		while (!queue_.empty() && queue_.front().dueMs <= now && running_) {
+		/* a few at a time: a timer already due again comes after what
+		 * else the io thread has to do (SMPs, requests, signals) */
+		for (unsigned n = 0; n < kTicksPerTurn && !queue_.empty() && queue_.front().dueMs <= now && running_;
+		     n++) {
 			std::pop_heap(queue_.begin(), queue_.end(), std::greater<>());
 			Tick t = queue_.back();
 			queue_.pop_back();
-			fire(t);
+			fire(t, now);
 		}
 		schedule();
 	});
 }
 
-void ScenarioRun::fire(const Tick &t)
+void ScenarioRun::fire(Tick t, uint64_t now)
 {
 	const ScenarioEvent &ev = sc_.events[t.event];
 	std::mt19937_64 &rng = rngs_[t.event];
+	/* far behind (the io thread was busy, the machine suspended): the
+	 * ticks missed are skipped, not fired in a burst; they count towards
+	 * `count`, and draw nothing from the generator */
+	uint64_t skipped = 0;
+	if (ev.everyMs && now > t.dueMs + std::max(ev.everyMs, kLateMs)) {
+		skipped = (now - t.dueMs) / ev.everyMs;
+		if (ev.count)
+			skipped = std::min(skipped, ev.count - 1 - t.n);
+		t.n += skipped;
+		t.dueMs += skipped * ev.everyMs;
+		skipped_ += skipped;
+	}
 	bool happens = ev.probability >= 1 || std::bernoulli_distribution(ev.probability)(rng);
 	if (ev.everyMs && (ev.count == 0 || t.n + 1 < ev.count)) {
 		queue_.push_back({ t.dueMs + ev.everyMs, t.event, t.n + 1, t.anchorMs });
@@ -290,6 +306,8 @@ void ScenarioRun::fire(const Tick &t)
 		origin["after"] = "sm-master";
 	if (ev.everyMs)
 		origin["tick"] = t.n + 1;
+	if (skipped)
+		origin["skipped"] = skipped;
 	fired_++;
 	/* a flap may end after this run is gone: the reply needs only control */
 	control_.run(req, origin, [control = &control_, origin, req](Json reply) {
@@ -322,6 +340,7 @@ Json ScenarioRun::state() const
 		 { "seed", sc_.seed },
 		 { "running", running_ },
 		 { "fired", fired_ },
+		 { "skipped", skipped_ },
 		 { "waiting_for_sm_master", !waiting_.empty() } };
 }
 

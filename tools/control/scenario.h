@@ -7,7 +7,7 @@
 //   [[event]]
 //   at = "5s"                       # after the start (or the condition)
 //   after = "sm-master"             # optional: once an SM runs the subnet
-//   every = "500ms"                 # optional: again and again ...
+//   every = "500ms"                 # optional: again and again (10ms at least) ...
 //   count = 10                      # ... this many times (default: for ever)
 //   probability = 0.3               # optional: each time, with this chance
 //   op = "link.flap"                # a FabricControl operation ...
@@ -37,6 +37,9 @@ class Subnet;
 }
 
 namespace ibemu::tools {
+
+/* The shortest `every`: a shorter one is refused with its file and line */
+constexpr uint64_t kMinEveryMs = 10;
 
 struct ScenarioEvent {
 	uint32_t line = 0; /* in the file, for messages and the event log */
@@ -89,9 +92,17 @@ private:
 		}
 	};
 
+	/* Ticks fired in one turn of the io thread at most: more due go on in
+	 * the next turn, after what else is waiting */
+	static constexpr unsigned kTicksPerTurn = 32;
+	/* A repeated event this late (and a period late) skips the ticks it
+	 * missed, as a timer that overran: the latest fires, the next is due
+	 * a period after it */
+	static constexpr uint64_t kLateMs = 1000;
+
 	uint64_t nowMs() const;
 	void schedule();
-	void fire(const Tick &t);
+	void fire(Tick t, uint64_t now);
 	void pollConditions();
 	void checkEnd();
 
@@ -106,6 +117,7 @@ private:
 	std::chrono::steady_clock::time_point start_;
 	std::function<void()> ended_;
 	uint64_t fired_ = 0;
+	uint64_t skipped_ = 0; /* ticks missed by a late timer */
 	bool running_ = false;
 	/* false once destroyed: a timer's completion already queued when the
 	 * run goes must not touch it */
