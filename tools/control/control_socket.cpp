@@ -228,11 +228,8 @@ void ControlSocket::readNext(const std::shared_ptr<Conn> &c)
 			send(c, { { "ok", false }, { "error", "request longer than 1 MiB" } }, true);
 			return;
 		}
-		if (ec) { /* the client went away; a partial line asked for nothing */
-			c->open = false;
-			conns_.erase(c);
-			return;
-		}
+		if (ec) /* the client went away; a partial line asked for nothing */
+			return drop(c);
 		std::string line(boost::asio::buffers_begin(c->in.data()),
 				 boost::asio::buffers_begin(c->in.data()) + n);
 		c->in.consume(n);
