@@ -94,6 +94,24 @@ expect_match "scenario stop is served" 'stopped 0 scenarios' "$out"
 out=$(grep -c '"flap":' "$IBEMU_RUN_DIR/$I/events.jsonl")
 expect_eq "each flap logged its down edge and the up edge of its cancel" 32 "$out"
 
+# a client that only shuts down its writing half has not gone: its flap
+# runs to the end, and the request it sent behind it is answered
+out=$(timeout 30 python3 - "$sock" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b'{"op":"link.flap","node":"ibemu-sw1","port":2,"count":2,"interval_ms":100,"id":1}\n'
+          b'{"op":"check","request":{"op":"link.down","node":"ibemu-sw1","port":2},"id":2}\n')
+s.shutdown(socket.SHUT_WR)
+buf = b""
+while d := s.recv(65536):
+    buf += d
+print(buf.decode())
+EOF
+)
+expect_match "a half-closed client gets its flap's reply" '^\{"ok":true,"node":"ibemu-sw1","port":2,"flaps":2,"id":1\}$' "$out"
+expect_match "and the one after it, then the end" '^\{"ok":true,"id":2\}$' "$out"
+
 # --- 20 live clients hold every place (16 and the 4 reserved)
 clients 20 '{"op":"link.flap","node":"ibemu-sw1","port":{port},"count":1000,"interval_ms":60000}' >"$work/holders"
 pid=$!
