@@ -5,7 +5,9 @@
 # queued on a QP's doorbell before the device takes it (200 of them, more
 # than its receive buffer once had room for: the kernel released the rest
 # inside the daemon's recvmsg), sent on it after, loaded into the end of a
-# completion-channel spare the daemon keeps, handed to the seccomp door.
+# completion-channel spare the daemon keeps, handed to the seccomp door
+# (and queued after a hand-over there); and a door flooded with
+# connections that never speak.
 # While the client holds them (and so the lingering), another program's
 # SMP and verbs query must be answered within 10 s: a bound on a 30 s
 # stall, not a measure of speed.
@@ -99,9 +101,31 @@ kill -STOP "$daemon"
 exec 7>"$work/door.in"
 holding door
 kill -CONT "$daemon"
-expect_match "200 lingering sockets handed to the door" '^sent to the door: ok$' "$out"
+expect_match "100 lingering sockets handed to the door" '^sent to the door: ok$' "$out"
+expect_match "and 100 more after them" '^sent after: ok$' "$out"
 honest "door"
 release door
+
+# --- the door flooded with connections that say nothing (or nonsense)
+# and stay: an exec after them still gets its listener taken
+out=$(python3 - "$door" "$ibemu" $F <<'PY'
+import socket, subprocess, sys
+door, ibemu, inst = sys.argv[1:4]
+held = []
+for i in range(64):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(door)
+    if i % 4 == 0:
+        s.send(b'xx')
+    held.append(s)
+r = subprocess.run(['timeout', '60', ibemu, 'exec', '--instance', inst, '--', 'ibstat', 'ibemu0'],
+                   capture_output=True, text=True)
+print('exec', r.returncode)
+print(r.stdout + r.stderr)
+PY
+)
+expect_match "64 silent connections at the door: exec still works" '^exec 0$' "$out"
+expect_match "and its program reaches the device" "CA 'ibemu0'" "$out"
 
 down_inst $F
 e2e_done

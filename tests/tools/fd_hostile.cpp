@@ -15,8 +15,9 @@
 //       (sent from the program's end beforehand); GET_CONTEXT with it, and
 //       the uverbs file closed again
 //   fd_hostile door SOCKET COUNT
-//       the seccomp transport's door (RUNDIR/seccomp.sock) gets them as a
-//       hand-over, more than the 4 its buffer once had room for
+//       the seccomp transport's door (RUNDIR/seccomp.sock) gets half of
+//       them as a hand-over, more than the 4 its buffer once had room
+//       for, and the other half in a message after it
 // Prints "name: result" lines, then "holding PID" and waits for its stdin
 // to close, keeping the listener (and so the lingering) alive; the test
 // meanwhile checks that an honest client is still served. Kill it with
@@ -237,7 +238,10 @@ int door(const char *path, int count)
 		perror("door: setup");
 		return 2;
 	}
-	report("sent to the door", sendLingering(s, at, count, -1));
+	/* half in what the door takes for a hand-over (refused), half in a
+	 * message after it, still queued when the door is done with it */
+	report("sent to the door", sendLingering(s, at, count / 2, -1));
+	report("sent after", sendLingering(s, at, count - count / 2, -1));
 	printf("holding %d\n", int(getpid()));
 	fflush(stdout);
 	char line[16];
