@@ -158,6 +158,7 @@ void fsOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info *fi)
 		return (void)fuse_reply_err(req, EIO);
 	}
 	fi->direct_io = 1;
+	fi->noflush = 1; /* open_files::replyOpen() */
 	fi->fh = s.nextFh++;
 	s.sysfsOpens[fi->fh] = { n, std::move(v) };
 	fuse_reply_open(req, fi);

@@ -14,6 +14,10 @@ bool replyOpen(fuse_req_t req, fuse_file_info *fi, uint64_t fh)
 	fi->fh = fh;
 	fi->direct_io = 1;
 	fi->nonseekable = 1;
+	/* nothing to flush: a close need not ask us (FOPEN_NOFLUSH), so no
+	 * close waits for our answer, not even one ibemud itself waits on (a
+	 * seccomp ADDFD that replaces such a file in a program) */
+	fi->noflush = 1;
 	return fuse_reply_open(req, fi) != -ENOENT;
 }
 

@@ -19,6 +19,7 @@
 #include "emu/umad_abi.h"
 #include "emu/umad_file.h"
 #include "emu/umad_port.h"
+#include "emu/user_access.h"
 #include "emu/uverbs_file.h"
 #include "emu/verbs_device.h"
 #include "emu/work_queue.h"
@@ -435,10 +436,10 @@ void SeccompDevices::Impl::serve(Listener &l, Notification &n)
 	}
 	File *f = fileOf(copy);
 	if (!f) { /* the program's own file at a number of the block */
-		if (socketCookie(copy))
-			close(copy);
-		else
-			deferredClose(copy); /* a FUSE file's close could wait for its server */
+		/* a FUSE file's close could wait for its server, a socket's
+		 * (the last, if the program closes its own meanwhile) for what
+		 * is queued in it */
+		deferredClose(copy);
 		n.proceed();
 		return;
 	}
@@ -521,8 +522,8 @@ SeccompDevices::Impl::File *SeccompDevices::Impl::fileOf(pid_t tid, int fd, int 
 	if (copy < 0)
 		return nullptr;
 	File *f = fileOf(copy);
-	if (!f && !socketCookie(copy)) {
-		deferredClose(copy); /* a FUSE file's close could wait for its server */
+	if (!f) {
+		deferredClose(copy); /* not ours: its close could wait (serve()) */
 		return nullptr;
 	}
 	if (f && copyOut)
@@ -541,6 +542,10 @@ std::unique_ptr<SeccompDevices::Impl::File> SeccompDevices::Impl::newFile(Kind k
 	f->kind = kind;
 	f->num = num;
 	f->key = socketCookie(sv[0]);
+	/* the program can write to its end past the filter (io_uring, or
+	 * another process it hands it to): no descriptors, whose release
+	 * would be ours */
+	emu::refuseDescriptors(sv[1]);
 	f->peer = std::make_unique<boost::asio::posix::stream_descriptor>(io, sv[1]);
 	clock_gettime(CLOCK_REALTIME, &f->born);
 	programEnd = sv[0];
@@ -589,9 +594,14 @@ void SeccompDevices::Impl::watchPeer(uint64_t key)
 					      * bytes: the program wrote to its end
 					      * past the filter, which we drop */
 					     char buf[4096];
-					     ssize_t got = recv(f->second->peer->native_handle(), buf, sizeof buf,
-								MSG_DONTWAIT);
-					     if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
+					     std::vector<int> fds;
+					     bool cut;
+					     ssize_t got = emu::receiveWithDescriptors(
+						     f->second->peer->native_handle(), buf, sizeof buf, MSG_DONTWAIT,
+						     fds, cut);
+					     for (int fd : fds)
+						     deferredClose(fd);
+					     if (got == 0 || cut || (got < 0 && errno != EAGAIN && errno != EINTR))
 						     return release(key);
 					     watchPeer(key);
 				     });
@@ -694,11 +704,8 @@ void SeccompDevices::Impl::serveWaiting(File &f)
 		/* the caller's end again, to take the readability byte back
 		 * when this call empties the file */
 		int copy = copyDescriptor(w.n.tid(), w.n.fdArg(0));
-		if (uint64_t cookie = copy >= 0 ? socketCookie(copy) : 0; copy >= 0 && cookie != f.key) {
-			if (cookie)
-				close(copy);
-			else
-				deferredClose(copy); /* not a socket: maybe a FUSE file */
+		if (copy >= 0 && socketCookie(copy) != f.key) {
+			deferredClose(copy); /* not ours: its close could wait (serve()) */
 			copy = -1;
 		}
 		current = { &w.n, l == listeners.end() ? 0 : l->second->base, &f, copy };

@@ -4,6 +4,7 @@
 #include "cuse_dev/seccomp_filter.h"
 
 #include "cuse_dev/deferred_close.h"
+#include "emu/user_access.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -157,28 +158,13 @@ int handOver(int sock, int listener, int base, std::string &err)
 int receiveHandOver(int sock, int &listener, int &base)
 {
 	int32_t b = 0;
-	iovec iov{ &b, sizeof b };
-	alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
-	msghdr msg{};
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = control;
-	msg.msg_controllen = sizeof control;
-	ssize_t n = recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	std::vector<int> fds;
+	bool cut;
+	/* room for all a message can carry: the kernel releases the rest here */
+	ssize_t n = emu::receiveWithDescriptors(sock, &b, sizeof b, MSG_DONTWAIT, fds, cut);
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
-	std::vector<int> fds;
-	for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (size_t i = 0; i < k; i++) {
-				int fd;
-				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-				fds.push_back(fd);
-			}
-		}
-	bool whole = n == ssize_t(sizeof b) && fds.size() == 1 && !(msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC));
-	if (!whole) {
+	if (n != ssize_t(sizeof b) || fds.size() != 1 || cut) {
 		for (int fd : fds)
 			deferredClose(fd);
 		return n == 0 ? -ECONNRESET : -EINVAL;

@@ -31,7 +31,7 @@ size_t queued(int fd, unsigned long request)
 
 } /* namespace */
 
-int CompChannel::adopt(boost::asio::io_context &io, int sendFd, int recvFd, int recvNum,
+int CompChannel::adopt(boost::asio::io_context &io, UserAccess &ua, int sendFd, int recvFd, int recvNum,
 		       std::unique_ptr<CompChannel> &out)
 {
 	/* sockets first: fstat() is safe on them, not on any descriptor */
@@ -39,7 +39,13 @@ int CompChannel::adopt(boost::asio::io_context &io, int sendFd, int recvFd, int 
 	if (!descriptorIs(sendFd, FdKind::UnixStream) || !descriptorIs(recvFd, FdKind::UnixStream) ||
 	    fstat(recvFd, &st) != 0)
 		return -EINVAL;
-	if (queued(sendFd, SIOCOUTQ) || queued(recvFd, SIOCINQ))
+	/* The program may write into its end: nothing it sends reaches ours
+	 * from now on (EPIPE), descriptors least of all. What it sent before
+	 * must not be there either: our last close would release it, and a
+	 * descriptor among it can make that wait (emu/user_access.h). */
+	shutdown(sendFd, SHUT_RD);
+	refuseDescriptors(sendFd);
+	if (queued(sendFd, SIOCOUTQ) || queued(recvFd, SIOCINQ) || queued(sendFd, SIOCINQ))
 		return -EINVAL;
 	/* one probe event across proves the pairing, and measures what an
 	 * unread event counts in the sender's queue */
@@ -51,21 +57,22 @@ int CompChannel::adopt(boost::asio::io_context &io, int sendFd, int recvFd, int 
 	ssize_t n = recv(recvFd, &got, sizeof got, MSG_DONTWAIT);
 	if (n != ssize_t(sizeof got) || got != probe || skb == 0)
 		return -EINVAL;
-	/* the program may write into its end: nothing it sends stays with us */
-	shutdown(sendFd, SHUT_RD);
-	out.reset(new CompChannel(io, sendFd, recvNum, st.st_ino, st.st_dev, skb));
+	out.reset(new CompChannel(io, ua, sendFd, recvNum, st.st_ino, st.st_dev, skb));
 	return 0;
 }
 
-CompChannel::CompChannel(boost::asio::io_context &io, int sendFd, int recvNum, uint64_t ino, uint64_t dev,
-			 size_t skbSize)
-	: send_(sendFd), recvNum_(recvNum), ino_(ino), dev_(dev), skbSize_(skbSize), room_(io)
+CompChannel::CompChannel(boost::asio::io_context &io, UserAccess &ua, int sendFd, int recvNum, uint64_t ino,
+			 uint64_t dev, size_t skbSize)
+	: ua_(ua), send_(sendFd), recvNum_(recvNum), ino_(ino), dev_(dev), skbSize_(skbSize), room_(io)
 {}
 
 CompChannel::~CompChannel()
 {
 	alive_.end();
-	close(send_); /* room_ closes its own copy */
+	/* both copies of the program's socket: the last close is not ours to wait for */
+	if (room_.is_open())
+		ua_.discardDescriptor(room_.release());
+	ua_.discardDescriptor(send_);
 }
 
 bool CompChannel::peerGone() const

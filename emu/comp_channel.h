@@ -30,15 +30,17 @@
 namespace ibemu::emu {
 
 struct Cq;
+class UserAccess;
 
 class CompChannel {
 public:
 	/* Checks that sendFd and recvFd (the device's copies of a spare the
 	 * program holds as recvNum) are the two ends of one connected AF_UNIX
-	 * stream pair with nothing queued, and makes a channel of them. It
-	 * keeps sendFd on success (and only then); recvFd stays the caller's.
+	 * stream pair with nothing queued either way, and makes a channel of
+	 * them. It keeps sendFd on success (and only then), and closes it in
+	 * the end with ua.discardDescriptor(); recvFd stays the caller's.
 	 * 0 or -EINVAL. */
-	static int adopt(boost::asio::io_context &io, int sendFd, int recvFd, int recvNum,
+	static int adopt(boost::asio::io_context &io, UserAccess &ua, int sendFd, int recvFd, int recvNum,
 			 std::unique_ptr<CompChannel> &out);
 	~CompChannel();
 	CompChannel(const CompChannel &) = delete;
@@ -66,9 +68,11 @@ public:
 	void forget(Cq &cq, int recvFd);
 
 private:
-	CompChannel(boost::asio::io_context &io, int sendFd, int recvNum, uint64_t ino, uint64_t dev, size_t skbSize);
+	CompChannel(boost::asio::io_context &io, UserAccess &ua, int sendFd, int recvNum, uint64_t ino, uint64_t dev,
+		    size_t skbSize);
 	bool sendOne(Cq &cq); /* false: no room; closed_ set if nobody reads */
 	void flush(); /* pending_ into the socket, as far as it takes them */
+	UserAccess &ua_;
 	int send_;
 	int recvNum_;
 	uint64_t ino_, dev_;

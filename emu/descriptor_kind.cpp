@@ -5,10 +5,15 @@
 // unknown descriptor could reach a FUSE server instead.
 #include "emu/user_access.h"
 
+#include <cstring>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/socket.h>
 #include <sys/vfs.h>
+
+#ifndef SO_PASSRIGHTS
+#define SO_PASSRIGHTS 83 /* Linux 6.16, include/uapi/asm-generic/socket.h */
+#endif
 
 namespace ibemu::emu {
 
@@ -26,6 +31,38 @@ bool descriptorIs(int fd, FdKind kind)
 	 * could lose its pages under our mapping (a SIGBUS), so tmpfs only */
 	struct statfs fs;
 	return fcntl(fd, F_GET_SEALS) >= 0 && fstatfs(fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+}
+
+void refuseDescriptors(int fd)
+{
+	int off = 0;
+	setsockopt(fd, SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof off); /* ENOPROTOOPT before 6.16 */
+}
+
+ssize_t receiveWithDescriptors(int sock, void *buf, size_t len, int flags, std::vector<int> &fds, bool &truncated)
+{
+	alignas(cmsghdr) char control[CMSG_SPACE(kMaxFdsPerMessage * sizeof(int))];
+	iovec iov{ buf, len };
+	msghdr msg{};
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = control;
+	msg.msg_controllen = sizeof control;
+	ssize_t n = recvmsg(sock, &msg, flags | MSG_CMSG_CLOEXEC);
+	truncated = n >= 0 && (msg.msg_flags & MSG_CTRUNC);
+	if (n < 0)
+		return n;
+	for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t k = 0; k < count; k++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof fd);
+			fds.push_back(fd);
+		}
+	}
+	return n;
 }
 
 } /* namespace ibemu::emu */

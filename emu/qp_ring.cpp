@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstring>
 #include <sys/socket.h>
+#include <vector>
 
 namespace ibemu::emu {
 
@@ -48,6 +49,7 @@ int QpRing::adopt(boost::asio::io_context &io, UserAccess &ua, const RingMemory 
 	if (int ret = ring->mem_.attach(mem, ibemu_qp_ring_bytes(g.sqEntries, g.sqStride, g.rqEntries, g.rqStride)))
 		return ret;
 	boost::system::error_code ec;
+	refuseDescriptors(doorbellFd);
 	ring->doorbell_.assign(doorbellFd, ec);
 	if (ec)
 		return -EINVAL;
@@ -83,7 +85,7 @@ void QpRing::wait()
 				     if (ec || alive.expired())
 					     return;
 				     drainDoorbell();
-				     if (peerGone_) /* the program closed its end: no more rings */
+				     if (peerGone_) /* the program closed its end (or broke it): no more rings */
 					     return;
 				     wait();
 				     if (rung_)
@@ -93,38 +95,30 @@ void QpRing::wait()
 
 /* The bytes carry nothing: read what is there, a bounded amount per turn
  * (what is left wakes us again). A program can pass descriptors along with
- * them; those are closed where that cannot stall us. */
+ * them (before it handed the socket over: adopt() makes it refuse them
+ * where the kernel can); those are taken, every one (the kernel would
+ * release what does not fit right here, and that can wait as long as
+ * their sender likes), and closed where that cannot stall us. A message
+ * cut all the same (we are out of descriptors) ends the doorbell. */
 void QpRing::drainDoorbell()
 {
 	for (int i = 0; i < 16; i++) {
 		char buf[512];
-		alignas(cmsghdr) char control[CMSG_SPACE(64 * sizeof(int))];
-		iovec iov{ buf, sizeof buf };
-		msghdr msg{};
-		msg.msg_iov = &iov;
-		msg.msg_iovlen = 1;
-		msg.msg_control = control;
-		msg.msg_controllen = sizeof control;
-		ssize_t n = recvmsg(doorbell_.native_handle(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		std::vector<int> fds;
+		bool truncated;
+		ssize_t n = receiveWithDescriptors(doorbell_.native_handle(), buf, sizeof buf, MSG_DONTWAIT, fds,
+						   truncated);
 		if (n < 0)
 			return;
-		for (cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-				continue;
-			size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (size_t k = 0; k < count; k++) {
-				int fd;
-				memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof fd);
-				ua_.discardDescriptor(fd);
-			}
-		}
-		if (n == 0) {
+		for (int fd : fds)
+			ua_.discardDescriptor(fd);
+		if (n == 0 || truncated) {
 			peerGone_ = true;
 			return;
 		}
 		/* a short read without descriptors emptied the socket: one system
 		 * call (each costs tens of microseconds in a TCG guest) */
-		if (n < ssize_t(sizeof buf) && msg.msg_controllen == 0)
+		if (n < ssize_t(sizeof buf) && fds.empty())
 			return;
 	}
 }

@@ -73,7 +73,7 @@ public:
 private:
 	QpRing(boost::asio::io_context &io, UserAccess &ua, const Geometry &g, const Qp &caps);
 	void wait();
-	void drainDoorbell(); /* peerGone_ once the program closed its end */
+	void drainDoorbell(); /* peerGone_ once the program closed its end (or broke the doorbell) */
 	/* the next slot of one queue into copy (stride bytes), if there is one */
 	Take copyNext(size_t producerAt, uint32_t &taken, size_t held, uint32_t max, uint32_t entries, uint32_t stride,
 		      size_t base, uint8_t *copy);

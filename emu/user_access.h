@@ -10,21 +10,45 @@
 #include <cstddef>
 #include <cstdint>
 #include <sys/types.h>
+#include <vector>
 
 namespace ibemu::emu {
 
 class UverbsFile;
 
 /* What a descriptor taken from a program must be. Only these are ever
- * kept or closed on the daemon's thread: their checks and their close()
- * never call into a filesystem, which a FUSE file (even ibemud's own
- * sysfs) could make wait for ever. */
+ * kept or looked into on the daemon's thread: their checks never call
+ * into a filesystem, which a FUSE file (even ibemud's own sysfs) could
+ * make wait for ever. A memfd's close() is safe there too; a socket's is
+ * not: the last close of a unix socket releases the descriptors queued
+ * in it, and those can be anything (a TCP socket with SO_LINGER that
+ * waits as long as its owner chose, a CUSE file whose release waits for
+ * its server), so every socket from a program is closed with
+ * UserAccess::discardDescriptor(). */
 enum class FdKind {
 	UnixStream, /* a connected AF_UNIX stream socket */
 	Memfd, /* a memfd (tmpfs, not hugetlbfs) */
 };
 /* Is fd of that kind? Safe on any descriptor: no filesystem calls. */
 bool descriptorIs(int fd, FdKind kind);
+
+/* Makes the unix socket fd refuse descriptors sent to it from now on
+ * (SO_PASSRIGHTS off: the sender's sendmsg() fails with EPERM), where the
+ * kernel has that option (6.16); a no-op before. */
+void refuseDescriptors(int fd);
+
+/* The most descriptors one message can carry (the kernel's SCM_MAX_FD). */
+constexpr size_t kMaxFdsPerMessage = 253;
+
+/* recvmsg(sock, flags | MSG_CMSG_CLOEXEC) of up to len bytes, with room
+ * for every descriptor a message can carry: the kernel releases those
+ * that do not fit (or that find no free number) itself, inside recvmsg,
+ * in the receiver's thread, and such a release can wait for as long as
+ * the sender chose. The descriptors received are appended to fds (the
+ * caller's to close, with discardDescriptor); truncated is set when the
+ * kernel still cut something (MSG_CTRUNC: we are out of descriptors):
+ * the caller treats that as a protocol error. recvmsg's result. */
+ssize_t receiveWithDescriptors(int sock, void *buf, size_t len, int flags, std::vector<int> &fds, bool &truncated);
 
 /* What ib_umem_get needs to know about the registering process. */
 struct ProcessCreds {
@@ -65,10 +89,11 @@ public:
 	 * or -EBADF (no such descriptor), -EINVAL (another kind: the copy is
 	 * closed where that cannot stall the daemon), -ESRCH. */
 	virtual int takeDescriptor(pid_t tid, int fd, FdKind kind) = 0;
-	/* Closes a descriptor the daemon holds for a program but will not look
-	 * into (one that came over a socket the program writes to, or such a
-	 * socket with whatever it still holds) where that cannot stall the
-	 * daemon: closing a FUSE file waits for its server. */
+	/* Closes a descriptor that came from a program (one that came over a
+	 * socket the program writes to, or any socket the program made, with
+	 * whatever it still holds) where that cannot stall the daemon:
+	 * closing a FUSE file waits for its server, a unix socket's last close
+	 * releases what is queued in it. */
 	virtual void discardDescriptor(int fd) = 0;
 
 	/* The address space tid's process has now, as a handle (>= 0) that

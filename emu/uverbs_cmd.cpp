@@ -151,14 +151,14 @@ int UverbsFile::takeSpares(pid_t tid, const ibemu_spare *spares, uint32_t n)
 			return snd;
 		int rcv = ua_.takeDescriptor(tid, spares[i].recv_fd, FdKind::UnixStream);
 		if (rcv < 0) {
-			close(snd);
+			ua_.discardDescriptor(snd);
 			return rcv;
 		}
 		std::unique_ptr<CompChannel> ch;
-		int ret = CompChannel::adopt(dev_.io(), snd, rcv, spares[i].recv_fd, ch);
-		close(rcv);
+		int ret = CompChannel::adopt(dev_.io(), ua_, snd, rcv, spares[i].recv_fd, ch);
+		ua_.discardDescriptor(rcv);
 		if (ret) {
-			close(snd);
+			ua_.discardDescriptor(snd);
 			return ret;
 		}
 		taken.push_back(std::move(ch));
@@ -194,7 +194,7 @@ CompChannel *UverbsFile::channelOf(pid_t tid, int fd)
 	for (auto &ch : channels_)
 		if (ch->handedOut && ch->number() == fd && ch->isOurs(copy))
 			found = ch.get();
-	close(copy);
+	ua_.discardDescriptor(copy);
 	return found;
 }
 

@@ -35,10 +35,10 @@ int UverbsFile::createCompChannel(Request &r)
 		if (num < 0)
 			return num;
 		std::unique_ptr<CompChannel> ch;
-		int ret = CompChannel::adopt(dev_.io(), sendFd, recvFd, num, ch);
-		close(recvFd);
+		int ret = CompChannel::adopt(dev_.io(), ua_, sendFd, recvFd, num, ch);
+		ua_.discardDescriptor(recvFd);
 		if (ret) {
-			close(sendFd);
+			ua_.discardDescriptor(sendFd);
 			return ret;
 		}
 		ib_uverbs_create_comp_channel_resp resp{ static_cast<uint32_t>(num) };
@@ -56,7 +56,7 @@ int UverbsFile::createCompChannel(Request &r)
 		int copy = ua_.takeDescriptor(r.tid, ch->number(), FdKind::UnixStream);
 		bool held = copy >= 0 && ch->isOurs(copy);
 		if (copy >= 0)
-			close(copy);
+			ua_.discardDescriptor(copy);
 		if (!held)
 			continue;
 		ib_uverbs_create_comp_channel_resp resp{ static_cast<uint32_t>(ch->number()) };
@@ -147,7 +147,7 @@ int UverbsFile::destroyCq(Request &r)
 		int copy = ua_.takeDescriptor(r.tid, cq->channel->number(), FdKind::UnixStream);
 		cq->channel->forget(*cq, copy >= 0 && cq->channel->isOurs(copy) ? copy : -1);
 		if (copy >= 0)
-			close(copy);
+			ua_.discardDescriptor(copy);
 	}
 	ib_uverbs_destroy_cq_resp resp{ cq->compEventsReported, cq->asyncEventsReported };
 	destroy(*cq, false);

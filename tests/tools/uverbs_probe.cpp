@@ -17,6 +17,7 @@
 // against ibemu and against the real kernel's rdma_rxe and compares.
 #include "emu/ibemu_user_verbs.h"
 #include "emu/uverbs_abi.h"
+#include "tests/tools/uverbs_write.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -48,16 +49,7 @@ void check(const char *name, int got, int want)
 /* one legacy command; returns 0 or errno */
 template <typename Req> int cmd(int fd, uint32_t command, Req req, void *resp = nullptr, size_t respLen = 0)
 {
-	std::vector<uint8_t> b(8 + sizeof req);
-	ib_uverbs_cmd_hdr h{ command, static_cast<uint16_t>(b.size() / 4), static_cast<uint16_t>(respLen / 4) };
-	memcpy(b.data(), &h, 8);
-	memcpy(b.data() + 8, &req, sizeof req);
-	if (resp) {
-		uint64_t p = reinterpret_cast<uint64_t>(resp);
-		memcpy(b.data() + 8, &p, 8);
-	}
-	ssize_t n = write(fd, b.data(), b.size());
-	return n == ssize_t(b.size()) ? 0 : errno;
+	return ibemu::test::uverbsCmd(fd, command, req, resp, respLen);
 }
 
 int openCtx(const char *dev)

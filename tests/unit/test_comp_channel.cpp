@@ -9,6 +9,7 @@
 // are real socket pairs and its rings real memfds, which
 // FakeAccess::takeDescriptor dup()s.
 #include "tests/unit/verbs_helpers.h"
+#include "tests/tools/send_fds.h"
 
 #include "emu/ibemu_user_verbs.h"
 
@@ -163,6 +164,11 @@ TEST_CASE("completion channels: spares that are not a connected pair are refused
 	uint64_t junk = 1;
 	REQUIRE(send(a.fd[1], &junk, sizeof junk, 0) == sizeof junk);
 	CHECK(providerContext(c, { a.abi() }) == -EINVAL); /* something already queued */
+	/* the other way: the program's end sent into the one the device
+	 * keeps, a descriptor with it, which our last close would release */
+	Spare loaded;
+	REQUIRE(sendFds(loaded.fd[0], { STDIN_FILENO }) == 0);
+	CHECK(providerContext(c, { loaded.abi() }) == -EINVAL);
 	/* a refused GET_CONTEXT leaves no context: a good one still works */
 	CHECK(providerContext(c, { good.abi() }) == 0);
 

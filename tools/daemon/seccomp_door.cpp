@@ -3,6 +3,7 @@
 // The seccomp transport's door (tools/daemon/seccomp_door.h).
 #include "tools/daemon/seccomp_door.h"
 
+#include "cuse_dev/deferred_close.h"
 #include "cuse_dev/seccomp_filter.h"
 
 #include <spdlog/spdlog.h>
@@ -43,11 +44,8 @@ void SeccompDoor::accept()
 	acceptor_->async_accept([this](const boost::system::error_code &ec, stream_protocol::socket s) {
 		if (ec == boost::asio::error::operation_aborted || !acceptor_)
 			return;
-		if (!ec) {
-			if (pending_ < kMaxPending)
-				await(std::make_shared<stream_protocol::socket>(std::move(s)));
-			/* else it closes: exec says the daemon did not answer */
-		}
+		if (!ec)
+			await(std::make_shared<stream_protocol::socket>(std::move(s)));
 		accept();
 	});
 }
@@ -57,28 +55,40 @@ void SeccompDoor::take(int sock)
 	await(std::make_shared<stream_protocol::socket>(io_, stream_protocol(), sock));
 }
 
-void SeccompDoor::await(std::shared_ptr<stream_protocol::socket> s)
+void SeccompDoor::await(Socket s)
 {
-	pending_++;
+	if (pending_.size() >= kMaxPending) /* the oldest goes: exec says the daemon did not answer */
+		drop(pending_.front());
+	pending_.push_back(s);
+	watch(s);
+}
+
+void SeccompDoor::watch(Socket s)
+{
 	s->async_wait(stream_protocol::socket::wait_read, [this, s](const boost::system::error_code &ec) {
-		if (ec) {
-			pending_--;
+		if (ec) /* dropped */
 			return;
-		}
 		int listener, base;
 		int rc = cuse_dev::seccomp::receiveHandOver(s->native_handle(), listener, base);
-		if (rc == -EAGAIN) {
-			pending_--;
-			return await(s);
-		}
-		pending_--;
+		if (rc == -EAGAIN)
+			return watch(s);
 		if (rc == 0) {
 			rc = devices_.adopt(listener, base);
 			if (rc)
 				spdlog::warn("seccomp: refused a listener ({})", strerror(-rc));
 			cuse_dev::seccomp::answerHandOver(s->native_handle(), -rc);
 		}
+		drop(s);
 	});
+}
+
+void SeccompDoor::drop(const Socket &s)
+{
+	Socket keep = s; /* s may be the list's own */
+	pending_.remove(keep);
+	boost::system::error_code ec;
+	if (keep->is_open())
+		cuse_dev::deferredClose(keep->release(ec));
 }
 
 void SeccompDoor::close()

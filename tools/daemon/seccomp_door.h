@@ -12,6 +12,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 
+#include <list>
 #include <memory>
 #include <string>
 
@@ -30,16 +31,23 @@ public:
 	void close();
 
 private:
-	/* at most this many hand-overs wait for their message */
+	/* At most this many hand-overs wait for their message; a new one
+	 * past that ends the oldest, so that connections that never say
+	 * anything cannot keep an honest exec out (its message comes at once). */
 	static constexpr unsigned kMaxPending = 16;
+	using Socket = std::shared_ptr<boost::asio::local::stream_protocol::socket>;
 	void accept();
-	void await(std::shared_ptr<boost::asio::local::stream_protocol::socket> s);
+	void await(Socket s); /* admitted, then watched */
+	void watch(Socket s);
+	/* s is done: closed on the helper thread, since what its client still
+	 * queued in it (descriptors too) goes with its last close */
+	void drop(const Socket &s);
 
 	boost::asio::io_context &io_;
 	cuse_dev::SeccompDevices &devices_;
 	std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor_;
 	std::string path_;
-	unsigned pending_ = 0;
+	std::list<Socket> pending_; /* oldest first */
 };
 
 } /* namespace ibemu::tools */
