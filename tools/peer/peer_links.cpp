@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -356,6 +357,27 @@ nlohmann::ordered_json PeerLinks::status() const
 		 { "peers", std::move(peers) } };
 }
 
+namespace {
+
+/* "root", or "uid 1234" for a user without a name */
+std::string userName(uid_t uid)
+{
+	struct passwd pw {}, *found = nullptr;
+	char buf[1024];
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found)
+		return found->pw_name;
+	return std::to_string(uid);
+}
+
+/* "nobody (uid 65534)" */
+std::string userText(uid_t uid)
+{
+	const std::string name = userName(uid);
+	return name == std::to_string(uid) ? "uid " + name : name + " (uid " + std::to_string(uid) + ")";
+}
+
+} /* namespace */
+
 bool readSubnetKey(const std::string &path, std::vector<uint8_t> &key, std::string &err)
 {
 	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -364,7 +386,21 @@ bool readSubnetKey(const std::string &path, std::vector<uint8_t> &key, std::stri
 		return false;
 	}
 	struct stat st {};
-	fstat(fd, &st);
+	if (fstat(fd, &st) != 0) {
+		err = path + ": " + strerror(errno);
+		close(fd);
+		return false;
+	}
+	/* as ssh with its keys: whoever owns the file may change the key */
+	const uid_t me = geteuid();
+	if (st.st_uid != me && st.st_uid != 0) {
+		close(fd);
+		const std::string user = userName(me);
+		err = path + ": owned by " + userText(st.st_uid) + ", who could change the key: " +
+		      (me ? user + " (this daemon's user) or root" : user) + " must own it (chown " + user + " " +
+		      path + ")";
+		return false;
+	}
 	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
 		close(fd);
 		err = path + ": others than its owner may read it (chmod 600 it; the key admits hosts to the subnet)";

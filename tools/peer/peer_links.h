@@ -102,7 +102,8 @@ private:
 };
 
 /* Reads a subnet key file: its bytes (a trailing newline dropped), at
- * least 16. false with `err` when it cannot be read, is too short, or
+ * least 16. false with `err` when it cannot be read, is too short, is
+ * owned by another user than this process's effective one or root, or
  * others than its owner may read it. */
 bool readSubnetKey(const std::string &path, std::vector<uint8_t> &key, std::string &err);
 
