@@ -49,6 +49,13 @@ bool splitAddr(const std::string &addr, std::string &host, std::string &port)
 	return !port.empty();
 }
 
+/* "192.0.2.1:7700", "[2001:db8::1]:7700" */
+std::string endpointText(const tcp::endpoint &ep)
+{
+	const std::string a = ep.address().to_string();
+	return (ep.address().is_v6() ? "[" + a + "]" : a) + ":" + std::to_string(ep.port());
+}
+
 std::string canonicalSplit(const fabric::Subnet &subnet, const SubnetSplit &split)
 {
 	std::ostringstream s;
@@ -105,39 +112,36 @@ PeerLinks::~PeerLinks()
 
 bool PeerLinks::start(const std::string &listenAddr, std::string &err)
 {
-	/* by default every address of this host, on the file's port: the
-	 * addr= itself may be a name that resolves here to a loopback */
-	std::string addr = listenAddr.empty() ? split_.hosts[size_t(me_)].addr : listenAddr;
+	/* by default the addr= of this host in the file, its first address
+	 * when it is a name; every address only when asked (0.0.0.0, [::]) */
+	const bool fromFile = listenAddr.empty();
+	const std::string addr = fromFile ? split_.hosts[size_t(me_)].addr : listenAddr;
+	const std::string what = (fromFile ? "this host's addr= \"" : "--listen \"") + addr + "\"";
 	std::string host, port;
 	if (!splitAddr(addr, host, port)) {
-		err = "--listen \"" + addr + "\" is not ADDR:PORT";
+		err = what + " is not ADDR:PORT";
 		return false;
 	}
 	boost::system::error_code ec;
-	tcp::endpoint ep;
-	if (listenAddr.empty()) {
-		unsigned long num = strtoul(port.c_str(), nullptr, 10);
-		ep = tcp::endpoint(tcp::v6(), static_cast<uint16_t>(num));
-		acceptor_.open(ep.protocol(), ec);
-		if (!ec)
-			acceptor_.set_option(boost::asio::ip::v6_only(false), ec);
-		if (ec) { /* no IPv6 here */
-			ec.clear();
-			acceptor_.close(ec);
-			ep = tcp::endpoint(tcp::v4(), static_cast<uint16_t>(num));
-			acceptor_.open(ep.protocol(), ec);
-		}
-		addr = "*:" + port;
-	} else {
-		tcp::resolver resolver(io_);
-		auto found = resolver.resolve(host, port, boost::asio::ip::resolver_base::numeric_service, ec);
-		if (ec || found.empty()) {
-			err = "--listen: cannot resolve \"" + addr + "\": " + ec.message();
-			return false;
-		}
-		ep = found.begin()->endpoint();
-		acceptor_.open(ep.protocol(), ec);
+	tcp::resolver resolver(io_);
+	auto found = resolver.resolve(host, port, boost::asio::ip::resolver_base::numeric_service, ec);
+	if (ec || found.empty()) {
+		err = what + ": cannot resolve it: " + ec.message();
+		return false;
 	}
+	const tcp::endpoint ep = found.begin()->endpoint();
+	boost::system::error_code notNumeric;
+	boost::asio::ip::make_address(host, notNumeric);
+	if (fromFile && notNumeric && ep.address().is_loopback()) { /* a name in /etc/hosts, say */
+		err = what + " resolves here to " + ep.address().to_string() +
+		      ", a loopback address no other host reaches: put this host's address in the file, or give "
+		      "--listen ADDR:PORT (0.0.0.0:PORT for every address)";
+		return false;
+	}
+	listening_ = endpointText(ep);
+	acceptor_.open(ep.protocol(), ec);
+	if (!ec && ep.address().is_v6() && ep.address().is_unspecified())
+		acceptor_.set_option(boost::asio::ip::v6_only(false), ec);
 	if (!ec)
 		acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
 	if (!ec)
@@ -145,13 +149,15 @@ bool PeerLinks::start(const std::string &listenAddr, std::string &err)
 	if (!ec)
 		acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
 	if (ec) {
-		err = "cannot listen on " + addr + ": " + ec.message();
+		err = "cannot listen on " + listening_ + " (" + what + "): " + ec.message();
+		if (fromFile && ec == boost::system::errc::address_not_available)
+			err += " (not an address of this host: behind NAT, give --listen ADDR:PORT)";
 		return false;
 	}
 	size_t cables = 0;
 	for (const auto &p : peers_)
 		cables += p ? p->cables.size() : 0;
-	spdlog::info("peers: host \"{}\", listening on {}; {} cables to {} hosts", split_.hosts[size_t(me_)].name, addr,
+	spdlog::info("peers: host \"{}\", listening on {}; {} cables to {} hosts", split_.hosts[size_t(me_)].name, listening_,
 		     cables, std::count_if(peers_.begin(), peers_.end(), [](const auto &p) { return !!p; }));
 	listen();
 	for (const auto &p : peers_)
@@ -353,6 +359,7 @@ nlohmann::ordered_json PeerLinks::status() const
 		peers.push_back(std::move(j));
 	}
 	return { { "host", split_.hosts[size_t(me_)].name },
+		 { "listen", listening_ },
 		 { "refused_handshakes", refusedHandshakes_ },
 		 { "peers", std::move(peers) } };
 }
