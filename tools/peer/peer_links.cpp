@@ -8,6 +8,8 @@
 // tools/peer/peer_traffic.cpp.
 #include "tools/peer/peer_conn.h"
 
+#include "tools/peer/handshake_slots.h"
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <spdlog/spdlog.h>
@@ -29,8 +31,9 @@ using fabric::Port;
 namespace {
 
 constexpr auto kLastRedial = std::chrono::seconds(2);
-/* connections still in their handshake, at most: more are closed at once */
-constexpr size_t kMaxHandshakes = 32;
+/* connections we accepted that are still in their handshake, at most,
+ * in all and from one address: a new one displaces one of them */
+constexpr HandshakeLimits kHandshakeLimits{ 32, 4 };
 /* a refused handshake is logged at most this often (the rest are counted) */
 constexpr auto kRefusedLogInterval = std::chrono::seconds(1);
 /* after an accept() error (no descriptors left, say), wait this long */
@@ -47,6 +50,16 @@ bool splitAddr(const std::string &addr, std::string &host, std::string &port)
 	if (host.size() > 2 && host.front() == '[' && host.back() == ']')
 		host = host.substr(1, host.size() - 2);
 	return !port.empty();
+}
+
+/* An address as the source of connections: IPv4 also when it comes
+ * IPv4-mapped, through a socket listening on IPv6 */
+std::string sourceOf(const tcp::endpoint &ep)
+{
+	auto a = ep.address();
+	if (a.is_v6() && a.to_v6().is_v4_mapped())
+		a = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, a.to_v6());
+	return a.to_string();
 }
 
 /* "192.0.2.1:7700", "[2001:db8::1]:7700" */
@@ -219,19 +232,42 @@ void PeerLinks::listen()
 			});
 			return;
 		}
-		if (handshakes_.size() >= kMaxHandshakes) {
-			boost::system::error_code ignored;
-			auto ep = s.remote_endpoint(ignored);
-			s.close(ignored);
-			refused(ep.address().to_string() + ": " + std::to_string(kMaxHandshakes) +
-				" handshakes already under way");
-		} else {
-			auto c = std::make_shared<Conn>(*this, std::move(s), nullptr);
-			handshakes_.push_back(c);
-			c->begin();
-		}
+		boost::system::error_code gone;
+		const tcp::endpoint from = s.remote_endpoint(gone);
+		if (!gone) /* else reset before we saw it */
+			admit(std::move(s), sourceOf(from));
 		listen();
 	});
+}
+
+/* A connection accepted from `source` takes its place in the handshake
+ * table, displacing one that waits there if the table or the source's
+ * share of it is full (tools/peer/handshake_slots.h) */
+void PeerLinks::admit(tcp::socket s, std::string source)
+{
+	std::vector<HandshakeSlot> slots;
+	std::vector<Conn *> accepted;
+	for (const auto &c : handshakes_)
+		if (!c->dialer) {
+			slots.push_back({ c->source, c->state == Conn::State::Auth });
+			accepted.push_back(c.get());
+		}
+	const size_t victim = handshakeToDisplace(slots, source, kHandshakeLimits);
+	if (victim != kNoDisplacement) {
+		const auto fromSource = std::count_if(slots.begin(), slots.end(),
+						      [&](const HandshakeSlot &h) { return h.source == source; });
+		accepted[victim]->close(size_t(fromSource) >= kHandshakeLimits.perSource
+						? "displaced by a newer connection from " + source + " (" +
+							  std::to_string(kHandshakeLimits.perSource) +
+							  " handshakes from one address at most)"
+						: "displaced by a newer connection (" +
+							  std::to_string(kHandshakeLimits.total) +
+							  " handshakes at most)",
+					true);
+	}
+	auto c = std::make_shared<Conn>(*this, std::move(s), nullptr, std::move(source));
+	handshakes_.push_back(c);
+	c->begin();
 }
 
 /* Peers live as long as this object, which stop() outlives: the handlers

@@ -73,6 +73,7 @@ private:
 
 	Peer *ownerOf(const fabric::Node &n);
 	void listen();
+	void admit(boost::asio::ip::tcp::socket s, std::string source);
 	void refused(const std::string &what);
 	void forEachCable(Peer &peer, const std::function<void(fabric::Port &local, fabric::Port &far)> &fn);
 	void dial(Peer &peer);
@@ -96,7 +97,7 @@ private:
 	boost::asio::steady_timer acceptRetry_;
 	std::vector<std::unique_ptr<Peer>> peers_; /* by host index; null for me and hosts with no cable to me */
 	std::string listening_; /* ADDR:PORT */
-	std::vector<std::shared_ptr<Conn>> handshakes_; /* connections not yet attached to a peer */
+	std::vector<std::shared_ptr<Conn>> handshakes_; /* connections not yet attached to a peer, oldest first */
 	uint64_t refusedHandshakes_ = 0;
 	uint64_t unloggedRefusals_ = 0;
 	std::chrono::steady_clock::time_point lastRefusedLog_{};
