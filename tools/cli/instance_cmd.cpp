@@ -299,9 +299,10 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 	upCmd->add_option("--host", u->host,
 			  "With a topology of several hosts: which host= this instance is (default: the host name)");
 	upCmd->add_option("--subnet-key", u->subnetKey,
-			  "With a topology of several hosts: a file (mode 600) with the key its hosts share");
+			  "With a topology of several hosts: a file (yours or root's, mode 600) with the key its hosts share");
 	upCmd->add_option("--listen", u->listen,
-			  "With a topology of several hosts: ADDR:PORT to listen on instead of the file's addr=");
+			  "With a topology of several hosts: ADDR:PORT to listen on instead of the file's addr= "
+			  "(0.0.0.0:PORT or [::]:PORT: every address)");
 	upCmd->add_flag("--keep-logs", u->keepLogs, "Keep the run directory and its logs if up fails");
 	upCmd->add_flag("--json", u->json, "Print what is exposed as JSON");
 	upCmd->add_option("--scenario", u->scenario, "A scenario file (TOML) of fault events to play once up");

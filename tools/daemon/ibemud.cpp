@@ -59,9 +59,10 @@ int main(int argc, char **argv)
 	app.add_option("--host", opts.host,
 		       "With a topology of several hosts: which host= this daemon is (default: the host name)");
 	app.add_option("--subnet-key", opts.subnetKey,
-		       "With a topology of several hosts: a file (mode 600) with the key its hosts share");
+		       "With a topology of several hosts: a file (yours or root's, mode 600) with the key its hosts share");
 	app.add_option("--listen", opts.listen,
-		       "With a topology of several hosts: ADDR:PORT to listen on instead of the file's addr=");
+		       "With a topology of several hosts: ADDR:PORT to listen on instead of the file's addr= "
+		       "(0.0.0.0:PORT or [::]:PORT: every address)");
 	app.add_flag("--sm", opts.sm, "Run OpenSM in the instance (cache, temp files and log in the run directory)");
 	app.add_option("--scenario", opts.scenario, "A scenario file (TOML) of fault events to play once ready");
 	app.add_option("--seed", opts.seed, "With --scenario: the seed of its random choices, instead of the file's");

@@ -10,7 +10,9 @@
 //   Auth   the first sealed message must be AUTH under the right key
 //   Up     attached to its Peer: the cables may train; ENDs and PACKETs
 //   Closed the socket is gone; if it was Up, the Peer's cables went down
-// A handshake has 5 s. Anything that fails authentication closes the
+// A handshake has 5 s, and a connection we accepted 1 s of it for its
+// hello (the first thing a peer sends; strangers wait in a bounded table,
+// tools/peer/handshake_slots.h). Anything that fails authentication closes the
 // connection; a sealed message whose content makes no sense (a port we do
 // not share, bytes that are not a MAD packet) is counted and dropped
 // (tools/peer/peer_traffic.cpp).
@@ -32,6 +34,8 @@ using boost::asio::ip::tcp;
 namespace {
 
 constexpr auto kHandshakeTime = std::chrono::seconds(5);
+/* for the hello of a connection we accepted */
+constexpr auto kHelloTime = std::chrono::seconds(1);
 
 /* A dead peer is noticed within seconds even when nothing is sent:
  * keepalives, and a limit on unacknowledged data */
@@ -59,12 +63,28 @@ void PeerLinks::Conn::begin()
 	mine.nonce = peerNonce();
 	appendMessage(pending, encodeHello(mine));
 	schedule();
-	deadline.expires_after(kHandshakeTime);
-	deadline.async_wait([self = shared_from_this()](const boost::system::error_code &e) {
-		if (!e && self->state != State::Up)
-			self->close("no handshake within 5 s", true);
-	});
+	began = std::chrono::steady_clock::now();
+	deadline.expires_at(began + (dialer ? kHandshakeTime : kHelloTime));
+	waitDeadline();
 	read();
+}
+
+/* A hello that came in while the io thread was busy is still read in
+ * time: the epoll reactor queues a turn's socket handlers before its
+ * expired timers */
+void PeerLinks::Conn::waitDeadline()
+{
+	deadline.async_wait([self = shared_from_this()](const boost::system::error_code &e) {
+		if (e || self->state == State::Up || self->state == State::Closed)
+			return;
+		if (self->state == State::Hello && !self->dialer)
+			return self->close("no hello within 1 s", true);
+		if (std::chrono::steady_clock::now() < self->began + kHandshakeTime) {
+			self->deadline.expires_at(self->began + kHandshakeTime);
+			return self->waitDeadline();
+		}
+		self->close("no handshake within 5 s", true);
+	});
 }
 
 void PeerLinks::Conn::read()

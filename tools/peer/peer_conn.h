@@ -56,8 +56,10 @@ struct PeerLinks::Peer {
 struct PeerLinks::Conn : std::enable_shared_from_this<PeerLinks::Conn> {
 	enum class State { Hello, Auth, Up, Closed };
 
-	Conn(PeerLinks &l, boost::asio::ip::tcp::socket s, Peer *p)
-		: links(l), sock(std::move(s)), peer(p), deadline(l.io_)
+	/* source: the address a connection we accepted came from (its
+	 * share of the handshake table) */
+	Conn(PeerLinks &l, boost::asio::ip::tcp::socket s, Peer *p, std::string from = {})
+		: links(l), sock(std::move(s)), peer(p), deadline(l.io_), source(std::move(from))
 	{
 		dialer = p != nullptr;
 	}
@@ -70,6 +72,8 @@ struct PeerLinks::Conn : std::enable_shared_from_this<PeerLinks::Conn> {
 	PeerHello mine, theirs;
 	PeerSealer tx, rx;
 	boost::asio::steady_timer deadline;
+	std::chrono::steady_clock::time_point began;
+	std::string source;
 	std::vector<uint8_t> in;
 	size_t inUsed = 0;
 	std::vector<uint8_t> pending, writing;
@@ -83,6 +87,7 @@ struct PeerLinks::Conn : std::enable_shared_from_this<PeerLinks::Conn> {
 	size_t assemblingBytes = 0;
 
 	void begin();
+	void waitDeadline();
 	void read();
 	void process();
 	void message(std::span<const uint8_t> body);

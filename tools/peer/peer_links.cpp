@@ -8,11 +8,14 @@
 // tools/peer/peer_traffic.cpp.
 #include "tools/peer/peer_conn.h"
 
+#include "tools/peer/handshake_slots.h"
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <spdlog/spdlog.h>
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,8 +31,9 @@ using fabric::Port;
 namespace {
 
 constexpr auto kLastRedial = std::chrono::seconds(2);
-/* connections still in their handshake, at most: more are closed at once */
-constexpr size_t kMaxHandshakes = 32;
+/* connections we accepted that are still in their handshake, at most,
+ * in all and from one address: a new one displaces one of them */
+constexpr HandshakeLimits kHandshakeLimits{ 32, 4 };
 /* a refused handshake is logged at most this often (the rest are counted) */
 constexpr auto kRefusedLogInterval = std::chrono::seconds(1);
 /* after an accept() error (no descriptors left, say), wait this long */
@@ -46,6 +50,23 @@ bool splitAddr(const std::string &addr, std::string &host, std::string &port)
 	if (host.size() > 2 && host.front() == '[' && host.back() == ']')
 		host = host.substr(1, host.size() - 2);
 	return !port.empty();
+}
+
+/* An address as the source of connections: IPv4 also when it comes
+ * IPv4-mapped, through a socket listening on IPv6 */
+std::string sourceOf(const tcp::endpoint &ep)
+{
+	auto a = ep.address();
+	if (a.is_v6() && a.to_v6().is_v4_mapped())
+		a = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, a.to_v6());
+	return a.to_string();
+}
+
+/* "192.0.2.1:7700", "[2001:db8::1]:7700" */
+std::string endpointText(const tcp::endpoint &ep)
+{
+	const std::string a = ep.address().to_string();
+	return (ep.address().is_v6() ? "[" + a + "]" : a) + ":" + std::to_string(ep.port());
 }
 
 std::string canonicalSplit(const fabric::Subnet &subnet, const SubnetSplit &split)
@@ -104,39 +125,36 @@ PeerLinks::~PeerLinks()
 
 bool PeerLinks::start(const std::string &listenAddr, std::string &err)
 {
-	/* by default every address of this host, on the file's port: the
-	 * addr= itself may be a name that resolves here to a loopback */
-	std::string addr = listenAddr.empty() ? split_.hosts[size_t(me_)].addr : listenAddr;
+	/* by default the addr= of this host in the file, its first address
+	 * when it is a name; every address only when asked (0.0.0.0, [::]) */
+	const bool fromFile = listenAddr.empty();
+	const std::string addr = fromFile ? split_.hosts[size_t(me_)].addr : listenAddr;
+	const std::string what = (fromFile ? "this host's addr= \"" : "--listen \"") + addr + "\"";
 	std::string host, port;
 	if (!splitAddr(addr, host, port)) {
-		err = "--listen \"" + addr + "\" is not ADDR:PORT";
+		err = what + " is not ADDR:PORT";
 		return false;
 	}
 	boost::system::error_code ec;
-	tcp::endpoint ep;
-	if (listenAddr.empty()) {
-		unsigned long num = strtoul(port.c_str(), nullptr, 10);
-		ep = tcp::endpoint(tcp::v6(), static_cast<uint16_t>(num));
-		acceptor_.open(ep.protocol(), ec);
-		if (!ec)
-			acceptor_.set_option(boost::asio::ip::v6_only(false), ec);
-		if (ec) { /* no IPv6 here */
-			ec.clear();
-			acceptor_.close(ec);
-			ep = tcp::endpoint(tcp::v4(), static_cast<uint16_t>(num));
-			acceptor_.open(ep.protocol(), ec);
-		}
-		addr = "*:" + port;
-	} else {
-		tcp::resolver resolver(io_);
-		auto found = resolver.resolve(host, port, boost::asio::ip::resolver_base::numeric_service, ec);
-		if (ec || found.empty()) {
-			err = "--listen: cannot resolve \"" + addr + "\": " + ec.message();
-			return false;
-		}
-		ep = found.begin()->endpoint();
-		acceptor_.open(ep.protocol(), ec);
+	tcp::resolver resolver(io_);
+	auto found = resolver.resolve(host, port, boost::asio::ip::resolver_base::numeric_service, ec);
+	if (ec || found.empty()) {
+		err = what + ": cannot resolve it: " + ec.message();
+		return false;
 	}
+	const tcp::endpoint ep = found.begin()->endpoint();
+	boost::system::error_code notNumeric;
+	boost::asio::ip::make_address(host, notNumeric);
+	if (fromFile && notNumeric && ep.address().is_loopback()) { /* a name in /etc/hosts, say */
+		err = what + " resolves here to " + ep.address().to_string() +
+		      ", a loopback address no other host reaches: put this host's address in the file, or give "
+		      "--listen ADDR:PORT (0.0.0.0:PORT for every address)";
+		return false;
+	}
+	listening_ = endpointText(ep);
+	acceptor_.open(ep.protocol(), ec);
+	if (!ec && ep.address().is_v6() && ep.address().is_unspecified())
+		acceptor_.set_option(boost::asio::ip::v6_only(false), ec);
 	if (!ec)
 		acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
 	if (!ec)
@@ -144,13 +162,15 @@ bool PeerLinks::start(const std::string &listenAddr, std::string &err)
 	if (!ec)
 		acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
 	if (ec) {
-		err = "cannot listen on " + addr + ": " + ec.message();
+		err = "cannot listen on " + listening_ + " (" + what + "): " + ec.message();
+		if (fromFile && ec == boost::system::errc::address_not_available)
+			err += " (not an address of this host: behind NAT, give --listen ADDR:PORT)";
 		return false;
 	}
 	size_t cables = 0;
 	for (const auto &p : peers_)
 		cables += p ? p->cables.size() : 0;
-	spdlog::info("peers: host \"{}\", listening on {}; {} cables to {} hosts", split_.hosts[size_t(me_)].name, addr,
+	spdlog::info("peers: host \"{}\", listening on {}; {} cables to {} hosts", split_.hosts[size_t(me_)].name, listening_,
 		     cables, std::count_if(peers_.begin(), peers_.end(), [](const auto &p) { return !!p; }));
 	listen();
 	for (const auto &p : peers_)
@@ -212,19 +232,42 @@ void PeerLinks::listen()
 			});
 			return;
 		}
-		if (handshakes_.size() >= kMaxHandshakes) {
-			boost::system::error_code ignored;
-			auto ep = s.remote_endpoint(ignored);
-			s.close(ignored);
-			refused(ep.address().to_string() + ": " + std::to_string(kMaxHandshakes) +
-				" handshakes already under way");
-		} else {
-			auto c = std::make_shared<Conn>(*this, std::move(s), nullptr);
-			handshakes_.push_back(c);
-			c->begin();
-		}
+		boost::system::error_code gone;
+		const tcp::endpoint from = s.remote_endpoint(gone);
+		if (!gone) /* else reset before we saw it */
+			admit(std::move(s), sourceOf(from));
 		listen();
 	});
+}
+
+/* A connection accepted from `source` takes its place in the handshake
+ * table, displacing one that waits there if the table or the source's
+ * share of it is full (tools/peer/handshake_slots.h) */
+void PeerLinks::admit(tcp::socket s, std::string source)
+{
+	std::vector<HandshakeSlot> slots;
+	std::vector<Conn *> accepted;
+	for (const auto &c : handshakes_)
+		if (!c->dialer) {
+			slots.push_back({ c->source, c->state == Conn::State::Auth });
+			accepted.push_back(c.get());
+		}
+	const size_t victim = handshakeToDisplace(slots, source, kHandshakeLimits);
+	if (victim != kNoDisplacement) {
+		const auto fromSource = std::count_if(slots.begin(), slots.end(),
+						      [&](const HandshakeSlot &h) { return h.source == source; });
+		accepted[victim]->close(size_t(fromSource) >= kHandshakeLimits.perSource
+						? "displaced by a newer connection from " + source + " (" +
+							  std::to_string(kHandshakeLimits.perSource) +
+							  " handshakes from one address at most)"
+						: "displaced by a newer connection (" +
+							  std::to_string(kHandshakeLimits.total) +
+							  " handshakes at most)",
+					true);
+	}
+	auto c = std::make_shared<Conn>(*this, std::move(s), nullptr, std::move(source));
+	handshakes_.push_back(c);
+	c->begin();
 }
 
 /* Peers live as long as this object, which stop() outlives: the handlers
@@ -352,9 +395,31 @@ nlohmann::ordered_json PeerLinks::status() const
 		peers.push_back(std::move(j));
 	}
 	return { { "host", split_.hosts[size_t(me_)].name },
+		 { "listen", listening_ },
 		 { "refused_handshakes", refusedHandshakes_ },
 		 { "peers", std::move(peers) } };
 }
+
+namespace {
+
+/* "root", or "uid 1234" for a user without a name */
+std::string userName(uid_t uid)
+{
+	struct passwd pw {}, *found = nullptr;
+	char buf[1024];
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found)
+		return found->pw_name;
+	return std::to_string(uid);
+}
+
+/* "nobody (uid 65534)" */
+std::string userText(uid_t uid)
+{
+	const std::string name = userName(uid);
+	return name == std::to_string(uid) ? "uid " + name : name + " (uid " + std::to_string(uid) + ")";
+}
+
+} /* namespace */
 
 bool readSubnetKey(const std::string &path, std::vector<uint8_t> &key, std::string &err)
 {
@@ -364,7 +429,21 @@ bool readSubnetKey(const std::string &path, std::vector<uint8_t> &key, std::stri
 		return false;
 	}
 	struct stat st {};
-	fstat(fd, &st);
+	if (fstat(fd, &st) != 0) {
+		err = path + ": " + strerror(errno);
+		close(fd);
+		return false;
+	}
+	/* as ssh with its keys: whoever owns the file may change the key */
+	const uid_t me = geteuid();
+	if (st.st_uid != me && st.st_uid != 0) {
+		close(fd);
+		const std::string user = userName(me);
+		err = path + ": owned by " + userText(st.st_uid) + ", who could change the key: " +
+		      (me ? user + " (this daemon's user) or root" : user) + " must own it (chown " + user + " " +
+		      path + ")";
+		return false;
+	}
 	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
 		close(fd);
 		err = path + ": others than its owner may read it (chmod 600 it; the key admits hosts to the subnet)";

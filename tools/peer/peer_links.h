@@ -46,9 +46,10 @@ public:
 	PeerLinks(const PeerLinks &) = delete;
 	PeerLinks &operator=(const PeerLinks &) = delete;
 
-	/* Listens on `listen` (ADDR:PORT; empty: every address of this
-	 * host, on the port of its addr= in the file) and dials the hosts it
-	 * should. false with `err` when it cannot listen. */
+	/* Listens on `listen` (ADDR:PORT; empty: this host's addr= in the
+	 * file, the first address of a name, which may not be a loopback
+	 * one) and dials the hosts it should. false with `err` when it
+	 * cannot listen. */
 	bool start(const std::string &listen, std::string &err);
 	/* Closes every connection (their cables go down) and stops listening. */
 	void stop();
@@ -56,7 +57,7 @@ public:
 	/* The digest both ends of a connection must agree on: the whole
 	 * subnet as built, and who owns what */
 	const PeerDigest &digest() const { return digest_; }
-	/* {"host", "refused_handshakes", "peers": [{"host", "addr", "state",
+	/* {"host", "listen", "refused_handshakes", "peers": [{"host", "addr", "state",
 	 * "cables", "cables_up", "packets_out", "packets_in", "bad_messages",
 	 * "packets_dropped", "connections", "last_error"}...]} */
 	nlohmann::ordered_json status() const;
@@ -72,6 +73,7 @@ private:
 
 	Peer *ownerOf(const fabric::Node &n);
 	void listen();
+	void admit(boost::asio::ip::tcp::socket s, std::string source);
 	void refused(const std::string &what);
 	void forEachCable(Peer &peer, const std::function<void(fabric::Port &local, fabric::Port &far)> &fn);
 	void dial(Peer &peer);
@@ -94,7 +96,8 @@ private:
 	boost::asio::ip::tcp::acceptor acceptor_;
 	boost::asio::steady_timer acceptRetry_;
 	std::vector<std::unique_ptr<Peer>> peers_; /* by host index; null for me and hosts with no cable to me */
-	std::vector<std::shared_ptr<Conn>> handshakes_; /* connections not yet attached to a peer */
+	std::string listening_; /* ADDR:PORT */
+	std::vector<std::shared_ptr<Conn>> handshakes_; /* connections not yet attached to a peer, oldest first */
 	uint64_t refusedHandshakes_ = 0;
 	uint64_t unloggedRefusals_ = 0;
 	std::chrono::steady_clock::time_point lastRefusedLog_{};
@@ -102,7 +105,8 @@ private:
 };
 
 /* Reads a subnet key file: its bytes (a trailing newline dropped), at
- * least 16. false with `err` when it cannot be read, is too short, or
+ * least 16. false with `err` when it cannot be read, is too short, is
+ * owned by another user than this process's effective one or root, or
  * others than its owner may read it. */
 bool readSubnetKey(const std::string &path, std::vector<uint8_t> &key, std::string &err);
 
