@@ -92,6 +92,34 @@ int judgeRange(pid_t pid, pid_t tid, uint64_t addr, uint64_t len, bool write)
 	return at >= end ? 0 : -EFAULT;
 }
 
+/* The same judgement through PROCMAP_QUERY, one mapping at a time: the
+ * cost follows the range, not the caller's number of mappings. -ENOTTY
+ * when the kernel cannot be asked. */
+int queryRange(pid_t pid, pid_t tid, uint64_t addr, uint64_t len, bool write)
+{
+	uint64_t at = addr & ~uint64_t(4095), end = addr + len;
+	for (bool first = true; at < end; first = false) {
+		Vma v;
+		int rc = queryMaps(pid, tid, at, v);
+		if (rc == -ENOENT) /* a hole */
+			return -EFAULT;
+		if (rc == -ENOTTY)
+			return rc;
+		if (rc < 0)
+			return first && rc == -ESRCH ? -ESRCH : -EFAULT;
+		if ((!v.read && !v.write) || (write && !v.write) || v.end <= at)
+			return -EFAULT;
+		at = v.end;
+	}
+	return 0;
+}
+
+int judge(pid_t pid, pid_t tid, uint64_t addr, uint64_t len, bool write)
+{
+	int rc = queryRange(pid, tid, addr, len, write);
+	return rc == -ENOTTY ? judgeRange(pid, tid, addr, len, write) : rc;
+}
+
 } /* namespace */
 
 /* The maps file stays open between registrations (proc_maps.h). A range
@@ -99,10 +127,10 @@ int judgeRange(pid_t pid, pid_t tid, uint64_t addr, uint64_t len, bool write)
  * file described an address space the process has left. */
 int ProcessAccess::pinnable(pid_t tid, pid_t pid, uint64_t addr, uint64_t len, bool write)
 {
-	int rc = judgeRange(pid, tid, addr, len, write);
+	int rc = judge(pid, tid, addr, len, write);
 	if (rc == -EFAULT) {
 		forgetMaps(pid);
-		rc = judgeRange(pid, tid, addr, len, write);
+		rc = judge(pid, tid, addr, len, write);
 	}
 	return rc;
 }
