@@ -43,6 +43,12 @@ int callerSyscall(pid_t tid, long &nr, uint64_t args[6], int looks = kFirstLooks
 /* The process (thread group) of thread `tid`, or -1 when it is gone. */
 pid_t tgidOf(pid_t tid);
 
+/* A number that names process tgid for as long as the system runs, unlike
+ * its ID, which is handed out again once it has ended: the inode of a pidfd
+ * on pidfs (6.9 and later), else its start time (clock ticks since boot,
+ * /proc/PID/stat) with its ID. 0 when it is gone. */
+uint64_t processIdentity(pid_t tgid);
+
 /* A pidfd for the process of thread `tid` (for pidfd_getfd()), or -1 with
  * errno set: on 6.9 and later one for the thread itself (PIDFD_THREAD);
  * before, pidfd_open() takes only a first thread (EINVAL, and ENOENT since

@@ -45,13 +45,17 @@ public:
 
 private:
 	void serve(uint64_t fh);
-	/* is descriptor fd of tid's process one of our rdma_cm files? */
-	bool isCmFile(pid_t tid, int fd) const;
+	/* is descriptor fd of tid's process one of our rdma_cm files? 0,
+	 * -ENOENT (no such descriptor) or -EINVAL (another file) */
+	int cmFile(pid_t tid, int fd);
 
 	boost::asio::io_context &io_;
 	emu::Host &host_;
 	OpenFiles<Open> opens_;
 	std::string node_;
+	/* the node's device and inode, once found */
+	dev_t nodeDev_ = 0;
+	ino_t nodeIno_ = 0;
 };
 
 } /* namespace ibemu::cuse_dev */

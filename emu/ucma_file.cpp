@@ -20,7 +20,7 @@ constexpr uint32_t kMaxOptionBytes = 4u << 20; /* KMALLOC_MAX_SIZE (x86-64): mem
 
 } /* namespace */
 
-UcmaFile::UcmaFile(Cma &cma, UserAccess &ua, pid_t opener) : cma_(cma), ua_(ua), opener_(opener)
+UcmaFile::UcmaFile(Cma &cma, UserAccess &ua, pid_t opener) : cma_(cma), ua_(ua), opener_(opener), openerId_(uint64_t(opener))
 {}
 
 /* ucma_close(): every ID of the file goes (a listener takes its unread
@@ -521,19 +521,25 @@ ssize_t UcmaFile::notify(Request &r)
 }
 
 /* ucma_migrate_id(): the ID moves from the file behind cmd.fd to this one,
- * with its queued events */
+ * with its queued events. As the kernel, the ID must be that file's, which
+ * the caller holds; a transport that cannot tell which rdma_cm file fd is
+ * (CUSE) has the ID's file opened by the process that opened this one, by
+ * an identity no later process can have. */
 ssize_t UcmaFile::migrateId(Request &r)
 {
 	auto cmd = r.cmd<rdma_ucm_migrate_id>();
 	if (r.outLen < sizeof(rdma_ucm_migrate_resp))
 		return -ENOSPC;
-	if (!isCmFile_ || !isCmFile_(r.tid, int(cmd.fd)))
-		return -EBADF;
+	const UcmaFile *held = nullptr;
+	if (!cmFileOf_)
+		return -EINVAL;
+	if (int rc = cmFileOf_(r.tid, int(cmd.fd), held))
+		return rc;
 	CmaId *id = cma_.find(cmd.id);
 	if (!id || !id->visible)
 		return -ENOENT;
 	auto *from = static_cast<UcmaFile *>(id->owner);
-	if (from->opener_ != opener_)
+	if (held ? from != held : from->openerId_ != openerId_)
 		return -EINVAL;
 	if (from != this) {
 		cma_.moveTo(*id, this, this);
