@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -160,6 +161,17 @@ int memlockFromProc(pid_t tid, uint64_t &soft)
 	return 0;
 }
 
+/* Is thread tid in the daemon's user namespace? A capability in another
+ * is not one capable() counts. */
+bool sameUserNamespace(pid_t tid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/ns/user", static_cast<int>(tid));
+	struct stat theirs, ours;
+	return stat(path, &theirs) == 0 && stat("/proc/self/ns/user", &ours) == 0 && theirs.st_ino == ours.st_ino &&
+	       theirs.st_dev == ours.st_dev;
+}
+
 } /* namespace */
 
 /* System calls, not /proc text: each file costs 50 to 90 us in the TCG
@@ -182,6 +194,8 @@ int ProcessAccess::credentials(pid_t tid, emu::ProcessCreds &out)
 	out.pid = tgid;
 	out.memlockSoft = soft;
 	out.capIpcLock = caps[CAP_IPC_LOCK / 32].effective & (1u << (CAP_IPC_LOCK % 32));
+	out.capNetBindService = (caps[CAP_NET_BIND_SERVICE / 32].effective & (1u << (CAP_NET_BIND_SERVICE % 32))) &&
+				sameUserNamespace(tid);
 	return 0;
 }
 

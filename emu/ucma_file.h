@@ -82,6 +82,7 @@ private:
 	/* the file's ID with this handle: 0, -ENOENT or -EINVAL (another file's) */
 	int get(uint32_t handle, CmaId *&out) const;
 	int respond(pid_t tid, uint64_t ptr, const void *resp, size_t len);
+	int mayUsePort(pid_t tid, const CmaId &id, const CmaAddr &a);
 	void destroyId(CmaId *id);
 	void leave(CmaMc *mc);
 
