@@ -850,6 +850,7 @@ void SeccompDevices::Impl::openDevice(const Notification &n, int base, NodeKind 
 			return (void)n.fail(ENXIO);
 		}
 		f->verbs = std::make_unique<emu::UverbsFile>(*hca->verbs, access, host.pinned());
+		f->verbs->setOwner(uid);
 		f->verbs->setWakeup([this, key] {
 			emu::queueWork(io, [this, key] {
 				auto c = files.find(key);

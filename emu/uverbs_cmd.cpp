@@ -41,7 +41,7 @@ void UverbsFile::commit(Reservation &res, std::unique_ptr<UObject> obj)
 {
 	obj->handle = res.handle();
 	obj->created = nextSeq_++;
-	dev_.counted(obj->type, +1);
+	dev_.counted(obj->type, +1, owner_);
 	idr_.commit(res, std::move(obj));
 }
 
@@ -229,8 +229,8 @@ int UverbsFile::queryPort(Request &r)
 
 int UverbsFile::allocPd(Request &r)
 {
-	if (dev_.full(UType::Pd))
-		return -ENOMEM;
+	if (int rc = dev_.room(UType::Pd, owner_))
+		return rc;
 	Reservation res = reserve();
 	ib_uverbs_alloc_pd_resp resp{ res.handle() };
 	if (int ret = respond(r, &resp, sizeof resp))
@@ -255,8 +255,8 @@ int UverbsFile::createAh(Request &r)
 	    (cmd.attr.sl > 15 || cmd.attr.dlid == 0 ||
 	     (cmd.attr.dlid >= 0xc000 && cmd.attr.dlid != 0xffff && !cmd.attr.is_global)))
 		ret = -EINVAL;
-	if (!ret && dev_.full(UType::Ah))
-		ret = -ENOMEM;
+	if (!ret)
+		ret = dev_.room(UType::Ah, owner_);
 	if (ret)
 		return ret;
 	ib_uverbs_create_ah_resp resp{ res.handle() };
@@ -302,8 +302,8 @@ int UverbsFile::regMr(Request &r)
 		return ret;
 	if (cmd.length == 0 || cmd.length > (uint64_t(1) << 40))
 		return -EINVAL;
-	if (dev_.full(UType::Mr))
-		return -ENOMEM;
+	if (int rc = dev_.room(UType::Mr, owner_))
+		return rc;
 	bool writable = cmd.access_flags &
 		(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_MW_BIND);
 	auto mr = std::make_unique<Mr>();

@@ -90,7 +90,7 @@ int UverbsFile::destroy(UObject &obj, bool force)
 		break;
 	}
 	}
-	dev_.counted(obj.type, -1);
+	dev_.counted(obj.type, -1, owner_);
 	/* ib_uverbs_release_uevent(): its unread events go with it */
 	std::erase_if(events_, [&](const Event &e) { return e.obj == &obj; });
 	idr_.remove(obj.handle);

@@ -70,6 +70,11 @@ public:
 		return rc;
 	}
 	ssize_t read(uint8_t *buf, size_t count);
+	/* the user who opened the file (the transport's, at open): its
+	 * objects count against that user's share of the device's limits
+	 * (VerbsDevice::room()); root's until set */
+	void setOwner(uid_t uid) { owner_ = uid; }
+	uid_t owner() const { return owner_; }
 	/* read() in two steps, for a transport that learns only afterwards
 	 * whether the event reached the caller: the head event, left queued;
 	 * then taking it off (only after a peek() that gave one). */
@@ -225,6 +230,7 @@ private:
 	/* the context's area, which rings in it keep too (ibemu_user_verbs.h) */
 	std::shared_ptr<const SharedMapping> area_;
 	std::map<pid_t, std::weak_ptr<const int>> mems_; /* by process */
+	uid_t owner_ = 0;
 	std::function<void()> wakeup_;
 };
 
