@@ -20,6 +20,44 @@
 
 namespace ibemu::cuse_dev {
 
+namespace {
+
+/* the cgroup2 mount point from our mountinfo ("- cgroup2" after the
+ * optional fields); empty when there is none */
+std::string cgroup2Root()
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return {};
+	char line[4096];
+	std::string root;
+	while (root.empty() && fgets(line, sizeof line, f)) {
+		char point[4096];
+		const char *dash = strstr(line, " - cgroup2 ");
+		if (dash && sscanf(line, "%*s %*s %*s %*s %4095s", point) == 1)
+			root = point;
+	}
+	fclose(f);
+	return root == "/" ? std::string() : root;
+}
+
+} /* namespace */
+
+emu::RdmaCgChain rdmaCgroupOf(pid_t pid, const std::string &dev)
+{
+	static const std::string root = cgroup2Root();
+	if (root.empty())
+		return {};
+	char path[64], text[4096];
+	snprintf(path, sizeof path, "/proc/%d/cgroup", static_cast<int>(pid));
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return {};
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	return emu::readRdmaChain(root, std::string_view(text, n), dev);
+}
+
 uint64_t processIdentity(pid_t tgid)
 {
 	constexpr long kPidfsMagic = 0x50494446; /* PID_FS_MAGIC */

@@ -851,6 +851,7 @@ void SeccompDevices::Impl::openDevice(const Notification &n, int base, NodeKind 
 		}
 		f->verbs = std::make_unique<emu::UverbsFile>(*hca->verbs, access, host.pinned());
 		f->verbs->setOwner(uid);
+		f->verbs->setRdmaCgroup(host.rdmaCgroups(), rdmaCgroupOf(tgid, hca->name));
 		f->verbs->setWakeup([this, key] {
 			emu::queueWork(io, [this, key] {
 				auto c = files.find(key);

@@ -58,7 +58,7 @@ int UverbsFile::createQp(Request &r)
 		return -EINVAL;
 	if (!srq && (cmd.max_recv_sge > lim.maxSge || cmd.max_recv_wr > lim.maxQpWr))
 		return -EINVAL;
-	if (int rc = dev_.room(UType::Qp, owner_))
+	if (int rc = room(UType::Qp))
 		return rc;
 
 	auto qp = std::make_unique<Qp>(dev_.io());

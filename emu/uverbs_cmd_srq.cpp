@@ -27,7 +27,7 @@ int UverbsFile::createSrq(Request &r)
 	if (cmd.max_wr == 0 || cmd.max_wr > lim.maxSrqWr || cmd.max_sge == 0 || cmd.max_sge > lim.maxSrqSge ||
 	    cmd.srq_limit > cmd.max_wr)
 		return -EINVAL;
-	if (int rc = dev_.room(UType::Srq, owner_))
+	if (int rc = room(UType::Srq))
 		return rc;
 	auto srq = std::make_unique<Srq>();
 	srq->file = this;
