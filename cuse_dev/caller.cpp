@@ -12,11 +12,83 @@
 #include <cstring>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 namespace ibemu::cuse_dev {
+
+namespace {
+
+/* the cgroup2 mount point from our mountinfo ("- cgroup2" after the
+ * optional fields); empty when there is none */
+std::string cgroup2Root()
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return {};
+	char line[4096];
+	std::string root;
+	while (root.empty() && fgets(line, sizeof line, f)) {
+		char point[4096];
+		const char *dash = strstr(line, " - cgroup2 ");
+		if (dash && sscanf(line, "%*s %*s %*s %*s %4095s", point) == 1)
+			root = point;
+	}
+	fclose(f);
+	return root == "/" ? std::string() : root;
+}
+
+} /* namespace */
+
+emu::RdmaCgChain rdmaCgroupOf(pid_t pid, const std::string &dev)
+{
+	static const std::string root = cgroup2Root();
+	if (root.empty())
+		return {};
+	char path[64], text[4096];
+	snprintf(path, sizeof path, "/proc/%d/cgroup", static_cast<int>(pid));
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return {};
+	size_t n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	return emu::readRdmaChain(root, std::string_view(text, n), dev);
+}
+
+uint64_t processIdentity(pid_t tgid)
+{
+	constexpr long kPidfsMagic = 0x50494446; /* PID_FS_MAGIC */
+	int pidfd = static_cast<int>(syscall(SYS_pidfd_open, tgid, 0));
+	if (pidfd >= 0) {
+		struct statfs fs;
+		struct stat st;
+		bool pidfs = fstatfs(pidfd, &fs) == 0 && fs.f_type == kPidfsMagic && fstat(pidfd, &st) == 0;
+		close(pidfd);
+		if (pidfs)
+			return uint64_t(st.st_ino);
+	} else if (errno == ESRCH) {
+		return 0;
+	}
+	char path[64], line[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(tgid));
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	size_t n = fread(line, 1, sizeof line - 1, f);
+	fclose(f);
+	line[n] = 0;
+	/* the fields after the name, which ends at the last ')': state is
+	 * the 3rd field, starttime the 22nd */
+	const char *p = strrchr(line, ')');
+	unsigned long long start = 0;
+	if (!p || sscanf(p + 1, " %*c" "%*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+			 &start) != 1)
+		return 0;
+	return (uint64_t(start) << 22) | uint64_t(tgid); /* pid_max is at most 2^22 */
+}
 
 pid_t tgidOf(pid_t tid)
 {

@@ -9,8 +9,11 @@
 // address space (the daemon runs as root).
 #pragma once
 
+#include "emu/rdma_cgroup.h"
+
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <sys/types.h>
 #include <vector>
 
@@ -42,6 +45,18 @@ int callerSyscall(pid_t tid, long &nr, uint64_t args[6], int looks = kFirstLooks
 
 /* The process (thread group) of thread `tid`, or -1 when it is gone. */
 pid_t tgidOf(pid_t tid);
+
+/* A number that names process tgid for as long as the system runs, unlike
+ * its ID, which is handed out again once it has ended: the inode of a pidfd
+ * on pidfs (6.9 and later), else its start time (clock ticks since boot,
+ * /proc/PID/stat) with its ID. 0 when it is gone. */
+uint64_t processIdentity(pid_t tgid);
+
+/* The rdma cgroups of process pid with a limit for ib device dev
+ * (emu/rdma_cgroup.h): its path in /proc/PID/cgroup, the rdma.max files
+ * along it under the cgroup2 mount (found once). Empty without cgroup v2,
+ * its rdma controller, or a limit. */
+emu::RdmaCgChain rdmaCgroupOf(pid_t pid, const std::string &dev);
 
 /* A pidfd for the process of thread `tid` (for pidfd_getfd()), or -1 with
  * errno set: on 6.9 and later one for the thread itself (PIDFD_THREAD);

@@ -19,11 +19,18 @@
 // a process that has ended stays open until then, and holds the kernel's
 // small record of the address space (not its memory). The table is state
 // of cuse_dev/, used under the state lock like the rest.
+//
+// Since Linux 6.11 a kept file also answers PROCMAP_QUERY, "which mapping
+// covers this address", in time logarithmic in the number of mappings:
+// queryMaps(). A registration then costs one query per mapping its range
+// spans, whatever else the caller has mapped; before 6.11 (the ioctl says
+// ENOTTY) the text is read from its start, as long as the range needs.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace ibemu::cuse_dev {
 
@@ -34,6 +41,22 @@ constexpr size_t kKeptMaps = 32;
  * ended). Bytes read (0 at the end) or -errno. A read at offset 0 that
  * finds the address space gone opens the file again and reads once more. */
 ssize_t readMaps(pid_t pid, pid_t tid, char *buf, size_t len, off_t off);
+
+struct Vma {
+	uint64_t start = 0, end = 0;
+	bool read = false, write = false;
+};
+
+/* PROCMAP_QUERY on the kept maps of pid: the mapping that covers addr.
+ * 0, -ENOENT when none covers it, -ENOTTY when the kernel has no such
+ * query (or setMapsQuery(false)), -ESRCH when there is no address space.
+ * Like readMaps(), a query that finds the address space gone opens the file
+ * again and asks once more. */
+int queryMaps(pid_t pid, pid_t tid, uint64_t addr, Vma &out);
+
+/* false: queryMaps() says -ENOTTY, as on a kernel before 6.11 (for tests of
+ * the reader that is its fallback) */
+void setMapsQuery(bool on);
 
 /* Closes the file kept for pid, if any. */
 void forgetMaps(pid_t pid);

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -92,6 +93,34 @@ int judgeRange(pid_t pid, pid_t tid, uint64_t addr, uint64_t len, bool write)
 	return at >= end ? 0 : -EFAULT;
 }
 
+/* The same judgement through PROCMAP_QUERY, one mapping at a time: the
+ * cost follows the range, not the caller's number of mappings. -ENOTTY
+ * when the kernel cannot be asked. */
+int queryRange(pid_t pid, pid_t tid, uint64_t addr, uint64_t len, bool write)
+{
+	uint64_t at = addr & ~uint64_t(4095), end = addr + len;
+	for (bool first = true; at < end; first = false) {
+		Vma v;
+		int rc = queryMaps(pid, tid, at, v);
+		if (rc == -ENOENT) /* a hole */
+			return -EFAULT;
+		if (rc == -ENOTTY)
+			return rc;
+		if (rc < 0)
+			return first && rc == -ESRCH ? -ESRCH : -EFAULT;
+		if ((!v.read && !v.write) || (write && !v.write) || v.end <= at)
+			return -EFAULT;
+		at = v.end;
+	}
+	return 0;
+}
+
+int judge(pid_t pid, pid_t tid, uint64_t addr, uint64_t len, bool write)
+{
+	int rc = queryRange(pid, tid, addr, len, write);
+	return rc == -ENOTTY ? judgeRange(pid, tid, addr, len, write) : rc;
+}
+
 } /* namespace */
 
 /* The maps file stays open between registrations (proc_maps.h). A range
@@ -99,10 +128,10 @@ int judgeRange(pid_t pid, pid_t tid, uint64_t addr, uint64_t len, bool write)
  * file described an address space the process has left. */
 int ProcessAccess::pinnable(pid_t tid, pid_t pid, uint64_t addr, uint64_t len, bool write)
 {
-	int rc = judgeRange(pid, tid, addr, len, write);
+	int rc = judge(pid, tid, addr, len, write);
 	if (rc == -EFAULT) {
 		forgetMaps(pid);
-		rc = judgeRange(pid, tid, addr, len, write);
+		rc = judge(pid, tid, addr, len, write);
 	}
 	return rc;
 }
@@ -132,6 +161,17 @@ int memlockFromProc(pid_t tid, uint64_t &soft)
 	return 0;
 }
 
+/* Is thread tid in the daemon's user namespace? A capability in another
+ * is not one capable() counts. */
+bool sameUserNamespace(pid_t tid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/ns/user", static_cast<int>(tid));
+	struct stat theirs, ours;
+	return stat(path, &theirs) == 0 && stat("/proc/self/ns/user", &ours) == 0 && theirs.st_ino == ours.st_ino &&
+	       theirs.st_dev == ours.st_dev;
+}
+
 } /* namespace */
 
 /* System calls, not /proc text: each file costs 50 to 90 us in the TCG
@@ -154,6 +194,8 @@ int ProcessAccess::credentials(pid_t tid, emu::ProcessCreds &out)
 	out.pid = tgid;
 	out.memlockSoft = soft;
 	out.capIpcLock = caps[CAP_IPC_LOCK / 32].effective & (1u << (CAP_IPC_LOCK % 32));
+	out.capNetBindService = (caps[CAP_NET_BIND_SERVICE / 32].effective & (1u << (CAP_NET_BIND_SERVICE % 32))) &&
+				sameUserNamespace(tid);
 	return 0;
 }
 

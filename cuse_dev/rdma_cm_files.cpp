@@ -4,6 +4,9 @@
 #define FUSE_USE_VERSION 35
 #include "cuse_dev/rdma_cm_files.h"
 
+#include "cuse_dev/caller.h"
+#include "cuse_dev/caller_ids.h"
+#include "cuse_dev/deferred_close.h"
 #include "emu/host.h"
 #include "emu/ucma_file.h"
 #include "emu/work_queue.h"
@@ -14,6 +17,7 @@
 #include <cstdio>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 namespace ibemu::cuse_dev {
@@ -47,10 +51,17 @@ void RdmaCmFiles::open(fuse_req_t req, fuse_file_info *fi)
 	auto o = opens_.create(req);
 	if (!o)
 		return (void)fuse_reply_err(req, EMFILE);
-	o->file = std::make_unique<emu::UcmaFile>(host_.cma(), host_.access(), open_files::callerProcess(req));
+	pid_t opener = open_files::callerProcess(req);
+	o->file = std::make_unique<emu::UcmaFile>(host_.cma(), host_.access(), opener);
+	/* the opener waits in open(): its ID is still its own */
+	if (uint64_t id = processIdentity(opener))
+		o->file->setOpenerIdentity(id);
 	uint64_t fh = opens_.nextFh();
 	o->file->setWakeup([this, fh] { emu::queueWork(io_, [this, fh] { serve(fh); }); });
-	o->file->setIsCmFile([this](pid_t tid, int fd) { return isCmFile(tid, fd); });
+	o->file->setCmFileOf([this](pid_t tid, int fd, const emu::UcmaFile *&file) {
+		file = nullptr; /* which of ours, a CUSE server cannot tell */
+		return cmFile(tid, fd);
+	});
 	if (!opens_.add(req, fi, std::move(o)))
 		release(nullptr, fi);
 }
@@ -111,44 +122,33 @@ void RdmaCmFiles::release(fuse_req_t req, fuse_file_info *fi)
 		fuse_reply_err(req, 0);
 }
 
-/* Compares the descriptor's filesystem and inode with those of our node,
- * from /proc/TID/fdinfo (its mount and inode) and /proc/TID/mountinfo (that
- * mount's device), which never ask the file's filesystem: a stat() of a
- * FUSE file could wait on a server that is this very thread. */
-bool RdmaCmFiles::isCmFile(pid_t tid, int fd) const
+/* Compares the device and inode of a copy of the descriptor
+ * (pidfd_getfd()) with those of our node: a constant cost, whatever the
+ * caller holds or has mounted. The attributes are the ones the kernel has
+ * (AT_STATX_DONT_SYNC: a FUSE file's server, which may be this very
+ * thread, is not asked), and the copy goes to the deferred-close thread, as
+ * every foreign descriptor: its close may be the last and may block. */
+int RdmaCmFiles::cmFile(pid_t tid, int fd)
 {
-	struct statx ours;
-	if (node_.empty() || statx(AT_FDCWD, node_.c_str(), 0, STATX_INO, &ours) != 0)
-		return false;
-	std::string proc = "/proc/" + std::to_string(tid);
-	unsigned long long mnt = ~0ull, ino = ~0ull;
-	char line[1024];
-	if (FILE *f = fopen((proc + "/fdinfo/" + std::to_string(fd)).c_str(), "re")) {
-		while (fgets(line, sizeof line, f)) {
-			sscanf(line, "mnt_id: %llu", &mnt);
-			sscanf(line, "ino: %llu", &ino);
-		}
-		fclose(f);
+	constexpr int kFlags = AT_STATX_DONT_SYNC;
+	struct statx st;
+	if (nodeIno_ == 0 && !node_.empty() && statx(AT_FDCWD, node_.c_str(), kFlags, STATX_INO, &st) == 0) {
+		nodeDev_ = makedev(st.stx_dev_major, st.stx_dev_minor);
+		nodeIno_ = st.stx_ino;
 	}
-	if (ino == ~0ull) { /* a kernel whose fdinfo has no inode: the path the link names */
-		char target[4096];
-		std::string link = proc + "/fd/" + std::to_string(fd);
-		ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
-		if (n <= 0 || std::string(target, size_t(n)) != node_)
-			return false;
-	} else if (ino != ours.stx_ino) {
-		return false;
-	}
-	bool same = false;
-	if (FILE *f = fopen((proc + "/mountinfo").c_str(), "re")) {
-		unsigned long long id;
-		unsigned maj, min;
-		while (!same && fgets(line, sizeof line, f))
-			same = sscanf(line, "%llu %*u %u:%u", &id, &maj, &min) == 3 && id == mnt &&
-				maj == ours.stx_dev_major && min == ours.stx_dev_minor;
-		fclose(f);
-	}
-	return same;
+	if (fd < 0)
+		return -ENOENT;
+	int pidfd = pidfdOf(tid);
+	if (pidfd < 0)
+		return -ENOENT;
+	int copy = copyOfCallerFd(tid, pidfd, fd);
+	close(pidfd);
+	if (copy < 0)
+		return -ENOENT;
+	bool ours = nodeIno_ != 0 && statx(copy, "", AT_EMPTY_PATH | kFlags, STATX_INO, &st) == 0 &&
+		    makedev(st.stx_dev_major, st.stx_dev_minor) == nodeDev_ && st.stx_ino == nodeIno_;
+	deferredClose(copy);
+	return ours ? 0 : -EINVAL;
 }
 
 void RdmaCmFiles::shutdown()

@@ -38,6 +38,10 @@ public:
 	void release(fuse_req_t req, fuse_file_info *fi);
 
 	void openers(std::map<pid_t, unsigned> &out) const;
+	/* is descriptor fd of tid's process one of our rdma_cm files (the
+	 * node's)? 0, -ENOENT (no such descriptor) or -EINVAL (another
+	 * file); MIGRATE_ID's check */
+	int cmFile(pid_t tid, int fd);
 	/* Answers every parked request and closes every file. */
 	void shutdown();
 
@@ -45,13 +49,14 @@ public:
 
 private:
 	void serve(uint64_t fh);
-	/* is descriptor fd of tid's process one of our rdma_cm files? */
-	bool isCmFile(pid_t tid, int fd) const;
 
 	boost::asio::io_context &io_;
 	emu::Host &host_;
 	OpenFiles<Open> opens_;
 	std::string node_;
+	/* the node's device and inode, once found */
+	dev_t nodeDev_ = 0;
+	ino_t nodeIno_ = 0;
 };
 
 } /* namespace ibemu::cuse_dev */

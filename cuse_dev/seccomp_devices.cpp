@@ -857,6 +857,8 @@ void SeccompDevices::Impl::openDevice(const Notification &n, int base, NodeKind 
 			return (void)n.fail(ENXIO);
 		}
 		f->verbs = std::make_unique<emu::UverbsFile>(*hca->verbs, access, host.pinned());
+		f->verbs->setOwner(uid);
+		f->verbs->setRdmaCgroup(host.rdmaCgroups(), rdmaCgroupOf(tgid, hca->name));
 		f->verbs->setWakeup([this, key] {
 			emu::queueWork(io, [this, key] {
 				auto c = files.find(key);
@@ -868,9 +870,15 @@ void SeccompDevices::Impl::openDevice(const Notification &n, int base, NodeKind 
 	case NodeKind::RdmaCm: /* ucma_open() */
 		f->ucma = std::make_unique<emu::UcmaFile>(host.cma(), access, tgid);
 		f->ucma->setWakeup(wake);
-		f->ucma->setIsCmFile([this](pid_t tid, int fd) {
-			File *cm = fileOf(tid, fd);
-			return cm && cm->kind == Kind::RdmaCm;
+		/* the very file behind fd, as the kernel's check */
+		f->ucma->setCmFileOf([this](pid_t tid, int fd, const emu::UcmaFile *&file) {
+			int copy = fd < 0 ? -1 : copyDescriptor(tid, fd);
+			if (copy < 0)
+				return -ENOENT;
+			File *cm = fileOf(copy);
+			file = cm && cm->kind == Kind::RdmaCm ? cm->ucma.get() : nullptr;
+			deferredClose(copy); /* whatever it is, its close may block */
+			return file ? 0 : -EINVAL;
 		});
 		break;
 	}

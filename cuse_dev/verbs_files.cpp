@@ -52,6 +52,11 @@ void VerbsFiles::open(fuse_req_t req, emu::VerbsDevice &dev, fuse_file_info *fi)
 	if (!o)
 		return (void)fuse_reply_err(req, EMFILE);
 	o->file = std::make_unique<emu::UverbsFile>(dev, host_.access(), host_.pinned());
+	o->file->setOwner(open_files::callerUid(req));
+	for (const auto &hca : host_.hcas())
+		if (hca->verbs.get() == &dev)
+			o->file->setRdmaCgroup(host_.rdmaCgroups(),
+					       rdmaCgroupOf(open_files::callerProcess(req), hca->name));
 	uint64_t fh = opens_.nextFh();
 	o->file->setWakeup([this, fh] { emu::queueWork(io_, [this, fh] { serveReads(fh); }); });
 	if (!opens_.add(req, fi, std::move(o))) /* the caller went away meanwhile */

@@ -14,6 +14,7 @@
 #include "emu/ib_cm.h"
 #include "emu/mad_port.h"
 #include "emu/pinned_vm.h"
+#include "emu/rdma_cgroup.h"
 #include "emu/sa_multicast.h"
 #include "emu/sa_query.h"
 #include "emu/umad_port.h"
@@ -70,6 +71,7 @@ public:
 	void setAccess(UserAccess *ua) { access_ = ua; }
 	UserAccess &access() const { return *access_; }
 	PinnedVm &pinned() { return pinned_; }
+	RdmaCgroups &rdmaCgroups() { return rdmaCgroups_; }
 	/* the RDMA CM (rdma_cm files use it) */
 	Cma &cma() { return *cma_; }
 	boost::asio::io_context &io() const { return io_; }
@@ -82,6 +84,7 @@ private:
 	fabric::Subnet &subnet_;
 	MadClients clients_;
 	PinnedVm pinned_;
+	RdmaCgroups rdmaCgroups_;
 	UserAccess *access_;
 	std::vector<std::unique_ptr<Hca>> hcas_;
 	IbCm ibCm_;

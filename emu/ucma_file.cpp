@@ -20,7 +20,7 @@ constexpr uint32_t kMaxOptionBytes = 4u << 20; /* KMALLOC_MAX_SIZE (x86-64): mem
 
 } /* namespace */
 
-UcmaFile::UcmaFile(Cma &cma, UserAccess &ua, pid_t opener) : cma_(cma), ua_(ua), opener_(opener)
+UcmaFile::UcmaFile(Cma &cma, UserAccess &ua, pid_t opener) : cma_(cma), ua_(ua), opener_(opener), openerId_(uint64_t(opener))
 {}
 
 /* ucma_close(): every ID of the file goes (a listener takes its unread
@@ -158,6 +158,21 @@ ssize_t UcmaFile::destroyIdCmd(Request &r)
 	return respond(r.tid, cmd.response, &resp, sizeof resp);
 }
 
+/* cma_use_port(): a port below 1024 (PROT_SOCK, whatever the namespace's
+ * ip_unprivileged_port_start) only with CAP_NET_BIND_SERVICE, as the
+ * kernel's capable() sees it. Asked of the caller at each such bind. */
+int UcmaFile::mayUsePort(pid_t tid, const CmaId &id, const CmaAddr &a)
+{
+	constexpr uint16_t kProtSock = 1024;
+	uint16_t port = a.port();
+	if (id.state != CmaState::Idle || port == 0 || port >= kProtSock)
+		return 0;
+	ProcessCreds creds;
+	if (ua_.credentials(tid, creds) != 0 || !creds.capNetBindService)
+		return -EACCES;
+	return 0;
+}
+
 ssize_t UcmaFile::bindIp(Request &r)
 {
 	auto cmd = r.cmd<rdma_ucm_bind_ip>();
@@ -166,6 +181,8 @@ ssize_t UcmaFile::bindIp(Request &r)
 		return -EINVAL;
 	CmaId *id;
 	if (int rc = get(cmd.id, id))
+		return rc;
+	if (int rc = mayUsePort(r.tid, *id, a))
 		return rc;
 	return cma_.bind(*id, a);
 }
@@ -178,6 +195,8 @@ ssize_t UcmaFile::bind(Request &r)
 		return -EINVAL;
 	CmaId *id;
 	if (int rc = get(cmd.id, id))
+		return rc;
+	if (int rc = mayUsePort(r.tid, *id, a))
 		return rc;
 	return cma_.bind(*id, a);
 }
@@ -194,6 +213,8 @@ ssize_t UcmaFile::resolveIp(Request &r)
 	CmaId *id;
 	if (int rc = get(cmd.id, id))
 		return rc;
+	if (int rc = srcGiven ? mayUsePort(r.tid, *id, src) : 0)
+		return rc;
 	return cma_.resolveAddr(*id, srcGiven ? &src : nullptr, dst, cmd.timeout_ms);
 }
 
@@ -206,6 +227,8 @@ ssize_t UcmaFile::resolveAddr(Request &r)
 		return -EINVAL;
 	CmaId *id;
 	if (int rc = get(cmd.id, id))
+		return rc;
+	if (int rc = cmd.src_size ? mayUsePort(r.tid, *id, src) : 0)
 		return rc;
 	return cma_.resolveAddr(*id, cmd.src_size ? &src : nullptr, dst, cmd.timeout_ms);
 }
@@ -521,19 +544,25 @@ ssize_t UcmaFile::notify(Request &r)
 }
 
 /* ucma_migrate_id(): the ID moves from the file behind cmd.fd to this one,
- * with its queued events */
+ * with its queued events. As the kernel, the ID must be that file's, which
+ * the caller holds; a transport that cannot tell which rdma_cm file fd is
+ * (CUSE) has the ID's file opened by the process that opened this one, by
+ * an identity no later process can have. */
 ssize_t UcmaFile::migrateId(Request &r)
 {
 	auto cmd = r.cmd<rdma_ucm_migrate_id>();
 	if (r.outLen < sizeof(rdma_ucm_migrate_resp))
 		return -ENOSPC;
-	if (!isCmFile_ || !isCmFile_(r.tid, int(cmd.fd)))
-		return -EBADF;
+	const UcmaFile *held = nullptr;
+	if (!cmFileOf_)
+		return -EINVAL;
+	if (int rc = cmFileOf_(r.tid, int(cmd.fd), held))
+		return rc;
 	CmaId *id = cma_.find(cmd.id);
 	if (!id || !id->visible)
 		return -ENOENT;
 	auto *from = static_cast<UcmaFile *>(id->owner);
-	if (from->opener_ != opener_)
+	if (held ? from != held : from->openerId_ != openerId_)
 		return -EINVAL;
 	if (from != this) {
 		cma_.moveTo(*id, this, this);

@@ -34,7 +34,7 @@ public:
 	/* multicast joins the file's IDs may hold together */
 	static constexpr size_t kMaxJoins = 4096;
 
-	/* opener: the process that opened the file (MIGRATE_ID checks it) */
+	/* opener: the process that opened the file */
 	UcmaFile(Cma &cma, UserAccess &ua, pid_t opener);
 	~UcmaFile();
 	UcmaFile(const UcmaFile &) = delete;
@@ -45,17 +45,22 @@ public:
 	/* called when an event is queued; must not call back synchronously */
 	void setWakeup(std::function<void()> fn) { wakeup_ = std::move(fn); }
 	pid_t opener() const { return opener_; }
+	/* a number naming the opener that is never another process's (its
+	 * ID is, once it has ended); the opener's ID until set */
+	void setOpenerIdentity(uint64_t id) { openerId_ = id; }
 
 	/* CmaSink */
 	void cmaEvent(CmaId &id, const rdma_ucm_event_resp &ev, CmaId *connReq) override;
 	void cmaMcEvent(CmaMc &mc, const rdma_ucm_event_resp &ev) override;
 
-	/* Is descriptor fd of tid's process an rdma_cm file? The transport's
-	 * answer for MIGRATE_ID, which then takes the ID from its file if that
-	 * file was opened by this file's process too (the kernel checks the
-	 * ID's file is the one behind fd; a transport cannot tell which of a
-	 * process's rdma_cm files that is). */
-	void setIsCmFile(std::function<bool(pid_t tid, int fd)> fn) { isCmFile_ = std::move(fn); }
+	/* The rdma_cm file behind descriptor fd of tid's process, for
+	 * MIGRATE_ID: 0 with `file` that file, or 0 with nullptr when the
+	 * transport knows only that fd is one of its rdma_cm files (CUSE);
+	 * -ENOENT when tid has no such descriptor, -EINVAL when it is not an
+	 * rdma_cm file (ucma_migrate_id()'s errnos). Must cost the same
+	 * whatever the caller holds, and never block. */
+	using CmFileOf = std::function<int(pid_t tid, int fd, const UcmaFile *&file)>;
+	void setCmFileOf(CmFileOf fn) { cmFileOf_ = std::move(fn); }
 
 private:
 	struct Request {
@@ -77,6 +82,7 @@ private:
 	/* the file's ID with this handle: 0, -ENOENT or -EINVAL (another file's) */
 	int get(uint32_t handle, CmaId *&out) const;
 	int respond(pid_t tid, uint64_t ptr, const void *resp, size_t len);
+	int mayUsePort(pid_t tid, const CmaId &id, const CmaAddr &a);
 	void destroyId(CmaId *id);
 	void leave(CmaMc *mc);
 
@@ -114,9 +120,10 @@ private:
 	Cma &cma_;
 	UserAccess &ua_;
 	pid_t opener_;
+	uint64_t openerId_;
 	std::deque<Event> events_;
 	std::function<void()> wakeup_;
-	std::function<bool(pid_t, int)> isCmFile_;
+	CmFileOf cmFileOf_;
 };
 
 } /* namespace ibemu::emu */

@@ -55,6 +55,9 @@ struct ProcessCreds {
 	pid_t pid = 0; /* thread group id: the mm that pins */
 	uint64_t memlockSoft = 0; /* soft RLIMIT_MEMLOCK in bytes (~0: unlimited) */
 	bool capIpcLock = false; /* CAP_IPC_LOCK in the effective set */
+	/* CAP_NET_BIND_SERVICE in the effective set, of a process in the
+	 * daemon's user namespace (the kernel's capable(): the initial one) */
+	bool capNetBindService = false;
 };
 
 class UserAccess {

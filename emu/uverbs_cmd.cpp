@@ -36,12 +36,21 @@ int UverbsFile::lookup(uint32_t handle, UType type, UObject *&out) const
 	return 0;
 }
 
+int UverbsFile::room(UType t) const
+{
+	if (int rc = dev_.room(t, owner_))
+		return rc;
+	return cg_ && !cg_->fits(cgChain_, false) ? -EAGAIN : 0;
+}
+
 /* uobj_alloc_commit(): the object takes its reserved handle */
 void UverbsFile::commit(Reservation &res, std::unique_ptr<UObject> obj)
 {
 	obj->handle = res.handle();
 	obj->created = nextSeq_++;
-	dev_.counted(obj->type, +1);
+	dev_.counted(obj->type, +1, owner_);
+	if (cg_)
+		cg_->charge(cgChain_, false);
 	idr_.commit(res, std::move(obj));
 }
 
@@ -106,6 +115,11 @@ int UverbsFile::getContext(Request &r)
 	if (int ret = respond(r, out, ours ? sizeof out : sizeof resp)) {
 		channels_.clear();
 		return ret;
+	}
+	/* ib_uverbs_get_context(): the rdma cgroup's hca_handle */
+	if (cg_ && cg_->tryCharge(cgChain_, true)) {
+		channels_.clear();
+		return -EAGAIN;
 	}
 	ibemuProvider_ = ours;
 	area_ = std::move(area);
@@ -229,8 +243,8 @@ int UverbsFile::queryPort(Request &r)
 
 int UverbsFile::allocPd(Request &r)
 {
-	if (dev_.full(UType::Pd))
-		return -ENOMEM;
+	if (int rc = room(UType::Pd))
+		return rc;
 	Reservation res = reserve();
 	ib_uverbs_alloc_pd_resp resp{ res.handle() };
 	if (int ret = respond(r, &resp, sizeof resp))
@@ -255,8 +269,8 @@ int UverbsFile::createAh(Request &r)
 	    (cmd.attr.sl > 15 || cmd.attr.dlid == 0 ||
 	     (cmd.attr.dlid >= 0xc000 && cmd.attr.dlid != 0xffff && !cmd.attr.is_global)))
 		ret = -EINVAL;
-	if (!ret && dev_.full(UType::Ah))
-		ret = -ENOMEM;
+	if (!ret)
+		ret = room(UType::Ah);
 	if (ret)
 		return ret;
 	ib_uverbs_create_ah_resp resp{ res.handle() };
@@ -302,8 +316,8 @@ int UverbsFile::regMr(Request &r)
 		return ret;
 	if (cmd.length == 0 || cmd.length > (uint64_t(1) << 40))
 		return -EINVAL;
-	if (dev_.full(UType::Mr))
-		return -ENOMEM;
+	if (int rc = room(UType::Mr))
+		return rc;
 	bool writable = cmd.access_flags &
 		(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_MW_BIND);
 	auto mr = std::make_unique<Mr>();

@@ -79,8 +79,8 @@ int UverbsFile::createCq(Request &r)
 	CompChannel *channel = nullptr; /* ib_uverbs_lookup_comp_file() */
 	if (cmd.comp_channel >= 0 && !(channel = channelOf(r.tid, cmd.comp_channel)))
 		return -EINVAL;
-	if (dev_.full(UType::Cq))
-		return -ENOMEM;
+	if (int rc = room(UType::Cq))
+		return rc;
 	/* ibemu's provider: the completions go to its ring (ibemu_user_verbs.h) */
 	std::unique_ptr<CqRing> ring;
 	ibemu_create_cq_req drv{ -1, 0 };

@@ -58,8 +58,8 @@ int UverbsFile::createQp(Request &r)
 		return -EINVAL;
 	if (!srq && (cmd.max_recv_sge > lim.maxSge || cmd.max_recv_wr > lim.maxQpWr))
 		return -EINVAL;
-	if (dev_.full(UType::Qp))
-		return -ENOMEM;
+	if (int rc = room(UType::Qp))
+		return rc;
 
 	auto qp = std::make_unique<Qp>(dev_.io());
 	qp->file = this;

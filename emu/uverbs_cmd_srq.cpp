@@ -27,8 +27,8 @@ int UverbsFile::createSrq(Request &r)
 	if (cmd.max_wr == 0 || cmd.max_wr > lim.maxSrqWr || cmd.max_sge == 0 || cmd.max_sge > lim.maxSrqSge ||
 	    cmd.srq_limit > cmd.max_wr)
 		return -EINVAL;
-	if (dev_.full(UType::Srq))
-		return -ENOMEM;
+	if (int rc = room(UType::Srq))
+		return rc;
 	auto srq = std::make_unique<Srq>();
 	srq->file = this;
 	srq->pd = pd;

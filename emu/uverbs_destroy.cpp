@@ -44,6 +44,8 @@ UverbsFile::~UverbsFile()
 					}
 		}
 	}
+	if (hasContext_ && cg_)
+		cg_->uncharge(cgChain_, true);
 	dev_.detach(this);
 }
 
@@ -90,7 +92,9 @@ int UverbsFile::destroy(UObject &obj, bool force)
 		break;
 	}
 	}
-	dev_.counted(obj.type, -1);
+	dev_.counted(obj.type, -1, owner_);
+	if (cg_)
+		cg_->uncharge(cgChain_, false);
 	/* ib_uverbs_release_uevent(): its unread events go with it */
 	std::erase_if(events_, [&](const Event &e) { return e.obj == &obj; });
 	idr_.remove(obj.handle);

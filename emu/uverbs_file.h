@@ -28,6 +28,7 @@
 #include "emu/comp_channel.h"
 #include "emu/ibemu_user_verbs.h"
 #include "emu/pinned_vm.h"
+#include "emu/rdma_cgroup.h"
 #include "emu/shared_mapping.h"
 #include "emu/user_access.h"
 #include "emu/uverbs_idr.h"
@@ -70,6 +71,19 @@ public:
 		return rc;
 	}
 	ssize_t read(uint8_t *buf, size_t count);
+	/* the user who opened the file (the transport's, at open): its
+	 * objects count against that user's share of the device's limits
+	 * (VerbsDevice::room()); root's until set */
+	void setOwner(uid_t uid) { owner_ = uid; }
+	uid_t owner() const { return owner_; }
+	/* the rdma cgroups of the file's opener for this device, read at open
+	 * (emu/rdma_cgroup.h): GET_CONTEXT charges a handle, each object an
+	 * object; past a limit EAGAIN */
+	void setRdmaCgroup(RdmaCgroups &cgroups, RdmaCgChain chain)
+	{
+		cg_ = &cgroups;
+		cgChain_ = std::move(chain);
+	}
 	/* read() in two steps, for a transport that learns only afterwards
 	 * whether the event reached the caller: the head event, left queued;
 	 * then taking it off (only after a peek() that gave one). */
@@ -225,6 +239,12 @@ private:
 	/* the context's area, which rings in it keep too (ibemu_user_verbs.h) */
 	std::shared_ptr<const SharedMapping> area_;
 	std::map<pid_t, std::weak_ptr<const int>> mems_; /* by process */
+	uid_t owner_ = 0;
+	RdmaCgroups *cg_ = nullptr;
+	RdmaCgChain cgChain_;
+	/* room for one more object of type t: the device's, the owner's
+	 * share, the cgroups' (0, -ENOMEM or -EAGAIN) */
+	int room(UType t) const;
 	std::function<void()> wakeup_;
 };
 

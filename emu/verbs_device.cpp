@@ -3,6 +3,8 @@
 // A local HCA's verbs attributes and device-wide tables.
 #include "emu/verbs_device.h"
 
+#include <algorithm>
+
 #include "fabric/node.h"
 
 #include <cerrno>
@@ -136,7 +138,7 @@ int VerbsDevice::queryPort(unsigned num, ib_uverbs_query_port_resp &r) const
 	return 0;
 }
 
-bool VerbsDevice::full(UType t) const
+int VerbsDevice::room(UType t, uid_t owner) const
 {
 	uint32_t limit = 0;
 	switch (t) {
@@ -159,7 +161,26 @@ bool VerbsDevice::full(UType t) const
 		limit = limits_.maxAh;
 		break;
 	}
-	return objects_[static_cast<size_t>(t)] >= long(limit);
+	size_t i = static_cast<size_t>(t);
+	if (objects_[i] >= long(limit))
+		return -ENOMEM;
+	if (owner == 0)
+		return 0;
+	auto it = byUser_.find(owner);
+	long share = std::max(1L, long(double(limit) * kUserShare));
+	return it != byUser_.end() && it->second[i] >= share ? -EAGAIN : 0;
+}
+
+void VerbsDevice::counted(UType t, int delta, uid_t owner)
+{
+	size_t i = static_cast<size_t>(t);
+	objects_[i] += delta;
+	if (owner == 0)
+		return;
+	auto &mine = byUser_[owner];
+	mine[i] += delta;
+	if (std::all_of(mine.begin(), mine.end(), [](long n) { return n == 0; }))
+		byUser_.erase(owner);
 }
 
 /* A removed device's QPs stop: no timers, no more work. */

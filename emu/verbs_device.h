@@ -27,6 +27,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <array>
 #include <list>
 #include <map>
 #include <set>
@@ -126,9 +127,14 @@ public:
 	Mr *mrByKey(uint32_t key) const;
 	uint32_t nextSrqn() { return nextSrqn_++; }
 	/* Objects of a type on this device against its limit (max_qp, ...):
-	 * a create on a full device is ENOMEM, as the drivers answer. */
-	bool full(UType t) const;
-	void counted(UType t, int delta) { objects_[static_cast<size_t>(t)] += delta; }
+	 * 0 when a file of user `owner` may make one more; -ENOMEM on a full
+	 * device, as the drivers answer; -EAGAIN past the user's share, as the
+	 * kernel's rdma cgroup limit answers. Every user but root holds at
+	 * most kUserShare of each limit, so that no one user takes all of a
+	 * device's objects from the others (docs/robustness.md). */
+	static constexpr double kUserShare = 0.75;
+	int room(UType t, uid_t owner) const;
+	void counted(UType t, int delta, uid_t owner);
 
 	/* --- multicast attachments (verbs_mcast.cpp) --- */
 
@@ -226,6 +232,7 @@ private:
 	std::vector<PortSeen> seen_; /* index = port number - 1 */
 	uint32_t nextQpn_ = 0x11;
 	long objects_[6] = {};
+	std::map<uid_t, std::array<long, 6>> byUser_; /* but root's */
 	uint32_t nextKey_ = 0x1000;
 	uint32_t nextSrqn_ = 1;
 };

@@ -117,8 +117,10 @@ struct Harness {
 	{
 		files[size_t(i)] = std::make_unique<UcmaFile>(fx.host->cma(), ua, (i != otherOpener) ? 200 : 100);
 		files[size_t(i)]->setWakeup([] {});
-		files[size_t(i)]->setIsCmFile(
-			[this](pid_t, int fd) { return (fd == 3 && files[0]) || (fd == 4 && files[1]); });
+		files[size_t(i)]->setCmFileOf([this](pid_t, int fd, const UcmaFile *&file) {
+			file = fd == 3 ? files[0].get() : fd == 4 ? files[1].get() : nullptr;
+			return file ? 0 : -ENOENT;
+		});
 	}
 };
 

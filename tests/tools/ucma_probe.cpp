@@ -8,6 +8,14 @@
 //       its path, as QUERY_PATH gives it, to a second ID; the errnos of
 //       the bad cases, the ROUTE_RESOLVED event the option queues, and the
 //       path the second ID then reports
+//   ucma_probe bind-port ADDR PORT
+//       BIND of a new ID to ADDR:PORT: prints "bind PORT: ok" or the errno
+//       (ports below 1024 want CAP_NET_BIND_SERVICE, as cma_use_port())
+//   ucma_probe migrate
+//       MIGRATE_ID's errnos: a descriptor that is not open, one that is
+//       not an rdma_cm file, an ID that is not the named file's (though
+//       this process opened both), and the ID of a file a child opened and
+//       this process holds (inherited: allowed, as the kernel)
 // Prints one "name: result" line per check; exits 0 when every check
 // matched the kernel's answer. The VM suite runs it against ibemu and
 // against the real kernel's rdma_cm on rdma_rxe and compares.
@@ -16,9 +24,11 @@
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -155,18 +165,102 @@ int ibPath(const char *src, const char *dst)
 	return failures ? 1 : 0;
 }
 
+int bindPort(const char *addr, const char *port)
+{
+	uint32_t id = createId(1);
+	check("create", id == ~0u ? EIO : 0, 0);
+	rdma_ucm_bind c{};
+	c.id = id;
+	sockaddr_in s{};
+	s.sin_family = AF_INET;
+	s.sin_port = htons(uint16_t(atoi(port)));
+	if (inet_pton(AF_INET, addr, &s.sin_addr) != 1)
+		return 2;
+	c.addr_size = sizeof s;
+	memcpy(c.addr.data, &s, sizeof s);
+	int rc = cmd(RDMA_USER_CM_CMD_BIND, c);
+	printf("bind %s: %s\n", port, rc ? strerror(rc) : "ok");
+	return failures ? 1 : 0;
+}
+
+/* MIGRATE_ID of `id` named through descriptor `from` into the file `to`:
+ * 0 or errno */
+int migrate(int to, int from, uint32_t id)
+{
+	rdma_ucm_migrate_resp resp{};
+	rdma_ucm_migrate_id c{ uintptr_t(&resp), id, uint32_t(from) };
+	int keep = fd;
+	fd = to;
+	int rc = cmd(RDMA_USER_CM_CMD_MIGRATE_ID, c, sizeof resp);
+	fd = keep;
+	return rc;
+}
+
+int openCm()
+{
+	return open("/dev/infiniband/rdma_cm", O_RDWR | O_CLOEXEC);
+}
+
+int migrateChecks()
+{
+	int a = fd, b = openCm(), c = openCm();
+	if (b < 0 || c < 0)
+		return 2;
+	uint32_t id = createId(1); /* on a */
+	check("create on the first file", id == ~0u ? EIO : 0, 0);
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	check("migrate through a descriptor not open", migrate(b, 1000, id), ENOENT);
+	check("migrate through a file not rdma_cm", migrate(b, null, id), EINVAL);
+	check("migrate an ID that is not the named file's", migrate(b, c, id), EINVAL);
+	check("migrate an ID that is not there", migrate(b, a, id + 1000), ENOENT);
+	check("migrate from the file that has it", migrate(b, a, id), 0);
+	check("the ID is the second file's now", migrate(c, a, id), EINVAL);
+
+	/* a child opens a file and makes an ID on it; its own child, which
+	 * inherits that file and did not open it, takes the ID into a file of
+	 * its own */
+	pid_t child = fork();
+	if (child == 0) {
+		fd = openCm();
+		uint32_t cid = createId(2);
+		pid_t g = fork();
+		if (g == 0) {
+			int own = openCm();
+			int rc = migrate(own, fd, cid);
+			_exit(rc);
+		}
+		int st = 0;
+		waitpid(g, &st, 0);
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 99);
+	}
+	int st = 0;
+	waitpid(child, &st, 0);
+	check("migrate from a file inherited, not opened", WIFEXITED(st) ? WEXITSTATUS(st) : 99,
+	      0);
+	close(null);
+	close(b);
+	close(c);
+	return failures ? 1 : 0;
+}
+
 } /* namespace */
 
 int main(int argc, char **argv)
 {
-	if (argc != 4 || strcmp(argv[1], "ib-path") != 0) {
-		fprintf(stderr, "usage: ucma_probe ib-path SRC DST\n");
+	bool ok = (argc == 4 && !strcmp(argv[1], "ib-path")) || (argc == 4 && !strcmp(argv[1], "bind-port")) ||
+		  (argc == 2 && !strcmp(argv[1], "migrate"));
+	if (!ok) {
+		fprintf(stderr, "usage: ucma_probe ib-path SRC DST | bind-port ADDR PORT | migrate\n");
 		return 2;
 	}
-	fd = open("/dev/infiniband/rdma_cm", O_RDWR | O_CLOEXEC);
+	fd = openCm();
 	if (fd < 0) {
 		perror("/dev/infiniband/rdma_cm");
 		return 2;
 	}
+	if (!strcmp(argv[1], "bind-port"))
+		return bindPort(argv[2], argv[3]);
+	if (!strcmp(argv[1], "migrate"))
+		return migrateChecks();
 	return ibPath(argv[2], argv[3]);
 }

@@ -12,6 +12,14 @@
 //                              are not what they claim (FILE: one on a FUSE
 //                              mount, e.g. ibemud's own sysfs): refused,
 //                              and the daemon keeps answering
+//   uverbs_probe many-maps DEV N
+//                              REG_MR by a process with N mappings of its
+//                              own (pages alternately writable and not):
+//                              the right answer at its start, middle and
+//                              end (the daemon's cost follows the range)
+//   uverbs_probe pd-share DEV  ALLOC_PD until refused: prints "pds N: E"
+//                              (ibemu bounds each user but root to 3/4 of
+//                              the device's limit: EAGAIN)
 // Prints one "name: result" line per check; exits 0 when every check
 // matched the kernel's answer. The VM suite runs handles, pin and abi
 // against ibemu and against the real kernel's rdma_rxe and compares.
@@ -156,6 +164,68 @@ int pin(const char *dev)
 	return failures ? 1 : 0;
 }
 
+int regMrAccess(int fd, uint32_t pd, uint64_t addr, size_t len, uint32_t access)
+{
+	ib_uverbs_reg_mr r{};
+	r.start = r.hca_va = addr;
+	r.length = len;
+	r.pd_handle = pd;
+	r.access_flags = access;
+	ib_uverbs_reg_mr_resp resp{};
+	return cmd(fd, CMD_REG_MR, r, &resp, sizeof resp);
+}
+
+int manyMaps(const char *dev, long n)
+{
+	int fd = openCtx(dev);
+	ib_uverbs_alloc_pd_resp pd{};
+	check("alloc_pd", cmd(fd, CMD_ALLOC_PD, ib_uverbs_alloc_pd{}, &pd, sizeof pd), 0);
+	/* n mappings: every odd page of one region read-only (each its own) */
+	size_t pages = size_t(n) | 1; /* odd: writable at both ends */
+	auto *m = static_cast<char *>(
+		mmap(nullptr, pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+	if (m == MAP_FAILED) {
+		perror("mmap");
+		return 2;
+	}
+	size_t made = 1;
+	for (size_t i = 1; i < pages; i += 2)
+		if (mprotect(m + i * 4096, 4096, PROT_READ) == 0)
+			made += 2;
+	printf("mappings made: %s\n", made + 100 >= size_t(n) ? "all" : "fewer  (UNEXPECTED)");
+	if (made + 100 < size_t(n))
+		failures++;
+	auto at = [m](size_t page) { return reinterpret_cast<uint64_t>(m + page * 4096); };
+	size_t mid = (pages / 2) & ~size_t(1), last = pages - 1;
+	const uint32_t rw = IB_ACCESS_LOCAL_WRITE;
+	check("reg the first page, writable", regMrAccess(fd, pd.pd_handle, at(0), 4096, rw), 0);
+	check("reg a middle page, writable", regMrAccess(fd, pd.pd_handle, at(mid), 4096, rw), 0);
+	check("reg the last page, writable", regMrAccess(fd, pd.pd_handle, at(last), 4096, rw), 0);
+	check("reg a read-only page, read only", regMrAccess(fd, pd.pd_handle, at(mid + 1), 4096, 0), 0);
+	check("reg a read-only page, writable", regMrAccess(fd, pd.pd_handle, at(mid + 1), 4096, rw), EFAULT);
+	check("reg across 64 mappings, read only", regMrAccess(fd, pd.pd_handle, at(mid), 64 * 4096, 0), 0);
+	check("reg across 64 mappings, writable", regMrAccess(fd, pd.pd_handle, at(mid), 64 * 4096, rw), EFAULT);
+	return failures ? 1 : 0;
+}
+
+int pdShare(const char *dev)
+{
+	int fd = openCtx(dev);
+	int n = 0, rc = 0;
+	for (; n < 4096 && rc == 0; n++) {
+		ib_uverbs_alloc_pd_resp pd{};
+		rc = cmd(fd, CMD_ALLOC_PD, ib_uverbs_alloc_pd{}, &pd, sizeof pd);
+	}
+	printf("pds %d: %s\n", n - 1, rc ? strerror(rc) : "ok");
+	fflush(stdout);
+	if (getenv("PROBE_HOLD")) { /* hold them until a line comes */
+		char line[16];
+		if (!fgets(line, sizeof line, stdin))
+			fprintf(stderr, "probe: stdin closed while holding\n");
+	}
+	return 0;
+}
+
 int ioctls(const char *dev)
 {
 	int fd = open(dev, O_RDWR | O_CLOEXEC);
@@ -273,10 +343,13 @@ int main(int argc, char **argv)
 	std::string mode = argc > 1 ? argv[1] : "";
 	if (mode == "descriptors" && argc == 4)
 		return descriptors(argv[2], argv[3]);
+	if (mode == "many-maps" && argc == 4)
+		return manyMaps(argv[2], atol(argv[3]));
 	if (argc != 3) {
 		fprintf(stderr,
-			"usage: uverbs_probe handles|pin|abi|ioctl /dev/infiniband/uverbsN\n"
-			"       uverbs_probe descriptors /dev/infiniband/uverbsN FILE\n");
+			"usage: uverbs_probe handles|pin|abi|ioctl|pd-share /dev/infiniband/uverbsN\n"
+			"       uverbs_probe descriptors /dev/infiniband/uverbsN FILE\n"
+			"       uverbs_probe many-maps /dev/infiniband/uverbsN MAPPINGS\n");
 		return 2;
 	}
 	if (mode == "handles")
@@ -287,6 +360,8 @@ int main(int argc, char **argv)
 		return abi(argv[2]);
 	if (mode == "ioctl")
 		return ioctls(argv[2]);
+	if (mode == "pd-share")
+		return pdShare(argv[2]);
 	fprintf(stderr, "uverbs_probe: unknown mode %s\n", argv[1]);
 	return 2;
 }

@@ -127,8 +127,17 @@ uint64_t mappingNamed(pid_t pid, const char *name)
 
 } /* namespace */
 
+/* the reader of the text for the scope of one, as on kernels before 6.11 */
+struct TextOnly {
+	explicit TextOnly(bool on) { setMapsQuery(!on); }
+	~TextOnly() { setMapsQuery(true); }
+};
+
 TEST_CASE("proc maps: pinnable() as get_user_pages() judges a range", "[proc_maps]")
 {
+	bool text = GENERATE(false, true);
+	INFO((text ? "the text" : "PROCMAP_QUERY"));
+	TextOnly mode(text);
 	Child child(mapRegions);
 	auto r = child.get<Regions>();
 	ProcessAccess pa;
@@ -147,6 +156,37 @@ TEST_CASE("proc maps: pinnable() as get_user_pages() judges a range", "[proc_map
 	CHECK(child.pin(pa, last - kPage, kPage, true) == 0);
 	CHECK(child.pin(pa, last, kPage, true) == -EFAULT);
 	CHECK(child.pin(pa, last + 1, 10, false) == 0);
+}
+
+TEST_CASE("proc maps: PROCMAP_QUERY answers what the text says, mapping by mapping", "[proc_maps]")
+{
+	Child child(mapRegions);
+	auto r = child.get<Regions>();
+	Vma v;
+	int rc = queryMaps(child.pid, child.pid, r.rw, v);
+	if (rc == -ENOTTY) {
+		WARN("this kernel has no PROCMAP_QUERY (before 6.11): only the text is tested");
+		return;
+	}
+	REQUIRE(rc == 0);
+	CHECK(v.start == r.rw);
+	CHECK(v.end == r.ro);
+	CHECK(v.read);
+	CHECK(v.write);
+	REQUIRE(queryMaps(child.pid, child.pid, r.ro + 5, v) == 0);
+	CHECK(v.start == r.ro);
+	CHECK(v.end == r.hole);
+	CHECK(v.read);
+	CHECK(!v.write);
+	CHECK(queryMaps(child.pid, child.pid, r.hole, v) == -ENOENT);
+	/* every one of the 300 small mappings, as the text has it */
+	for (size_t i = 0; i < 300; i++) {
+		INFO("page " << i);
+		REQUIRE(queryMaps(child.pid, child.pid, r.many + i * kPage, v) == 0);
+		CHECK(v.start == r.many + i * kPage);
+		CHECK(v.end == v.start + kPage);
+		CHECK(v.write == (i % 2 == 0));
+	}
 }
 
 TEST_CASE("proc maps: a line longer than the reader's buffer is judged by its start", "[proc_maps]")
@@ -225,6 +265,9 @@ TEST_CASE("proc maps: more processes than files kept, each with its own answer",
 
 TEST_CASE("proc maps: a kept file follows the process through exec", "[proc_maps]")
 {
+	bool text = GENERATE(false, true);
+	INFO((text ? "the text" : "PROCMAP_QUERY"));
+	TextOnly mode(text);
 	Child child(mapRegions);
 	auto r = child.get<Regions>();
 	ProcessAccess pa;
@@ -249,6 +292,9 @@ TEST_CASE("proc maps: a kept file follows the process through exec", "[proc_maps
 
 TEST_CASE("proc maps: a gone process is ESRCH, never a kept answer", "[proc_maps]")
 {
+	bool text = GENERATE(false, true);
+	INFO((text ? "the text" : "PROCMAP_QUERY"));
+	TextOnly mode(text);
 	uint64_t rw;
 	pid_t pid;
 	{
@@ -260,6 +306,6 @@ TEST_CASE("proc maps: a gone process is ESRCH, never a kept answer", "[proc_maps
 	}
 	ProcessAccess pa;
 	CHECK(pa.pinnable(pid, pid, rw, kPage, true) == -ESRCH);
-	char text[64];
-	CHECK(readMaps(pid, pid, text, sizeof text, 0) < 0);
+	char lines[64];
+	CHECK(readMaps(pid, pid, lines, sizeof lines, 0) < 0);
 }

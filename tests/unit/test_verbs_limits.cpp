@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <numeric>
 
 using namespace ibemu::test;
@@ -125,15 +126,34 @@ std::vector<ib_uverbs_async_event_desc> readEvents(Client &c)
 	return out;
 }
 
+/* each counted type and its limit on a device */
+const std::pair<UType, uint32_t> kKinds[] = {
+	{ UType::Pd, 1024 }, { UType::Cq, 1024 }, { UType::Qp, 1024 },
+	{ UType::Srq, 256 }, { UType::Mr, 4096 }, { UType::Ah, 4096 },
+};
+
+/* a client of user `uid` that makes objects of one type (with a PD and a
+ * CQ of its own where the type needs them) */
+struct Maker {
+	Client c;
+	UType type;
+	uint32_t pd = 0, cq = 0;
+	Maker(VerbsFixture &fx, pid_t tid, uid_t uid, UType t) : c(fx, fx.dev1(), tid), type(t)
+	{
+		c.file->setOwner(uid);
+		if (t != UType::Pd && t != UType::Cq) {
+			REQUIRE(c.allocPd(pd) == 0);
+			REQUIRE(c.createCq(8, cq) == 0);
+		}
+	}
+	int make(VerbsFixture &fx, uint32_t &h) { return createOne(c, type, pd, cq, fx.lid2(), h); }
+};
+
 } /* namespace */
 
 TEST_CASE("verbs limits: objects per device, ENOMEM past them", "[verbs][limits]")
 {
-	const std::pair<UType, uint32_t> kinds[] = {
-		{ UType::Pd, 1024 }, { UType::Cq, 1024 }, { UType::Qp, 1024 },
-		{ UType::Srq, 256 }, { UType::Mr, 4096 }, { UType::Ah, 4096 },
-	};
-	for (auto [type, limit] : kinds) {
+	for (auto [type, limit] : kKinds) {
 		INFO("object type " << int(type) << ", limit " << limit);
 		VerbsFixture fx;
 		/* two files of one device share its limit; the other device has its own */
@@ -162,6 +182,37 @@ TEST_CASE("verbs limits: objects per device, ENOMEM past them", "[verbs][limits]
 		CHECK(createOne(b, type, pdB, cqB, fx.lid2(), h) == 0);
 		CHECK(h == lastOfB + 1);
 		CHECK(createOne(a, type, pdA, cqA, fx.lid2(), h) == -ENOMEM);
+	}
+}
+
+TEST_CASE("verbs limits: a user holds 3/4 of each limit, EAGAIN past it; root and others go on", "[verbs][limits]")
+{
+	for (auto [type, limit] : kKinds) {
+		INFO("object type " << int(type) << ", limit " << limit);
+		VerbsFixture fx;
+		/* two files of user 1000, one of user 1001, one of root */
+		auto a = std::make_unique<Maker>(fx, 100, 1000, type), a2 = std::make_unique<Maker>(fx, 101, 1000, type);
+		Maker b(fx, 200, 1001, type), root(fx, 300, 0, type);
+		uint32_t share = limit / 4 * 3, h = 0;
+		int rc = 0;
+		for (uint32_t made = 0; made + 1 < share && rc == 0; made++)
+			rc = a->make(fx, h);
+		REQUIRE(rc == 0);
+		uint32_t lastOfA = h;
+		CHECK(a2->make(fx, h) == 0); /* the share's last, in another file */
+		CHECK(a->make(fx, h) == -EAGAIN);
+		CHECK(a2->make(fx, h) == -EAGAIN);
+		/* the others still make theirs */
+		CHECK(b.make(fx, h) == 0);
+		CHECK(root.make(fx, h) == 0);
+		/* one freed makes room for its user again */
+		REQUIRE(a->c.destroy(destroyCommand(type), lastOfA) == 0);
+		CHECK(a2->make(fx, h) == 0);
+		/* closed files give back all they held */
+		a2.reset();
+		a.reset();
+		Maker again(fx, 102, 1000, type);
+		CHECK(again.make(fx, h) == 0);
 	}
 }
 
