@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The CLI's usage errors: every one exits 2 (docs/ibemu.1, faults.md), help
+# and version 0; and `up --web -- OPENSM ARGS` gives OpenSM its arguments
+# (an optional value right before `--` used to swallow the marker).
+# usage: usage.sh IBEMU_BINARY
+set -u
+ibemu=$1
+pass=0 fail=0
+expect() { # name expected actual
+	if [ "$2" == "$3" ]; then pass=$((pass + 1)); else
+		fail=$((fail + 1)); printf 'FAIL %s\n  expected: %s\n  actual:   %s\n' "$1" "$2" "$3"; fi
+}
+status_of() { "$ibemu" "$@" >/dev/null 2>&1; echo $?; }
+
+expect "an unknown option" 2 "$(status_of up --bogus)"
+expect "a missing argument" 2 "$(status_of link down)"
+expect "a value not in the set" 2 "$(status_of up --transport foo)"
+expect "a number that is not" 2 "$(status_of link flap --count many x 1)"
+expect "an unknown command" 2 "$(status_of frobnicate)"
+expect "no command" 2 "$(status_of)"
+expect "--help" 0 "$(status_of up --help)"
+expect "--version" 0 "$(status_of --version)"
+out=$("$ibemu" up --bogus 2>&1)
+expect "saying what was wrong" "The following argument was not expected: --bogus" "$(head -1 <<<"$out")"
+
+# --- `up --sm --web -- -s 0`: OpenSM runs with -s 0
+export IBEMU_RUN_DIR=$(mktemp -d /tmp/ibemu-cli-usage.XXXXXX)
+I=cli-usage-$$
+trap '"$ibemu" down --instance $I --kill-clients >/dev/null 2>&1; rm -rf "$IBEMU_RUN_DIR"' EXIT
+if command -v opensm >/dev/null; then
+	"$ibemu" up --instance $I --sm --web -- -s 0 >/dev/null 2>&1
+	expect "up --sm --web -- -s 0" 0 $?
+	args=
+	for p in $(pgrep -x opensm); do
+		grep -qF "$IBEMU_RUN_DIR" /proc/$p/cmdline 2>/dev/null && args=$(tr '\0' ' ' </proc/$p/cmdline)
+	done
+	expect "OpenSM got -s 0" 1 "$(grep -c -- ' -s 0' <<<"$args")"
+	"$ibemu" down --instance $I --kill-clients >/dev/null 2>&1
+else
+	echo "usage: no opensm; the --web -- check did not run"
+fi
+
+echo "cli-usage: $pass passed, $fail failed"
+[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
