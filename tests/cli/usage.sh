@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The CLI's usage errors: every one exits 2 (docs/ibemu.1, faults.md), help
 # and version 0; and `up --web -- OPENSM ARGS` gives OpenSM its arguments
-# (an optional value right before `--` used to swallow the marker).
-# usage: usage.sh IBEMU_BINARY
+# (an optional value right before `--` used to swallow the marker); `up
+# --sm` waits for the ports that have a cable.
+# usage: usage.sh IBEMU_BINARY TEST_DATA
 set -u
 ibemu=$1
+data=$2
 pass=0 fail=0
 expect() { # name expected actual
 	if [ "$2" == "$3" ]; then pass=$((pass + 1)); else
@@ -35,6 +37,13 @@ if command -v opensm >/dev/null; then
 		grep -qF "$IBEMU_RUN_DIR" /proc/$p/cmdline 2>/dev/null && args=$(tr '\0' ' ' </proc/$p/cmdline)
 	done
 	expect "OpenSM got -s 0" 1 "$(grep -c -- ' -s 0' <<<"$args")"
+	"$ibemu" down --instance $I --kill-clients >/dev/null 2>&1
+	# --- a CA with an uncabled port (ibsim's own example): up --sm waits
+	# for the cabled ports only, and says which have no cable
+	out=$("$ibemu" up --instance $I --sm --wait-timeout 60 --topology "$data/topology/net.2sw2path4hca" 2>&1)
+	expect "up --sm with uncabled ports" 0 $?
+	expect "the cabled ports Active" 2 "$(grep -c 'port 1: .* ACTIVE/LinkUp' <<<"$out")"
+	expect "naming the uncabled ones" 2 "$(grep -c 'ibemu up: ibemu[01] port 2 has no cable (Polling); not waited for' <<<"$out")"
 	"$ibemu" down --instance $I --kill-clients >/dev/null 2>&1
 else
 	echo "usage: no opensm; the --web -- check did not run"
