@@ -289,7 +289,8 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 		->check(CLI::IsMember({ "auto", "on", "off" }))
 		->envname("IBEMU_FUSE_URING");
 	upCmd->add_flag("--sm", u->sm,
-			"Run OpenSM in the instance and wait until every local port with a cable is ACTIVE and an SM is MASTER");
+			"Run OpenSM in the instance and wait until every local port with a cable is ACTIVE and an SM "
+			"is MASTER");
 	upCmd->add_option("--wait-timeout", u->waitTimeout,
 			  "Seconds to wait for the devices (and with --sm the subnet)")
 		->capture_default_str();
