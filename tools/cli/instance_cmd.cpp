@@ -182,9 +182,11 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd)
 	/* last: from here on our own open()s go through the daemon */
 	if (door >= 0 && throughSeccomp(door, doorWhy) != 0)
 		door = -1;
-	if (door < 0 && !doorWhy.empty())
-		fprintf(stderr, "ibemu exec: the seccomp transport is not in use (%s); the devices are %s files\n",
-			doorWhy.c_str(), ready.value("transport", "fuse") == "cuse" ? "CUSE" : "FUSE");
+	if (door < 0 && !doorWhy.empty()) {
+		bool cuse = ready.value("transport", "fuse") == "cuse";
+		fprintf(stderr, "ibemu exec: the seccomp transport is not in use (%s); the devices are %s files%s\n",
+			doorWhy.c_str(), cuse ? "CUSE" : "FUSE", cuse ? "" : ", without verbs or rdma_cm");
+	}
 	execvp(argv[0], argv.data());
 	fprintf(stderr, "ibemu exec: %s: %s\n", argv[0], strerror(errno));
 	return 127;
