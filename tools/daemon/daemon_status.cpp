@@ -36,8 +36,9 @@ nlohmann::ordered_json Daemon::describe() const
 		j["verbs_provider"] = opts_.verbsProvider;
 	} else
 		j["verbs"] = { { "available", false },
-			       { "why", "the fuse transport serves umad and issm files only; uverbs and rdma_cm need "
-					"the seccomp transport or CUSE" },
+			       { "why",
+				 "the fuse transport serves umad and issm files only; uverbs and rdma_cm need "
+				 "the seccomp transport or CUSE" },
 			       { "fix", "ibemu down, then ibemu up --transport auto" } };
 	j["topology"] = !opts_.gen.empty() ? "gen " + opts_.gen
 		: opts_.topology.empty()   ? "(built-in default)"
