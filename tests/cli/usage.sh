@@ -2,7 +2,8 @@
 # The CLI's usage errors: every one exits 2 (docs/ibemu.1, faults.md), help
 # and version 0; and `up --web -- OPENSM ARGS` gives OpenSM its arguments
 # (an optional value right before `--` used to swallow the marker); `up
-# --sm` waits for the ports that have a cable.
+# --sm` waits for the ports that have a cable; an OpenSM run by hand under
+# `exec` caches in the instance.
 # usage: usage.sh IBEMU_BINARY TEST_DATA
 set -u
 ibemu=$1
@@ -44,6 +45,15 @@ if command -v opensm >/dev/null; then
 	expect "up --sm with uncabled ports" 0 $?
 	expect "the cabled ports Active" 2 "$(grep -c 'port 1: .* ACTIVE/LinkUp' <<<"$out")"
 	expect "naming the uncabled ones" 2 "$(grep -c 'ibemu up: ibemu[01] port 2 has no cable (Polling); not waited for' <<<"$out")"
+	"$ibemu" down --instance $I --kill-clients >/dev/null 2>&1
+	# --- an OpenSM run by hand (the tutorial's chapter 3) caches in the
+	# instance, not in the machine's /var/cache/opensm
+	before=$(stat -c %Y /var/cache/opensm/guid2lid 2>/dev/null || echo none)
+	"$ibemu" up --instance $I >/dev/null 2>&1
+	timeout 60 "$ibemu" exec --instance $I -- opensm -o -s 0 -g 0x0002c90300000101 >/dev/null 2>&1
+	expect "opensm -o by hand" 0 $?
+	expect "its cache is the instance's (6 nodes, 8 LIDs)" 8 "$(grep -c '^0x' "$IBEMU_RUN_DIR/$I/opensm/cache/guid2lid")"
+	expect "the machine's is untouched" "$before" "$(stat -c %Y /var/cache/opensm/guid2lid 2>/dev/null || echo none)"
 	"$ibemu" down --instance $I --kill-clients >/dev/null 2>&1
 else
 	echo "usage: no opensm; the --web -- check did not run"

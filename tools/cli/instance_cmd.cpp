@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <thread>
 #include <unistd.h>
@@ -160,6 +161,13 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd)
 	std::string doorWhy;
 	if (haveReady && ready.value("exec_transport", "") == "seccomp")
 		door = seccompDoor(ready.value("seccomp_socket", ""), doorWhy);
+	/* an OpenSM run by hand keeps its GUID-to-LID cache in the instance,
+	 * as the instance's own does: the LIDs do not depend on what ran on
+	 * this machine before (unless the caller chose a cache) */
+	for (const char *sub : { "", "/cache", "/tmp" })
+		mkdir((inst.smDir() + sub).c_str(), 0700);
+	setenv("OSM_CACHE_DIR", (inst.smDir() + "/cache").c_str(), 0);
+	setenv("OSM_TMP_DIR", (inst.smDir() + "/tmp").c_str(), 0);
 	char cwd[PATH_MAX];
 	if (!getcwd(cwd, sizeof(cwd)))
 		strcpy(cwd, "/");
