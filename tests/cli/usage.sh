@@ -3,7 +3,7 @@
 # and version 0; and `up --web -- OPENSM ARGS` gives OpenSM its arguments
 # (an optional value right before `--` used to swallow the marker); `up
 # --sm` waits for the ports that have a cable; an OpenSM run by hand under
-# `exec` caches in the instance.
+# `exec` caches in the instance, shows in status and ends with `down`.
 # usage: usage.sh IBEMU_BINARY TEST_DATA
 set -u
 ibemu=$1
@@ -54,7 +54,22 @@ if command -v opensm >/dev/null; then
 	expect "opensm -o by hand" 0 $?
 	expect "its cache is the instance's (6 nodes, 8 LIDs)" 8 "$(grep -c '^0x' "$IBEMU_RUN_DIR/$I/opensm/cache/guid2lid")"
 	expect "the machine's is untouched" "$before" "$(stat -c %Y /var/cache/opensm/guid2lid 2>/dev/null || echo none)"
-	"$ibemu" down --instance $I --kill-clients >/dev/null 2>&1
+	# --- one left running: status names it; down (without --kill-clients)
+	# ends it first, as it would spin deaf to SIGTERM once its umad file fails
+	"$ibemu" exec --instance $I -- opensm -s 0 >/dev/null 2>&1 &
+	sm=$!
+	for _ in $(seq 100); do
+		"$ibemu" status --instance $I | grep -q '(opensm): 2 files' && break
+		sleep 0.1
+	done
+	out=$("$ibemu" status --instance $I)
+	expect "status names the hand-run OpenSM" 1 "$(grep -Ec '^    pid [0-9]+ \(opensm\): 2 files$' <<<"$out")"
+	out=$("$ibemu" down --instance $I 2>&1)
+	expect "down ends it first" 1 "$(grep -c '^ibemu down: ending the OpenSM started by hand' <<<"$out")"
+	wait $sm 2>/dev/null
+	left=0
+	for p in $(pgrep -x opensm); do grep -qF "$IBEMU_RUN_DIR" /proc/$p/environ 2>/dev/null && left=1; done
+	expect "no OpenSM left" 0 "$left"
 else
 	echo "usage: no opensm; the --web -- check did not run"
 fi

@@ -32,6 +32,31 @@ namespace {
 
 using namespace std::chrono_literals;
 
+namespace {
+
+/* SIGTERM to each, SIGKILL to those still there after 5 s */
+void endClients(const std::vector<Client> &clients)
+{
+	for (const auto &c : clients)
+		kill(c.pid, SIGTERM);
+	for (int i = 0; i < 250; i++) {
+		bool left = false;
+		for (const auto &c : clients)
+			left |= kill(c.pid, 0) == 0;
+		if (!left)
+			break;
+		std::this_thread::sleep_for(20ms);
+	}
+	for (const auto &c : clients)
+		if (kill(c.pid, 0) == 0) {
+			printf("ibemu down: pid %d (%s) did not end within 5 s of SIGTERM: SIGKILL\n", c.pid,
+			       c.command.c_str());
+			kill(c.pid, SIGKILL);
+		}
+}
+
+} /* namespace */
+
 int down(const Instance &inst, bool killClients, bool keepLogs)
 {
 	std::string why;
@@ -45,26 +70,27 @@ int down(const Instance &inst, bool killClients, bool keepLogs)
 	std::vector<Client> clients;
 	if (loadLive(inst, pid, live, why))
 		clients = clientsOf(inst, live, live.contains("sm") ? live["sm"].value("pid", 0) : 0);
+	/* an OpenSM whose umad file fails spins and no longer hears SIGTERM
+	 * (as on the kernel when its HCA goes): one started by hand is ended
+	 * first, with or without --kill-clients */
+	std::vector<Client> sms;
+	for (auto it = clients.begin(); !killClients && it != clients.end();) {
+		if (it->command == "opensm") {
+			sms.push_back(*it);
+			it = clients.erase(it);
+		} else
+			++it;
+	}
+	if (!sms.empty()) {
+		printf("ibemu down: ending the OpenSM started by hand, which would hang once its device goes:\n");
+		printClients(sms);
+		endClients(sms);
+	}
 	if (!clients.empty() && killClients) {
 		printf("ibemu down: ending %s holding the devices:\n",
 		       count(int(clients.size()), "process", "processes").c_str());
 		printClients(clients);
-		for (const auto &c : clients)
-			kill(c.pid, SIGTERM);
-		for (int i = 0; i < 250; i++) {
-			bool left = false;
-			for (const auto &c : clients)
-				left |= kill(c.pid, 0) == 0;
-			if (!left)
-				break;
-			std::this_thread::sleep_for(20ms);
-		}
-		for (const auto &c : clients)
-			if (kill(c.pid, 0) == 0) {
-				printf("ibemu down: pid %d (%s) did not end within 5 s of SIGTERM: SIGKILL\n", c.pid,
-				       c.command.c_str());
-				kill(c.pid, SIGKILL);
-			}
+		endClients(clients);
 	} else if (!clients.empty()) {
 		printf("ibemu down: %s still %s the devices; their files fail from now on (--kill-clients ends "
 		       "them first):\n",
