@@ -5,6 +5,7 @@
 
 #include "fabric/capability.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cctype>
 #include <cerrno>
@@ -146,6 +147,73 @@ Node *Subnet::resolveNode(std::string_view what, bool *ambiguous) const
 			return findNodeByGuid(g);
 	}
 	return nullptr;
+}
+
+namespace {
+
+/* The edit distance between a and b when it is at most kMax, else kMax + 1:
+ * the band of Levenshtein's table within kMax of its diagonal, so a name
+ * costs a few dozen steps however long it is */
+constexpr size_t kMaxEdits = 2;
+
+size_t editsWithin(std::string_view a, std::string_view b)
+{
+	constexpr size_t far = kMaxEdits + 1;
+	if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > kMaxEdits)
+		return far;
+	std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+	for (size_t j = 0; j <= b.size(); j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= a.size(); i++) {
+		size_t lo = i > kMaxEdits ? i - kMaxEdits : 1, hi = std::min(b.size(), i + kMaxEdits);
+		cur.assign(b.size() + 1, far);
+		cur[0] = i;
+		size_t best = lo > 1 ? far : cur[0];
+		for (size_t j = lo; j <= hi; j++) {
+			size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+			cur[j] = std::min({ sub, prev[j] + 1, cur[j - 1] + 1, far });
+			best = std::min(best, cur[j]);
+		}
+		if (best >= far)
+			return far;
+		std::swap(prev, cur);
+	}
+	return std::min(prev[b.size()], far);
+}
+
+} /* namespace */
+
+std::string Subnet::noSuchNode(std::string_view what) const
+{
+	std::string msg = "no node \"" + std::string(what) + "\" in the fabric";
+	/* the three nearest, nearer first, then in the fabric's order */
+	std::vector<std::pair<size_t, std::string>> near;
+	auto consider = [&](std::string_view name) {
+		size_t d = editsWithin(what, name);
+		if (d > kMaxEdits)
+			return;
+		for (const auto &[_, seen] : near)
+			if (seen == name)
+				return;
+		near.emplace_back(d, std::string(name));
+	};
+	for (const auto &n : nodes_) {
+		std::string_view d = n->desc;
+		consider(n->name);
+		consider(d);
+		if (!n->isSwitch())
+			consider(d.substr(0, d.find(' ')));
+	}
+	std::stable_sort(near.begin(), near.end(), [](const auto &x, const auto &y) { return x.first < y.first; });
+	if (near.size() > 3)
+		near.resize(3);
+	for (size_t i = 0; i < near.size(); i++) {
+		const char *sep = i == 0 ? "; did you mean \"" : i + 1 == near.size() ? " or \"" : ", \"";
+		msg += sep + near[i].second + "\"";
+	}
+	if (!near.empty())
+		msg += "?";
+	return msg;
 }
 
 Port *Subnet::findPortByGuid(uint64_t guid) const

@@ -56,6 +56,10 @@ public:
 	 * ("0x..."). Null when nothing matches, or more than one node has
 	 * that description or host name (then *ambiguous is set). */
 	Node *resolveNode(std::string_view what, bool *ambiguous = nullptr) const;
+	/* `no node "what" in the fabric`, and the names (node ids,
+	 * descriptions, host names) nearest to it, if any are within two
+	 * edits: `; did you mean "sw1" or "sw2"?` */
+	std::string noSuchNode(std::string_view what) const;
 	/* A port (CA port or switch port 0) whose LID range covers lid, if any. */
 	Port *findPortByLid(uint16_t lid) const;
 	/* Changes a port's GUID (topology files may give CA port GUIDs). */

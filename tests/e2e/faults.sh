@@ -252,6 +252,9 @@ out=$("$ibemu" ibsim --instance $I "$work/ibsim.cmds" 2>&1)
 expect_eq "ibemu ibsim runs the script" 0 $?
 expect_match "Unlink" 'ibsim.cmds:2: pulled the cable "ibemu-leaf3"\[8\]' "$out"
 expect_match "Dump is skipped with a note" 'ibsim.cmds:5: Dump shows ibsim' "$out"
+# the replugged cable is Active again once OpenSM has swept after its trap;
+# until then the SA has no path to host5 (perfquery -G asks for one)
+wait_for $I 60 sh -c 'perfquery -G 0x0002c90300000501 1 | grep -q PortRcvErrors'
 out=$(inst $I perfquery -G 0x0002c90300000501 1)
 expect_match "PerformanceSet reached the PMA" 'PortRcvErrors:\.+77' "$out"
 printf 'Unlink "S-0002c90200000003"[8]\nUnlink "NoSuchNode"[1]\n' >"$work/bad.cmds"

@@ -16,6 +16,14 @@ B=e2e-fattree-$$
 out=$("$ibemu" up --instance $A 2>&1)
 expect_eq "up default" 0 $?
 expect_match "up lists umad0" '/dev/infiniband/umad0 /dev/infiniband/issm0' "$out"
+# the FUSE files alone serve no verbs: up says so, why, and what to do
+expect_match "up says verbs are not available, and why" \
+	'^  verbs and rdma_cm: not available: the fuse transport serves umad and issm files only.*--transport auto' "$out"
+out=$("$ibemu" status --instance $A --json | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+print(j["verbs"]["available"], "verbs_provider" in j)')
+expect_eq "status --json: verbs not available, no provider named" "False False" "$out"
 "$ibemu" topo gen fat-tree --levels 2 --hosts 16 --radix 8 -o "$work/ft.topo"
 out=$("$ibemu" up --instance $B --topology "$work/ft.topo" --local host00001,host00016 2>&1)
 expect_eq "up fat tree" 0 $?

@@ -183,6 +183,10 @@ expect_match "the instance goes on" 'State: Active' "$out"
 out=$("$ibemu" control --instance $I '{"op":"capture","count":"x"}' 2>&1)
 expect_match "the control socket refuses a bad capture" 'count.. must be a number of packets' "$out"
 
+# --- the running fabric in words, as `topo show FILE` describes a file
+out=$("$ibemu" topo show --instance $I)
+expect_match "live summary: its counts" "^Fabric of instance \"$I\": 2 switches, 4 CAs, 0 routers, 8 links$" "$out"
+expect_match "live summary: Active cables" '^  port 7    -> "ibemu-sw2" port 7  4xEDR ACTIVE/LinkUp$' "$out"
 # --- the picture of the running fabric: LIDs, states, a cable pulled
 out=$("$ibemu" topo show --instance $I --format dot)
 expect_match "live: host1's LID" 'label="ibemu-host1 HCA-1\\nLID [0-9]+"' "$out"

@@ -568,6 +568,22 @@ TEST_CASE("a node named by a description two nodes share is ambiguous", "[faults
 	CHECK(s.resolveNode("0x") == nullptr);
 }
 
+TEST_CASE("a node name that names nothing gets the nearest names", "[faults]")
+{
+	Subnet s;
+	s.addNode(NodeType::Switch, 4, "S-1", 0x10).desc = "leaf1";
+	s.addNode(NodeType::Switch, 4, "S-2", 0x20).desc = "leaf2";
+	s.addNode(NodeType::CA, 1, "H-1", 0x30).desc = "node17 HCA-1";
+	CHECK(s.noSuchNode("leaf3") == "no node \"leaf3\" in the fabric; did you mean \"leaf1\" or \"leaf2\"?");
+	/* a host name is a name too; the nearer come first */
+	CHECK(s.noSuchNode("nod17") == "no node \"nod17\" in the fabric; did you mean \"node17\"?");
+	CHECK(s.noSuchNode("S-3") == "no node \"S-3\" in the fabric; did you mean \"S-1\", \"S-2\" or \"H-1\"?");
+	CHECK(s.noSuchNode("S-11") == "no node \"S-11\" in the fabric; did you mean \"S-1\", \"S-2\" or \"H-1\"?");
+	/* nothing within two edits, and a long name costs its band only */
+	CHECK(s.noSuchNode("spine") == "no node \"spine\" in the fabric");
+	CHECK(s.noSuchNode(std::string(100000, 'x')) == "no node \"" + std::string(100000, 'x') + "\" in the fabric");
+}
+
 TEST_CASE_METHOD(ControlFixture, "a topology fragment hot-plugs new nodes, or changes nothing", "[faults]")
 {
 	const char *leaf = R"(Switch 4 "S-0002c90200000009" # "leaf9"

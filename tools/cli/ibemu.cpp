@@ -5,8 +5,10 @@
 // fabric (link, node, errors, counters, scenario, ibsim, control).
 #include "tools/cli/commands.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 int main(int argc, char **argv)
 {
@@ -40,10 +42,22 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* CLI11 2.1 takes a `--` right after an option whose value is
+	 * optional as the end of that option's values and drops it: `up --web
+	 * -- -s 0` would lose the marker before OpenSM's arguments. Give it
+	 * one to drop. */
+	std::vector<std::string> args(argv + 1, argv + argc);
+	auto marker = std::find(args.begin(), args.end(), "--");
+	if (marker != args.end() && marker != args.begin() && marker[-1] == "--web")
+		args.insert(marker, "--");
+	std::reverse(args.begin(), args.end());
 	try {
-		app.parse(argc, argv);
+		app.parse(args);
 	} catch (const CLI::ParseError &e) {
-		return app.exit(e);
+		/* usage errors exit 2, as the man page says; CLI11's own codes
+		 * (105, 106, 109...) mean nothing to a script */
+		int rc = app.exit(e);
+		return rc == 0 ? 0 : 2;
 	}
 	return exitCode;
 }

@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <thread>
 #include <unistd.h>
@@ -30,6 +31,31 @@ using namespace instance_cmd;
 namespace {
 
 using namespace std::chrono_literals;
+
+namespace {
+
+/* SIGTERM to each, SIGKILL to those still there after 5 s */
+void endClients(const std::vector<Client> &clients)
+{
+	for (const auto &c : clients)
+		kill(c.pid, SIGTERM);
+	for (int i = 0; i < 250; i++) {
+		bool left = false;
+		for (const auto &c : clients)
+			left |= kill(c.pid, 0) == 0;
+		if (!left)
+			break;
+		std::this_thread::sleep_for(20ms);
+	}
+	for (const auto &c : clients)
+		if (kill(c.pid, 0) == 0) {
+			printf("ibemu down: pid %d (%s) did not end within 5 s of SIGTERM: SIGKILL\n", c.pid,
+			       c.command.c_str());
+			kill(c.pid, SIGKILL);
+		}
+}
+
+} /* namespace */
 
 int down(const Instance &inst, bool killClients, bool keepLogs)
 {
@@ -44,26 +70,27 @@ int down(const Instance &inst, bool killClients, bool keepLogs)
 	std::vector<Client> clients;
 	if (loadLive(inst, pid, live, why))
 		clients = clientsOf(inst, live, live.contains("sm") ? live["sm"].value("pid", 0) : 0);
+	/* an OpenSM whose umad file fails spins and no longer hears SIGTERM
+	 * (as on the kernel when its HCA goes): one started by hand is ended
+	 * first, with or without --kill-clients */
+	std::vector<Client> sms;
+	for (auto it = clients.begin(); !killClients && it != clients.end();) {
+		if (it->command == "opensm") {
+			sms.push_back(*it);
+			it = clients.erase(it);
+		} else
+			++it;
+	}
+	if (!sms.empty()) {
+		printf("ibemu down: ending the OpenSM started by hand, which would hang once its device goes:\n");
+		printClients(sms);
+		endClients(sms);
+	}
 	if (!clients.empty() && killClients) {
 		printf("ibemu down: ending %s holding the devices:\n",
 		       count(int(clients.size()), "process", "processes").c_str());
 		printClients(clients);
-		for (const auto &c : clients)
-			kill(c.pid, SIGTERM);
-		for (int i = 0; i < 250; i++) {
-			bool left = false;
-			for (const auto &c : clients)
-				left |= kill(c.pid, 0) == 0;
-			if (!left)
-				break;
-			std::this_thread::sleep_for(20ms);
-		}
-		for (const auto &c : clients)
-			if (kill(c.pid, 0) == 0) {
-				printf("ibemu down: pid %d (%s) did not end within 5 s of SIGTERM: SIGKILL\n", c.pid,
-				       c.command.c_str());
-				kill(c.pid, SIGKILL);
-			}
+		endClients(clients);
 	} else if (!clients.empty()) {
 		printf("ibemu down: %s still %s the devices; their files fail from now on (--kill-clients ends "
 		       "them first):\n",
@@ -160,6 +187,13 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd)
 	std::string doorWhy;
 	if (haveReady && ready.value("exec_transport", "") == "seccomp")
 		door = seccompDoor(ready.value("seccomp_socket", ""), doorWhy);
+	/* an OpenSM run by hand keeps its GUID-to-LID cache in the instance,
+	 * as the instance's own does: the LIDs do not depend on what ran on
+	 * this machine before (unless the caller chose a cache) */
+	for (const char *sub : { "", "/cache", "/tmp" })
+		mkdir((inst.smDir() + sub).c_str(), 0700);
+	setenv("OSM_CACHE_DIR", (inst.smDir() + "/cache").c_str(), 0);
+	setenv("OSM_TMP_DIR", (inst.smDir() + "/tmp").c_str(), 0);
 	char cwd[PATH_MAX];
 	if (!getcwd(cwd, sizeof(cwd)))
 		strcpy(cwd, "/");
@@ -182,9 +216,11 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd)
 	/* last: from here on our own open()s go through the daemon */
 	if (door >= 0 && throughSeccomp(door, doorWhy) != 0)
 		door = -1;
-	if (door < 0 && !doorWhy.empty())
-		fprintf(stderr, "ibemu exec: the seccomp transport is not in use (%s); the devices are %s files\n",
-			doorWhy.c_str(), ready.value("transport", "fuse") == "cuse" ? "CUSE" : "FUSE");
+	if (door < 0 && !doorWhy.empty()) {
+		bool cuse = ready.value("transport", "fuse") == "cuse";
+		fprintf(stderr, "ibemu exec: the seccomp transport is not in use (%s); the devices are %s files%s\n",
+			doorWhy.c_str(), cuse ? "CUSE" : "FUSE", cuse ? "" : ", without verbs or rdma_cm");
+	}
 	execvp(argv[0], argv.data());
 	fprintf(stderr, "ibemu exec: %s: %s\n", argv[0], strerror(errno));
 	return 127;
@@ -289,7 +325,8 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 		->check(CLI::IsMember({ "auto", "on", "off" }))
 		->envname("IBEMU_FUSE_URING");
 	upCmd->add_flag("--sm", u->sm,
-			"Run OpenSM in the instance and wait until every local port is ACTIVE and an SM is MASTER");
+			"Run OpenSM in the instance and wait until every local port with a cable is ACTIVE and an SM "
+			"is MASTER");
 	upCmd->add_option("--wait-timeout", u->waitTimeout,
 			  "Seconds to wait for the devices (and with --sm the subnet)")
 		->capture_default_str();

@@ -93,6 +93,15 @@ void printDevices(const nlohmann::json &j)
 			printf("\n");
 		}
 	}
+	if (j.contains("verbs")) {
+		const auto &v = j["verbs"];
+		if (v.value("available", false))
+			printf("  verbs and rdma_cm: %s, %s provider\n", v.value("where", "").c_str(),
+			       j.value("verbs_provider", "").c_str());
+		else
+			printf("  verbs and rdma_cm: not available: %s (%s)\n", v.value("why", "").c_str(),
+			       v.value("fix", "").c_str());
+	}
 	if (j.contains("web"))
 		printf("  live view: %s\n", j.value("web", "").c_str());
 	if (j.contains("sm")) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
 // `ibemu up`: start ibemud in the background and wait until its devices
-// are ready and, with --sm, until OpenSM made every local port ACTIVE
+// are ready and, with --sm, until OpenSM made every cabled local port ACTIVE
 // (tools/cli/instance_cmd.h).
 #include "tools/cli/instance_cmd.h"
 
@@ -20,9 +20,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/* Why `up --sm` is not done yet: a port not ACTIVE, the SM gone, or "" when
- * every local port is ACTIVE and sminfo sees a MASTER. fatal: no point in
- * waiting any longer. (A daemon that exited is up's to notice: its child.) */
+/* Why `up --sm` is not done yet: a cabled port not ACTIVE, the SM gone, or
+ * "" when every local port with a cable (physically LinkUp) is ACTIVE and
+ * sminfo sees a MASTER; a port without one never becomes ACTIVE, on
+ * hardware either, and is not waited for. fatal: no point in waiting any
+ * longer. (A daemon that exited is up's to notice: its child.) */
 std::string notUpYet(const Instance &inst, int pid, bool &fatal)
 {
 	fatal = false;
@@ -36,13 +38,24 @@ std::string notUpYet(const Instance &inst, int pid, bool &fatal)
 	}
 	for (const auto &d : j["devices"])
 		for (const auto &p : d["ports"])
-			if (p.value("state", "") != "ACTIVE")
+			if (p.value("phys_state", "") == "LinkUp" && p.value("state", "") != "ACTIVE")
 				return d.value("ibdev", "") + " port " + std::to_string(p.value("port", 0)) + " is " +
 					p.value("state", "?") + ", not ACTIVE";
 	std::string state = smState(pid, why);
 	if (state != "SMINFO_MASTER")
 		return state.empty() ? why : "sminfo reports " + state + ", not SMINFO_MASTER";
 	return "";
+}
+
+/* the local ports `up --sm` did not wait for, on standard error */
+void sayUncabled(const nlohmann::json &live)
+{
+	for (const auto &d : live["devices"])
+		for (const auto &p : d["ports"])
+			if (std::string phys = p.value("phys_state", "?"); phys != "LinkUp")
+				fprintf(stderr, "ibemu up: %s port %d %s; not waited for\n",
+					d.value("ibdev", "").c_str(), p.value("port", 0),
+					phys == "Polling" ? "has no cable (Polling)" : ("is " + phys).c_str());
 }
 
 } /* namespace */
@@ -101,7 +114,7 @@ int up(const std::vector<std::string> &daemonArgs, const Instance &inst, const U
 		_exit(127);
 	}
 
-	/* the devices, then (--sm) an SM that made every local port ACTIVE */
+	/* the devices, then (--sm) an SM that made every cabled local port ACTIVE */
 	nlohmann::json ready;
 	std::string why;
 	bool fatal = false;
@@ -134,6 +147,8 @@ int up(const std::vector<std::string> &daemonArgs, const Instance &inst, const U
 			printf("%s\n", ready.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 		else
 			printDevices(ready);
+		if (o.sm)
+			sayUncabled(ready);
 		return 0;
 	}
 	if (ready.empty())

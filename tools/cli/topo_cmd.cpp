@@ -4,6 +4,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/control_client.h"
 #include "tools/observe/fabric_picture.h"
+#include "tools/observe/fabric_summary.h"
 #include "tools/instance/fabric_source.h"
 
 #include "fabric/generators.h"
@@ -25,24 +26,26 @@ using namespace ibemu::fabric;
 
 namespace {
 
-/* The picture a running instance's daemon draws of its fabric */
-bool livePicture(const std::string &instance, std::string &dot, int &exitCode)
+/* The picture a running instance's daemon draws of its fabric: its dot,
+ * or (summary) its description in words */
+bool livePicture(const std::string &instance, bool summary, std::string &text, int &exitCode)
 {
 	const char *cmd = "ibemu topo show";
+	const char *key = summary ? "summary" : "dot";
 	ControlClient c;
 	if ((exitCode = c.connect(instance, cmd)) != 0)
 		return false;
 	ControlClient::Json reply;
-	if (!c.call({ { "op", "picture" } }, reply, cmd)) {
+	if (!c.call({ { "op", "picture" }, { "summary", summary } }, reply, cmd)) {
 		exitCode = kNotRunning;
 		return false;
 	}
-	if (!reply.value("ok", false) || !reply.contains("dot") || !reply["dot"].is_string()) {
+	if (!reply.value("ok", false) || !reply.contains(key) || !reply[key].is_string()) {
 		fprintf(stderr, "%s: %s\n", cmd, reply.value("error", std::string("the daemon drew nothing")).c_str());
 		exitCode = kRefused;
 		return false;
 	}
-	dot = reply["dot"].get<std::string>();
+	text = reply[key].get<std::string>();
 	return true;
 }
 
@@ -72,43 +75,6 @@ bool parseDims(const std::string &s, std::vector<unsigned> &dims)
 		dims.push_back(static_cast<unsigned>(std::stoul(part)));
 	}
 	return !dims.empty();
-}
-
-std::string linkDesc(const Port &p)
-{
-	char buf[64];
-	unsigned lanes = widthLanes(p.linkWidthActive);
-	snprintf(buf, sizeof(buf), "%ux%s %s/%s", lanes ? lanes : 4, speedName(p.speedActive), portStateName(p.state),
-		 physStateName(p.physState));
-	return buf;
-}
-
-void showSubnet(const Subnet &subnet, const std::string &what)
-{
-	printf("Fabric %s: %zu switches, %zu CAs, %zu routers, %zu links\n", what.c_str(), subnet.numSwitches(),
-	       subnet.numCas(), subnet.numRouters(), subnet.numLinks());
-	for (NodeType t : { NodeType::Switch, NodeType::CA, NodeType::Router }) {
-		for (const auto &n : subnet.nodes()) {
-			if (n->type != t)
-				continue;
-			const char *kind = t == NodeType::Switch ? "Switch" : t == NodeType::CA ? "CA" : "Router";
-			printf("\n%s \"%s\"  node GUID 0x%016" PRIx64 "  %u ports\n", kind, n->desc.c_str(),
-			       n->nodeGuid, n->numPorts);
-			for (unsigned num = 1; num <= n->numPorts; num++) {
-				const Port &p = n->port(num);
-				if (!p.peer && n->isSwitch())
-					continue;
-				printf("  port %-3u", num);
-				if (!n->isSwitch())
-					printf(" GUID 0x%016" PRIx64, p.guid);
-				if (p.peer)
-					printf("  -> \"%s\" port %u  %s\n", p.peer->node->desc.c_str(), p.peer->num,
-					       linkDesc(p).c_str());
-				else
-					printf("  (no cable)\n");
-			}
-		}
-	}
 }
 
 /* Differences between two subnets, by GUID: nodes, ports and cables. */
@@ -289,15 +255,18 @@ void addTopoCommands(CLI::App &app, int &exitCode)
 	show->add_option("--format", s->format, "Draw it: dot (Graphviz), svg or png")
 		->check(CLI::IsMember({ "dot", "svg", "png" }));
 	show->add_flag("--dot", s->dot, "The same as --format dot");
-	show->add_option("-o,--output", s->out, "Output file for a drawing ('-' for stdout)");
+	show->add_option("-o,--output", s->out, "Output file ('-' for stdout)");
 	show->callback([s, &exitCode] {
 		std::string format = s->dot ? "dot" : s->format;
 		std::string dot;
 		if (!s->instance.empty()) {
-			if (format.empty())
-				format = "dot";
-			if (!livePicture(s->instance, dot, exitCode))
+			if (!livePicture(s->instance, format.empty(), dot, exitCode))
 				return;
+			if (format.empty()) { /* the summary, as for a file */
+				if (!writeOutput(s->out, dot))
+					exitCode = 1;
+				return;
+			}
 		} else {
 			Subnet subnet;
 			SubnetSplit split;
@@ -306,7 +275,9 @@ void addTopoCommands(CLI::App &app, int &exitCode)
 				return;
 			}
 			if (format.empty()) {
-				showSubnet(subnet, s->file.empty() ? "(built-in default)" : s->file);
+				const std::string &what = s->file.empty() ? "(built-in default)" : s->file;
+				if (!writeOutput(s->out, fabricSummary(subnet, what)))
+					exitCode = 1;
 				return;
 			}
 			dot = fabricDot(subnet, { .live = false, .split = split.hosts.empty() ? nullptr : &split });

@@ -116,7 +116,7 @@ bool FabricControl::parse(const Json &req, Action &a, std::string &err, bool now
 	if (!a.node) {
 		err = ambiguous
 			? "more than one node is \"" + what + "\": give its node GUID or topology id"
-			: "no node \"" + what + "\" in the fabric (give a node GUID, NodeDescription or host name)";
+			: subnet_.noSuchNode(what) + " (give a node GUID, NodeDescription or host name)";
 		return false;
 	}
 	if (a.node->foreign) {

@@ -143,7 +143,7 @@ bool connectArgs(fabric::Subnet &s, const Json &req, Action &a, std::string &err
 	if (!peer) {
 		err = other.empty() ? "link.connect: give the other end (\"peer\" and \"peer_port\")"
 			: ambiguous ? "more than one node is \"" + other + "\": give its node GUID or topology id"
-				    : "no node \"" + other + "\" in the fabric";
+				    : s.noSuchNode(other);
 		return false;
 	}
 	uint64_t v;

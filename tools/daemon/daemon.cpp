@@ -57,7 +57,7 @@ void Daemon::ready()
 {
 	if (opts_.sm) {
 		std::string err;
-		sm_ = std::make_unique<tools::SmProcess>(io_, inst_.runDir + "/opensm");
+		sm_ = std::make_unique<tools::SmProcess>(io_, inst_.smDir());
 		int rc;
 		int sv[2];
 		rlimit nofile{};

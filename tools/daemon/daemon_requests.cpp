@@ -7,6 +7,7 @@
 #include "tools/daemon/daemon.h"
 
 #include "tools/observe/fabric_picture.h"
+#include "tools/observe/fabric_summary.h"
 
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
@@ -98,10 +99,15 @@ void Daemon::stateRequest(const Json &, Reply reply)
 	reply({ { "ok", true }, { "faults", control_->state() }, { "scenarios", scenarioStates() } });
 }
 
-/* picture: the fabric as dot (ibemu topo show --instance) */
-void Daemon::pictureRequest(const Json &, Reply reply)
+/* picture: the fabric as dot, or with "summary": true in words (ibemu topo
+ * show --instance, with and without --format) */
+void Daemon::pictureRequest(const Json &req, Reply reply)
 {
-	reply({ { "ok", true }, { "dot", tools::fabricDot(subnet_, { .split = splitOrNull() }) } });
+	if (req.value("summary", false))
+		reply({ { "ok", true },
+			{ "summary", tools::fabricSummary(subnet_, "of instance \"" + inst_.name + "\"") } });
+	else
+		reply({ { "ok", true }, { "dot", tools::fabricDot(subnet_, { .split = splitOrNull() }) } });
 }
 
 void Daemon::scenarioStop(const Json &, Reply reply)

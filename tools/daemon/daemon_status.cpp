@@ -29,7 +29,17 @@ nlohmann::ordered_json Daemon::describe() const
 	 * "/dev/fuse" */
 	j["fuse_requests"] = fs_ && fs_->overIoUring() ? "io_uring" : "/dev/fuse";
 	j["global"] = opts_.global; /* CUSE nodes under the standard names */
-	j["verbs_provider"] = opts_.verbsProvider;
+	/* who can use verbs and rdma_cm, or why nobody can and what to do */
+	if (cuse_ || seccomp_) {
+		j["verbs"] = { { "available", true },
+			       { "where", cuse_ ? "the CUSE device files" : "programs under `ibemu exec` (seccomp)" } };
+		j["verbs_provider"] = opts_.verbsProvider;
+	} else
+		j["verbs"] = { { "available", false },
+			       { "why",
+				 "the fuse transport serves umad and issm files only; uverbs and rdma_cm need "
+				 "the seccomp transport or CUSE" },
+			       { "fix", "ibemu down, then ibemu up --transport auto" } };
 	j["topology"] = !opts_.gen.empty() ? "gen " + opts_.gen
 		: opts_.topology.empty()   ? "(built-in default)"
 					   : opts_.topology;

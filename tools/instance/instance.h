@@ -27,6 +27,9 @@ struct Instance {
 	std::string controlSocket() const { return runDir + "/control.sock"; }
 	std::string eventLog() const { return runDir + "/events.jsonl"; }
 	std::string scratchDir() const { return runDir + "/scratch"; }
+	/* OpenSM's cache and temporary files, for `up --sm` and `exec --
+	 * opensm` alike: the instance's, never the machine's /var/cache/opensm */
+	std::string smDir() const { return runDir + "/opensm"; }
 };
 
 /* --instance when not given: $IBEMU_INSTANCE (set by `ibemu exec`), else

@@ -131,6 +131,22 @@ bool holdsDevices(int pid, const std::vector<std::string> &marks)
 	return found;
 }
 
+/* Whether pid lives in the mount namespace of the daemon daemonPid (where
+ * `ibemu exec` puts its programs): how a program holding the seccomp
+ * transport's files, which are sockets, is told from another that took
+ * its pid since */
+bool inInstanceNamespace(int pid, int daemonPid)
+{
+	auto ns = [](int p) {
+		char target[64];
+		std::string link = "/proc/" + std::to_string(p) + "/ns/mnt";
+		ssize_t n = readlink(link.c_str(), target, sizeof target);
+		return n > 0 ? std::string(target, size_t(n)) : std::string();
+	};
+	std::string ours = ns(daemonPid);
+	return !ours.empty() && ns(pid) == ours;
+}
+
 } /* namespace */
 
 bool loadJson(const std::string &path, nlohmann::json &j)
@@ -249,7 +265,10 @@ std::vector<Client> clientsOf(const Instance &inst, const nlohmann::json &live, 
 		return out;
 	for (const auto &c : live["clients"]) {
 		int pid = c.value("pid", 0);
-		if (pid <= 0 || pid == except || pid == getpid() || !holdsDevices(pid, marks))
+		if (pid <= 0 || pid == except || pid == getpid())
+			continue;
+		if (!holdsDevices(pid, marks) &&
+		    !(live.value("exec_transport", "") == "seccomp" && inInstanceNamespace(pid, live.value("pid", 0))))
 			continue;
 		std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
 		std::string name;

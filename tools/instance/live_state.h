@@ -41,8 +41,10 @@ struct Client {
 };
 
 /* The processes in the live status' "clients" that still hold one of the
- * instance's device files (checked in /proc/PID/fd, so a pid reused by
- * another process since is never named), minus `except`. */
+ * instance's device files (checked in /proc/PID/fd, or for the seccomp
+ * transport's files, which are sockets, by the process living in the
+ * instance's mount namespace; so a pid reused by another process since is
+ * not named), minus `except`. */
 std::vector<Client> clientsOf(const Instance &inst, const nlohmann::json &live, int except);
 
 } /* namespace ibemu::tools */

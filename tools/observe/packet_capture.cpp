@@ -117,7 +117,7 @@ bool addPorts(const fabric::Subnet &subnet, const std::string &spec, std::set<co
 	const Node *node = subnet.resolveNode(nodePart, &ambiguous);
 	if (!node) {
 		err = ambiguous ? "\"" + nodePart + "\" names more than one node; give its GUID"
-				: "no node \"" + nodePart + "\" in the fabric";
+				: subnet.noSuchNode(nodePart);
 		return false;
 	}
 	if (num < 0) {
