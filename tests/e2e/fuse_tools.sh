@@ -202,7 +202,10 @@ out=$("$ibemu" up --instance bad-$$ --topology "$work/bad.topo" 2>&1)
 expect_eq "up with a bad topology fails" 1 $?
 expect_match "and names the line" "bad.topo:2: port 1 of \"a\" names an unknown node \"nosuch\"" "$out"
 out=$("$ibemu" up --instance bad-$$ --local nosuch 2>&1)
-expect_match "up with an unknown --local CA" 'no CA "nosuch" in the fabric' "$out"
+expect_match "up with an unknown --local CA" '^  error: --local: no node "nosuch" in the fabric' "$out"
+expect_eq "says it without the daemon's log times" 0 "$(grep -c '\[ibemud\]' <<<"$out")"
+out=$("$ibemu" up --instance bad-$$ --local ibemu-hots1 2>&1)
+expect_match "a misspelt one gets the nearest name" 'no node "ibemu-hots1" in the fabric; did you mean "ibemu-host1"\?' "$out"
 out=$("$ibemu" up --instance 'bad/name' 2>&1)
 expect_match "up with a bad instance name" 'instance names use letters' "$out"
 out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$ibemu" up --instance bad-$$ 2>&1)

@@ -123,7 +123,7 @@ int up(const std::vector<std::string> &daemonArgs, const Instance &inst, const U
 		int status;
 		if (waitpid(pid, &status, WNOHANG) == pid) {
 			fprintf(stderr, "ibemu up: ibemud failed to start (exit %d):\n%s",
-				WIFEXITED(status) ? WEXITSTATUS(status) : -1, tail(inst.outFile(), 20).c_str());
+				WIFEXITED(status) ? WEXITSTATUS(status) : -1, daemonComplaint(inst.outFile()).c_str());
 			leaveRunDir(inst, o.keepLogs, "up");
 			return 1;
 		}

@@ -174,9 +174,9 @@ bool Daemon::chooseLocal()
 		while (std::getline(ss, item, ',')) {
 			fabric::Node *n = findCa(subnet_, item);
 			if (!n) {
-				spdlog::error(
-					"--local: no CA \"{}\" in the fabric (give a node id, description or GUID)",
-					item);
+				spdlog::error("--local: {} (give a CA's node id, description, host name or GUID)",
+					      subnet_.resolveNode(item) ? "\"" + item + "\" is a switch, not a CA"
+									: subnet_.noSuchNode(item));
 				return false;
 			}
 			if (n->foreign) {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <iterator>
 #include <poll.h>
+#include <sstream>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -246,6 +247,25 @@ std::string tail(const std::string &path, size_t lines, bool first)
 	for (size_t i = from; i < all.size() && i < from + lines; i++)
 		out += "  " + all[i] + "\n";
 	return out;
+}
+
+std::string daemonComplaint(const std::string &path)
+{
+	std::istringstream lines(tail(path, 20));
+	std::string out, l;
+	while (std::getline(lines, l)) {
+		/* "  [2026-11-29 10:27:26.071] [ibemud] [error] MESSAGE" */
+		static const std::string name = "] [ibemud] [";
+		size_t at = l.find(name), close = at == std::string::npos ? at : l.find("] ", at + name.size());
+		if (l.compare(0, 3, "  [") != 0 || close == std::string::npos) {
+			out += l + "\n"; /* not a log line: a message of its own */
+			continue;
+		}
+		std::string level = l.substr(at + name.size(), close - at - name.size());
+		if (level == "warning" || level == "error" || level == "critical")
+			out += "  " + level + ": " + l.substr(close + 2) + "\n";
+	}
+	return out.empty() ? tail(path, 20) : out;
 }
 
 std::vector<Client> clientsOf(const Instance &inst, const nlohmann::json &live, int except)

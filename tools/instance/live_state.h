@@ -34,6 +34,12 @@ std::string smState(int daemonPid, std::string &why);
 /* The last (or first) `lines` lines of a file, indented for messages. */
 std::string tail(const std::string &path, size_t lines, bool first = false);
 
+/* What ibemud said on its output (path) before it failed, for a message:
+ * of its last 20 lines, the warnings and errors without the log's time and
+ * name ("  error: --local: ...") and the lines that are not log lines;
+ * all 20 when there are none of those. */
+std::string daemonComplaint(const std::string &path);
+
 struct Client {
 	int pid;
 	std::string command; /* /proc/PID/comm */
