@@ -142,7 +142,7 @@ void Subnet::train(Port &a)
 	}
 }
 
-void Subnet::linkDown(Port &p, PhysState localPhys)
+void Subnet::linkDown(Port &p, PhysState localPhys, DownCause cause)
 {
 	Port *q = p.peer;
 	bool wasUp = p.linkUp();
@@ -153,7 +153,7 @@ void Subnet::linkDown(Port &p, PhysState localPhys)
 	for (Port *x : { &p, q }) {
 		if (!x)
 			continue;
-		if (wasUp && x->counters.linkDowned != 0xff)
+		if (wasUp && cause == DownCause::Lost && x->counters.linkDowned != 0xff)
 			x->counters.linkDowned++;
 		if (x->state != PortState::Down) {
 			x->state = PortState::Down;
@@ -168,7 +168,7 @@ void Subnet::setDisabled(Port &p, bool disabled)
 		return;
 	if (disabled) {
 		if (p.physState != PhysState::Disabled)
-			linkDown(p, PhysState::Disabled);
+			linkDown(p, PhysState::Disabled, DownCause::Requested);
 		tellFarEnd(p);
 		return;
 	}
@@ -188,13 +188,13 @@ void Subnet::bounceLink(Port &p)
 	if (!p.linkUp())
 		return;
 	p.retrains++;
-	retrain(p);
+	retrain(p, DownCause::Requested);
 	tellFarEnd(p);
 }
 
-void Subnet::retrain(Port &p)
+void Subnet::retrain(Port &p, DownCause cause)
 {
-	linkDown(p, PhysState::Polling);
+	linkDown(p, PhysState::Polling, cause);
 	train(p);
 }
 

@@ -63,6 +63,11 @@ void Subnet::tellFarEnd(Port &p)
 void Subnet::farEndReported(Port &far, const CableEnd &end)
 {
 	const bool retrained = far.farEnd && far.farEnd->retrains != end.retrains;
+	/* the far daemon retrains for an SM's PortState=Down (a request) or
+	 * for a damaged cable (a loss), which changes the cable's limits */
+	const bool damaged = far.farEnd &&
+			     (far.farEnd->degradedWidth != end.degradedWidth ||
+			      far.farEnd->degradedSpeed != end.degradedSpeed);
 	far.farEnd = std::make_unique<CableEnd>(end);
 	far.linkWidthEnabled = end.widthEnabled;
 	far.linkWidthSupported = end.widthSupported;
@@ -82,13 +87,14 @@ void Subnet::farEndReported(Port &far, const CableEnd &end)
 		return; /* pulled out at this end */
 	if (!canTrain(far)) {
 		if (local->linkUp())
-			linkDown(*local, PhysState::Polling);
+			linkDown(*local, PhysState::Polling,
+				 end.cabled && end.disabled ? DownCause::Requested : DownCause::Lost);
 		return;
 	}
 	if (!local->linkUp())
 		train(*local);
 	else if (retrained)
-		retrain(*local);
+		retrain(*local, damaged ? DownCause::Lost : DownCause::Requested);
 	else
 		negotiate(*local);
 }

@@ -78,9 +78,11 @@ public:
 	/* Pulls the cable out of a port; both ends go Down/Polling. */
 	void disconnect(Port &p);
 	/* PortPhysicalState Disabled (true) or Polling (false), as an SMA Set or
-	 * `ibportstate disable/enable` does. */
+	 * `ibportstate disable/enable` does. LinkDownedCounter stays: a request,
+	 * not a lost link. */
 	void setDisabled(Port &p, bool disabled);
-	/* PortState Down requested by an SM: the link goes down and retrains. */
+	/* PortState Down requested by an SM: the link goes down and retrains.
+	 * LinkDownedCounter stays, as for setDisabled(). */
 	void bounceLink(Port &p);
 	/* A logical state change requested through PortInfo (Armed, Active). */
 	void setLogicalState(Port &p, PortState s);
@@ -259,10 +261,16 @@ private:
 	 * many were lost (link_faults.cpp). */
 	uint64_t lostOnCable(Port &out, Port &in, uint64_t packets);
 
-	void linkDown(Port &p, PhysState localPhys);
+	/* What takes a link down. LinkDownedCounter counts a link lost (IBA
+	 * 14.2.5.6: link error recovery gave up and downed the link), at both
+	 * ends; not a Down or Disable asked for through a PortInfo Set, which
+	 * is no error (OpenSM sends one in its first sweep, ibportstate on
+	 * request). */
+	enum class DownCause { Lost, Requested };
+	void linkDown(Port &p, PhysState localPhys, DownCause cause = DownCause::Lost);
 	static bool canTrain(const Port &p);
 	void train(Port &p);
-	void retrain(Port &p);
+	void retrain(Port &p, DownCause cause = DownCause::Lost);
 	void tellFarEnd(Port &p);
 	void portStateChanged(Port &p);
 

@@ -160,15 +160,23 @@ TEST_CASE("the far daemon's port changes reach the near end", "[remote-cable]")
 		CHECK(sw1p8.speedActive == Speed::SDR);
 		CHECK(sw1p7.linkWidthActive != kWidth1x);
 	}
-	SECTION("an SM's PortState=Down retrains both ends")
+	SECTION("an SM's PortState=Down retrains both ends, a request: no LinkDowned")
 	{
 		f.b.bounceLink(sw2p7);
+		CHECK(sw1p7.state == PortState::Init);
+		CHECK(sw2p7.state == PortState::Init);
+		f.a.bounceLink(sw1p7);
+		f.b.setDisabled(sw2p7, true);
+		f.b.setDisabled(sw2p7, false);
+		CHECK(sw1p7.linkUp());
+		CHECK(sw1p7.counters.linkDowned == 0);
+		CHECK(sw2p7.counters.linkDowned == 0);
+	}
+	SECTION("a damaged cable at the far end is a lost link at both ends")
+	{
+		f.b.degradeLink(sw2p7, kWidth1x, std::nullopt);
 		CHECK(sw1p7.counters.linkDowned == 1);
 		CHECK(sw2p7.counters.linkDowned == 1);
-		CHECK(sw1p7.state == PortState::Init);
-		f.a.bounceLink(sw1p7);
-		CHECK(sw1p7.counters.linkDowned == 2);
-		CHECK(sw2p7.counters.linkDowned == 2);
 	}
 	SECTION("a cable pulled out at the far end, and plugged back in")
 	{

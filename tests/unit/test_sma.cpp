@@ -223,8 +223,8 @@ TEST_CASE_METHOD(Fixture, "PortInfo Set of PortState follows IBA transitions", "
 	CHECK(setState(1, 0) == 0);
 	CHECK(p.state == PortState::Init);
 	CHECK(p.peer->state == PortState::Init);
-	CHECK(p.counters.linkDowned == 1);
-	CHECK(p.peer->counters.linkDowned == 1);
+	CHECK(p.counters.linkDowned == 0); /* asked for: no lost link */
+	CHECK(p.peer->counters.linkDowned == 0);
 
 	/* Disabled: local Disabled/Down, peer Polling/Down; then Polling retrains */
 	Port &q = sw1->port(8);
@@ -242,6 +242,41 @@ TEST_CASE_METHOD(Fixture, "PortInfo Set of PortState follows IBA transitions", "
 	CHECK(q.physState == PhysState::LinkUp);
 	CHECK(q.state == PortState::Init);
 	CHECK(q.peer->state == PortState::Init);
+}
+
+/* IBA 14.2.5.6: LinkDownedCounter counts the link error recovery process
+ * giving up, so OpenSM's first sweep (PortState=Down on every CA port whose
+ * NeighborMTU or OperationalVLs it changes) leaves a clean fabric clean */
+TEST_CASE_METHOD(Fixture, "LinkDownedCounter counts lost links, not a PortInfo Set's Down or Disable", "[sma]")
+{
+	Port &host = s.findNodeByGuid(0x2c90300000300)->port(1); /* sw1 port 2: not on the path to sw1 */
+	Port &sw = *host.peer;
+	auto setPhys = [&](uint8_t state, uint8_t phys) {
+		auto r = get(kSw1, IB_SMP_ATTR_PORT_INFO, sw.num);
+		auto &pi = *overlay<ib_port_info>(smpData(*r));
+		pi.linkspeed_portstate = nibbles(0, state);
+		pi.portphysstate_linkdown = nibbles(phys, 0);
+		return status(set(kSw1, IB_SMP_ATTR_PORT_INFO, sw.num, smpData(*r)));
+	};
+	REQUIRE(host.linkUp());
+	CHECK(setPhys(1, 0) == 0); /* PortState Down: retrains */
+	CHECK(setPhys(1, 2) == 0); /* Down with PhysState Polling: retrains */
+	CHECK(setPhys(0, 3) == 0); /* Disabled */
+	CHECK(host.physState == PhysState::Polling);
+	CHECK(setPhys(0, 2) == 0); /* enabled again */
+	CHECK(host.linkUp());
+	CHECK(sw.retrains == 2);
+	CHECK(host.counters.linkDowned == 0);
+	CHECK(sw.counters.linkDowned == 0);
+
+	/* a cable pulled out, or one that loses its lanes, is a lost link */
+	REQUIRE(s.pullCable(host) == 0);
+	REQUIRE(s.plugCable(host) == 0);
+	CHECK(host.counters.linkDowned == 1);
+	CHECK(sw.counters.linkDowned == 1);
+	s.degradeLink(host, kWidth1x, std::nullopt);
+	CHECK(host.counters.linkDowned == 2);
+	CHECK(sw.counters.linkDowned == 2);
 }
 
 TEST_CASE_METHOD(Fixture, "P_KeyTable", "[sma]")
