@@ -12,8 +12,8 @@
 #include <functional>
 #include <iterator>
 #include <poll.h>
-#include <sstream>
 #include <signal.h>
+#include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
 
