@@ -2,6 +2,7 @@
 // Copyright (c) 2026 the ibemu authors
 #include "tools/control/fabric_control.h"
 #include "tools/control/fabric_ops.h"
+#include "tools/control/json_text.h"
 
 #include "fabric/subnet.h"
 
@@ -192,7 +193,7 @@ void FabricControl::append(const Json &e)
 	if (stat(eventLog_.c_str(), &st) == 0 && uint64_t(st.st_size) > kEventLogMax)
 		rename(eventLog_.c_str(), (eventLog_ + ".1").c_str());
 	std::ofstream out(eventLog_, std::ios::app);
-	out << e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+	out << jsonText(e) << "\n";
 }
 
 void FabricControl::run(const Json &req, const Json &origin, Reply done)

@@ -3,6 +3,7 @@
 // What the daemon tells about itself (tools/daemon/daemon.h): the
 // description written to the ready file, and the live status `ibemu status`
 // reads from the FUSE filesystem.
+#include "tools/control/json_text.h"
 #include "tools/daemon/daemon.h"
 
 #include "emu/hca_attrs.h"
@@ -130,7 +131,7 @@ std::string Daemon::liveStatus() const
 	j["dropped_packets"] = subnet_.droppedPackets();
 	j["faults"] = control_->state();
 	j["scenarios"] = scenarioStates();
-	return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+	return jsonText(j) + "\n";
 }
 
 } /* namespace ibemu::tools */

@@ -5,6 +5,7 @@
 #include "fabric/packet_format.h"
 #include "fabric/subnet.h"
 #include "tools/control/control_socket.h"
+#include "tools/control/json_text.h"
 #include "tools/observe/fabric_picture.h"
 #include "tools/observe/packet_capture.h"
 #include "tools/observe/packet_text.h"
@@ -311,7 +312,7 @@ WebView::Answer WebView::get(const std::string &target)
 			for (auto &[k, v] : more.items())
 				j[k] = v;
 		}
-		return { 200, "application/json", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) };
+		return { 200, "application/json", jsonText(j) };
 	}
 	if (path == "/api/picture.svg") {
 		const size_t key = pictureKey(subnet_);
@@ -330,9 +331,7 @@ WebView::Answer WebView::get(const std::string &target)
 		auto [p, ec] = std::from_chars(id.data(), id.data() + id.size(), index);
 		if (ec != std::errc() || p != id.data() + id.size() || index >= subnet_.nodes().size())
 			return { 404, "application/json", R"({"error":"no such node"})" };
-		return { 200, "application/json",
-			 nodeState(*subnet_.nodes()[index])
-				 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) };
+		return { 200, "application/json", jsonText(nodeState(*subnet_.nodes()[index])) };
 	}
 	return { 404, "text/plain", "not found\n" };
 }
