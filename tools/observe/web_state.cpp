@@ -94,7 +94,10 @@ size_t pictureKey(const fabric::Subnet &subnet)
 
 Json fabricState(const fabric::Subnet &subnet)
 {
-	Json cables = Json::object(), ports = Json::array(), states = Json::object();
+	/* cables in a std::map: an ordered_json object finds a key by looking
+	 * at every one before it, and a fabric has tens of thousands of them */
+	nlohmann::json cables = nlohmann::json::object();
+	Json ports = Json::array(), states = Json::object();
 	size_t total = 0;
 	for (const auto &n : subnet.nodes())
 		if (!n->foreign)
