@@ -129,6 +129,8 @@ std::string Daemon::liveStatus() const
 		clients.push_back({ { "pid", pid }, { "files", files } });
 	j["clients"] = clients;
 	j["dropped_packets"] = subnet_.droppedPackets();
+	if (web_) /* its connections, and how often it built the state */
+		j["web_view"] = web_->stats();
 	j["faults"] = control_->state();
 	j["scenarios"] = scenarioStates();
 	return jsonText(j) + "\n";
