@@ -207,6 +207,30 @@ TEST_CASE("capture: a capture stream names ports and ends, and keeps to its filt
 	CHECK_FALSE(f.s.tapping()); /* the last capture gone, the tap is too */
 }
 
+TEST_CASE("capture: names that are not UTF-8 are written with U+FFFD", "[capture]")
+{
+	/* root may write any bytes to node_desc, as on the kernel */
+	DefaultFabric f;
+	f.host1->node->desc = "\xff\xfe host1";
+	f.sw2->desc = std::string("sw\0\x80", 4);
+	tools::PacketCapture cap(f.s);
+	auto s = std::make_shared<FakeStream>();
+	cap.start({ { "op", "capture" }, { "ports", { "\xff\xfe host1" } }, { "kinds", { "smp" } } }, s);
+	REQUIRE(s->lines.size() == 1);
+	CHECK(s->lines[0]["ok"] == true);
+	roundTrip(f.s, *f.host1, drSmp(IB_MGMT_METHOD_GET, IB_SMP_ATTR_PORT_INFO, 3, { 1, 7 }));
+	REQUIRE(s->lines.size() == 3); /* the lines parsed: they are JSON */
+	CHECK(s->lines[1]["port"] == "\xef\xbf\xbd\xef\xbf\xbd host1:1");
+	CHECK(s->lines[1]["src"] == "\xef\xbf\xbd\xef\xbf\xbd host1");
+	CHECK(s->lines[1]["dst"] == std::string("sw\0\xef\xbf\xbd", 6));
+
+	/* a refusal that quotes what the client sent */
+	auto r = std::make_shared<FakeStream>();
+	cap.start({ { "op", "capture" }, { "ports", { "\xff\xfe host1:9" } } }, r);
+	REQUIRE(r->lines.size() == 1);
+	CHECK(r->lines[0]["ok"] == false);
+}
+
 TEST_CASE("capture: bad requests are refused whole; a slow client loses lines, counted", "[capture]")
 {
 	DefaultFabric f;

@@ -4,6 +4,7 @@
 // nodes, cables and their states, the summaries of large fabrics, and
 // Graphviz reading and drawing it; the live view's answers (tools/observe/web_view).
 #include "tests/unit/fabric_helpers.h"
+#include "tests/unit/manual_clock.h"
 
 #include "fabric/capability.h"
 #include "fabric/generators.h"
@@ -91,7 +92,7 @@ TEST_CASE("picture: a split subnet names hosts and draws another host's nodes as
 	boost::asio::io_context io;
 	tools::WebView web(
 		io, a, cap, [] { return nlohmann::ordered_json{}; }, &split);
-	auto st = nlohmann::json::parse(web.get("/api/state").body);
+	auto st = nlohmann::json::parse(web.get("/api/state").body());
 	CHECK(st["cables"][cable("S1", 7)] == "active");
 	CHECK(st["cables"][cable("S2", 1)] == "elsewhere");
 	CHECK(st["cables"][cable("H3", 1)] == "active");
@@ -100,9 +101,10 @@ TEST_CASE("picture: a split subnet names hosts and draws another host's nodes as
 		CHECK(port["node"] != "n" + s2); /* another host's ports are its daemon's to show */
 	/* a's end goes down: the cable to b is down, whatever b's stand-in says */
 	a.setDisabled(SplitSubnet::port(a, "S1", 7), true);
-	st = nlohmann::json::parse(web.get("/api/state").body);
+	ManualClock::advance(tools::WebView::kStateEvery); /* the state is looked at again */
+	st = nlohmann::json::parse(web.get("/api/state").body());
 	CHECK(st["cables"][cable("S1", 7)] == "down");
-	CHECK(web.get("/api/picture.svg").body.find("host b") != std::string::npos);
+	CHECK(web.get("/api/picture.svg").body().find("host b") != std::string::npos);
 }
 
 TEST_CASE("picture: names are quoted safely and Graphviz draws them", "[picture]")
@@ -154,12 +156,12 @@ TEST_CASE("live view: what the page asks for", "[picture][web]")
 	auto a = web.get("/");
 	CHECK(a.status == 200);
 	CHECK(a.type == "text/html; charset=utf-8");
-	CHECK(a.body.find("<script src=\"/app.js\"") != std::string::npos);
+	CHECK(a.body().find("<script src=\"/app.js\"") != std::string::npos);
 	CHECK(web.get("/app.js").type == "text/javascript; charset=utf-8");
 
 	a = web.get("/api/state?x=1");
 	REQUIRE(a.status == 200);
-	auto s = nlohmann::json::parse(a.body);
+	auto s = nlohmann::json::parse(a.body());
 	CHECK(s["instance"] == "unit");
 	CHECK(s["cables"].size() == 8);
 	CHECK(s["cables"]["l" + std::to_string(f.sw1->index) + "p7"] == "active");
@@ -169,26 +171,29 @@ TEST_CASE("live view: what the page asks for", "[picture][web]")
 	CHECK(cap.active() == 1); /* a page polls: the recent MADs are captured */
 
 	roundTrip(f.s, *f.host1, pmaMad(IB_MGMT_METHOD_GET, IB_PMA_PORT_COUNTERS, 1, f.host2->lid));
-	s = nlohmann::json::parse(web.get("/api/state").body);
+	ManualClock::advance(tools::WebView::kStateEvery); /* the state is looked at again */
+	s = nlohmann::json::parse(web.get("/api/state").body());
 	REQUIRE(s["mads"].size() == 4); /* out and in at host1 and host2 */
 	CHECK(s["mads"][0]["text"].get<std::string>().rfind("PerfGet(PortCounters) LID ", 0) == 0);
 
 	f.host1->capMask |= IB_PORT_SM; /* as OpenSM's issm open does */
-	s = nlohmann::json::parse(web.get("/api/state").body);
+	ManualClock::advance(tools::WebView::kStateEvery); /* the state is looked at again */
+	s = nlohmann::json::parse(web.get("/api/state").body());
 	CHECK(s["sm"]["lid"] == f.host1->lid);
 	CHECK(s["sm"]["node"] == "ibemu-host1 HCA-1");
 
 	const auto picture = s["picture"];
 	f.s.pullCable(f.sw1->port(7));
-	s = nlohmann::json::parse(web.get("/api/state").body);
+	ManualClock::advance(tools::WebView::kStateEvery); /* the state is looked at again */
+	s = nlohmann::json::parse(web.get("/api/state").body());
 	CHECK(s["picture"] != picture); /* the drawing changes: the page fetches it again */
 	CHECK(s["cables"]["l" + std::to_string(f.sw1->index) + "p7"] == "pulled");
 
 	a = web.get("/api/picture.svg");
 	CHECK(a.type == "image/svg+xml");
-	CHECK(a.body.find("<g id=\"l" + std::to_string(f.sw1->index) + "p7\" class=\"edge\"") != std::string::npos);
+	CHECK(a.body().find("<g id=\"l" + std::to_string(f.sw1->index) + "p7\" class=\"edge\"") != std::string::npos);
 
-	auto n = nlohmann::json::parse(web.get("/api/node/" + std::to_string(f.sw2->index)).body);
+	auto n = nlohmann::json::parse(web.get("/api/node/" + std::to_string(f.sw2->index)).body());
 	CHECK(n["type"] == "switch");
 	CHECK(n["ports"].size() == 9); /* port 0 and 1-8 */
 	CHECK_FALSE(n["lft"].empty());
@@ -200,4 +205,87 @@ TEST_CASE("live view: what the page asks for", "[picture][web]")
 
 	web.close();
 	CHECK(cap.active() == 0);
+}
+
+TEST_CASE("live view: the state is built once per change, and every request is sent the same", "[picture][web]")
+{
+	DefaultFabric f;
+	boost::asio::io_context io;
+	tools::PacketCapture cap(f.s);
+	tools::WebView web(io, f.s, cap, [] { return nlohmann::ordered_json{ { "instance", "unit" } }; });
+	const auto builds = [&] { return web.stats()["state_builds"].get<uint64_t>(); };
+
+	const auto first = web.get("/api/state");
+	CHECK(builds() == 1);
+	/* many requests, unchanged: one body, never built again */
+	for (int i = 0; i < 20; i++) {
+		CHECK(web.get("/api/state").data == first.data);
+		ManualClock::advance(tools::WebView::kStateEvery / 4);
+	}
+	CHECK(web.get("/api/state").data == first.data); /* looked at: unchanged */
+	CHECK(builds() == 1);
+
+	/* a change is seen once the state is looked at again */
+	roundTrip(f.s, *f.host1, pmaMad(IB_MGMT_METHOD_GET, IB_PMA_PORT_COUNTERS, 1, f.host2->lid));
+	CHECK(web.get("/api/state").data == first.data); /* looked at less than kStateEvery ago */
+	ManualClock::advance(tools::WebView::kStateEvery);
+	const auto second = web.get("/api/state");
+	CHECK(second.data != first.data);
+	CHECK(builds() == 2);
+	CHECK(nlohmann::json::parse(second.body())["mads"].size() == 4);
+	ManualClock::advance(tools::WebView::kStateEvery);
+	CHECK(web.get("/api/state").data == second.data);
+	CHECK(builds() == 2);
+
+	/* the picture likewise */
+	const auto svg = web.get("/api/picture.svg");
+	ManualClock::advance(tools::WebView::kStateEvery);
+	CHECK(web.get("/api/picture.svg").data == svg.data);
+	CHECK(web.stats()["picture_builds"] == 1);
+	web.close();
+}
+
+TEST_CASE("live view: names that are not UTF-8 are shown with U+FFFD", "[picture][web]")
+{
+	DefaultFabric f;
+	f.host1->node->desc = "\xff\xfe host1";
+	boost::asio::io_context io;
+	tools::PacketCapture cap(f.s);
+	tools::WebView web(io, f.s, cap, [] { return nlohmann::ordered_json{ { "instance", "\xc3" } }; });
+	auto s = nlohmann::json::parse(web.get("/api/state").body());
+	CHECK(s["instance"] == "\xef\xbf\xbd");
+	/* MADs from it, decoded for the page */
+	roundTrip(f.s, *f.host1, drSmp(IB_MGMT_METHOD_GET, IB_SMP_ATTR_NODE_DESC, 0, { 1 }));
+	ManualClock::advance(tools::WebView::kStateEvery);
+	s = nlohmann::json::parse(web.get("/api/state").body());
+	CHECK(s["mads"].size() == 2);
+	auto n = nlohmann::json::parse(web.get("/api/node/" + std::to_string(f.host1->node->index)).body());
+	CHECK(n["name"] == "\xef\xbf\xbd\xef\xbf\xbd host1");
+	web.close();
+}
+
+TEST_CASE("live view: whose a local connection is", "[web]")
+{
+	using boost::asio::ip::tcp;
+	boost::asio::io_context io;
+	for (const char *addr : { "127.0.0.1", "::1" }) {
+		boost::system::error_code ec;
+		tcp::acceptor acc(io);
+		acc.open(tcp::endpoint(boost::asio::ip::make_address(addr), 0).protocol(), ec);
+		if (!ec)
+			acc.bind(tcp::endpoint(boost::asio::ip::make_address(addr), 0), ec);
+		if (ec)
+			continue; /* no IPv6 here */
+		acc.listen();
+		tcp::socket client(io);
+		client.connect(acc.local_endpoint());
+		tcp::socket server = acc.accept();
+		tools::SocketOwner owners;
+		auto uid = owners.uidOf(server.local_endpoint(), server.remote_endpoint());
+		REQUIRE(uid);
+		CHECK(*uid == getuid());
+		/* no such socket: another port */
+		CHECK_FALSE(owners.uidOf(server.local_endpoint(),
+					 tcp::endpoint(server.remote_endpoint().address(), acc.local_endpoint().port())));
+	}
 }

@@ -12,6 +12,7 @@
 // this client because it read too slowly.
 #include "tools/cli/commands.h"
 #include "tools/cli/control_client.h"
+#include "tools/control/json_text.h"
 #include "tools/instance/instance.h"
 #include "tools/observe/packet_capture.h"
 #include "tools/observe/packet_text.h"
@@ -243,7 +244,8 @@ int runCapture(const CaptureOpts &o)
 		}
 		PacketPlace at;
 		if (!readRecord(rec, pkt, at)) {
-			fprintf(stderr, "%s: a record without a packet from the daemon: %s\n", cmd, rec.dump().c_str());
+			fprintf(stderr, "%s: a record without a packet from the daemon: %s\n", cmd,
+				jsonText(rec).c_str());
 			continue;
 		}
 		const int64_t t = rec.value("t", int64_t(0));

@@ -2,6 +2,7 @@
 // Copyright (c) 2026 the ibemu authors
 #include "tools/cli/control_client.h"
 
+#include "tools/control/json_text.h"
 #include "tools/instance/instance.h"
 
 #include <cerrno>
@@ -52,7 +53,7 @@ int ControlClient::connect(const std::string &instance, const char *cmd)
 
 bool ControlClient::call(const Json &req, Json &reply, const char *cmd)
 {
-	return callLine(req.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), reply, cmd);
+	return callLine(jsonText(req), reply, cmd);
 }
 
 bool ControlClient::callLine(std::string line, Json &reply, const char *cmd)

@@ -6,6 +6,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/control_client.h"
 #include "tools/control/ibsim_script.h"
+#include "tools/control/json_text.h"
 #include "tools/instance/instance.h"
 
 #include <nlohmann/json.hpp>
@@ -34,7 +35,7 @@ std::string describe(const Json &req, const Json &r)
 {
 	std::string op = req.value("op", "");
 	auto s = [&](const char *k) {
-		return r.contains(k) ? (r[k].is_string() ? r[k].get<std::string>() : r[k].dump()) : std::string();
+		return r.contains(k) ? (r[k].is_string() ? r[k].get<std::string>() : jsonText(r[k])) : std::string();
 	};
 	std::string at = "\"" + s("node") + "\"" + (r.contains("port") ? "[" + s("port") + "]" : "");
 	if (op == "link.down")
@@ -65,7 +66,7 @@ std::string describe(const Json &req, const Json &r)
 		return "added " + s("nodes");
 	if (op == "scenario.stop")
 		return "stopped " + s("stopped") + " scenarios";
-	return r.dump();
+	return jsonText(r);
 }
 
 /* Sends one request and prints what came of it; the exit code */
@@ -78,7 +79,7 @@ int request(const std::string &instance, const Json &req, bool json, const char 
 	if (!c.call(req, reply, cmd))
 		return kRefused;
 	if (json)
-		printf("%s\n", reply.dump().c_str());
+		printf("%s\n", jsonText(reply).c_str());
 	if (!reply.value("ok", false)) {
 		if (!json)
 			fprintf(stderr, "%s: %s\n", cmd, reply.value("error", "refused").c_str());
@@ -175,7 +176,7 @@ int runIbsim(const std::string &instance, const std::string &path, bool json)
 			if (!c.call(req, reply, cmd))
 				return kRefused;
 			if (json)
-				printf("%s\n", reply.dump().c_str());
+				printf("%s\n", jsonText(reply).c_str());
 			if (!reply.value("ok", false)) {
 				fprintf(stderr, "%s: %s: %s\n", cmd, st.where.c_str(),
 					reply.value("error", "").c_str());
@@ -209,7 +210,7 @@ int runControl(const std::string &instance, const std::vector<std::string> &args
 		Json reply;
 		if (!c.callLine(l, reply, cmd))
 			return kRefused;
-		printf("%s\n", reply.dump().c_str());
+		printf("%s\n", jsonText(reply).c_str());
 		if (!reply.value("ok", false))
 			rc = kRefused;
 	}

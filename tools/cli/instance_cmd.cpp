@@ -4,9 +4,10 @@
 // This file holds the command tree, and down, exec and status; up is
 // tools/cli/instance_up.cpp, what they share tools/cli/instance_cmd.h.
 #include "tools/cli/instance_cmd.h"
-#include "tools/cli/commands.h"
 #include "cuse_dev/seccomp_filter.h"
+#include "tools/cli/commands.h"
 #include "tools/cli/rdma_netlink.h"
+#include "tools/control/json_text.h"
 #include "tools/instance/namespace.h"
 
 #include <nlohmann/json.hpp>
@@ -260,7 +261,7 @@ int status(const Instance &inst, bool json)
 		j["clients"] = cl;
 	}
 	if (json) {
-		printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+		printf("%s\n", jsonText(j).c_str());
 		return 0;
 	}
 	printDevices(j);

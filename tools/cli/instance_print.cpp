@@ -4,6 +4,7 @@
 // and ports, its SM, the faults and scenarios, pinned memory, and the
 // processes holding its devices (tools/cli/instance_cmd.h).
 #include "tools/cli/instance_cmd.h"
+#include "tools/control/json_text.h"
 
 #include <cstdio>
 #include <string>
@@ -22,7 +23,7 @@ void printFaults(const nlohmann::json &f, const nlohmann::json &scenarios)
 {
 	auto list = [](const nlohmann::json &a, const char *what) {
 		for (const auto &x : a)
-			printf("  %s: %s\n", what, x.is_string() ? x.get<std::string>().c_str() : x.dump().c_str());
+			printf("  %s: %s\n", what, x.is_string() ? x.get<std::string>().c_str() : jsonText(x).c_str());
 	};
 	for (const auto &c : f.value("pulled_cables", nlohmann::json::array()))
 		printf("  pulled cable: %s -- %s\n", c.value("port", "").c_str(), c.value("peer", "").c_str());
@@ -53,7 +54,7 @@ void printFaults(const nlohmann::json &f, const nlohmann::json &scenarios)
 		for (const char *k : { "seq", "time", "op", "source" })
 			rest.erase(k);
 		printf("    %s %s (%s) %s\n", e.value("time", "").c_str(), e.value("op", "").c_str(),
-		       e.value("source", "").c_str(), rest.dump().c_str());
+		       e.value("source", "").c_str(), jsonText(rest).c_str());
 	}
 }
 
@@ -68,8 +69,8 @@ void printDevices(const nlohmann::json &j)
 		transport = "seccomp transport (" + std::string(j.value("transport", "") == "cuse" ? "CUSE" : "FUSE") +
 			" files)";
 	printf("ibemu instance \"%s\" is up (pid %d, %s, fabric %s: %s, %s, %s)\n", j.value("instance", "").c_str(),
-	       j.value("pid", 0), transport.c_str(),
-	       j.value("topology", "").c_str(), count(f.value("switches", 0), "switch", "switches").c_str(),
+	       j.value("pid", 0), transport.c_str(), j.value("topology", "").c_str(),
+	       count(f.value("switches", 0), "switch", "switches").c_str(),
 	       count(f.value("cas", 0), "CA", "CAs").c_str(), count(f.value("links", 0), "link", "links").c_str());
 	for (const auto &d : j["devices"]) {
 		printf("  %s  node GUID %s  \"%s\"\n", d.value("ibdev", "").c_str(), d.value("node_guid", "").c_str(),

@@ -4,6 +4,7 @@
 // are ready and, with --sm, until OpenSM made every cabled local port ACTIVE
 // (tools/cli/instance_cmd.h).
 #include "tools/cli/instance_cmd.h"
+#include "tools/control/json_text.h"
 
 #include <cerrno>
 #include <chrono>
@@ -144,7 +145,7 @@ int up(const std::vector<std::string> &daemonArgs, const Instance &inst, const U
 		if (o.sm && loadLive(inst, pid, live, ignored))
 			ready = live;
 		if (o.json)
-			printf("%s\n", ready.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+			printf("%s\n", jsonText(ready).c_str());
 		else
 			printDevices(ready);
 		if (o.sm)

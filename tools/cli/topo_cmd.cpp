@@ -3,9 +3,10 @@
 // `ibemu topo gen|check|show`: generate, validate and describe topology files.
 #include "tools/cli/commands.h"
 #include "tools/cli/control_client.h"
+#include "tools/control/json_text.h"
+#include "tools/instance/fabric_source.h"
 #include "tools/observe/fabric_picture.h"
 #include "tools/observe/fabric_summary.h"
-#include "tools/instance/fabric_source.h"
 
 #include "fabric/generators.h"
 #include "fabric/subnet.h"
@@ -216,7 +217,7 @@ void addTopoCommands(CLI::App &app, int &exitCode)
 			j["hosts"] = split.hosts.size();
 			j["crossing_links"] = crossing;
 		}
-		printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+		printf("%s\n", jsonText(j).c_str());
 	});
 
 	/* topo diff */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
 #include "tools/control/control_socket.h"
+#include "tools/control/json_text.h"
 
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/streambuf.hpp>
@@ -301,8 +302,7 @@ void ControlSocket::send(const std::shared_ptr<Conn> &c, const Json &reply, bool
 {
 	if (!c->open)
 		return;
-	auto text = std::make_shared<std::string>(reply.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
-						  "\n");
+	auto text = std::make_shared<std::string>(jsonText(reply) + "\n");
 	boost::asio::async_write(c->sock, boost::asio::buffer(*text),
 				 [this, c, text, thenClose](const boost::system::error_code &ec, size_t) {
 					 if (!c->open)

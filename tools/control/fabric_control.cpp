@@ -2,6 +2,7 @@
 // Copyright (c) 2026 the ibemu authors
 #include "tools/control/fabric_control.h"
 #include "tools/control/fabric_ops.h"
+#include "tools/control/json_text.h"
 
 #include "fabric/subnet.h"
 
@@ -131,7 +132,7 @@ bool FabricControl::parse(const Json &req, Action &a, std::string &err, bool now
 		if (!p || !isCount(*p) || p->get<uint64_t>() < first || p->get<uint64_t>() > n.numPorts) {
 			err = "\"" + n.desc + "\" has ports " + std::to_string(first) + "-" +
 				std::to_string(n.numPorts) +
-				(p ? "; there is no port " + p->dump() : "; give one (\"port\")");
+				(p ? "; there is no port " + jsonText(*p) : "; give one (\"port\")");
 			return false;
 		}
 		a.port = &a.node->port(unsigned(p->get<uint64_t>()));
@@ -204,7 +205,7 @@ void FabricControl::append(const Json &e)
 		if (logFd_ < 0)
 			return;
 	}
-	std::string line = e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+	std::string line = jsonText(e) + "\n";
 	/* one write() per line, whole (O_APPEND): a reader never sees half */
 	ssize_t n = write(logFd_, line.data(), line.size());
 	if (n > 0)

@@ -10,6 +10,7 @@
 
 #include "cuse_dev/seccomp_filter.h"
 
+#include "tools/control/json_text.h"
 #include "tools/instance/namespace.h"
 
 #include <spdlog/spdlog.h>
@@ -78,7 +79,7 @@ void Daemon::ready()
 	if (!startScenario_.events.empty())
 		runScenario(std::move(startScenario_));
 	std::string tmp = inst_.readyFile() + ".tmp";
-	std::ofstream(tmp) << describe().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+	std::ofstream(tmp) << jsonText(describe(), 2) << "\n";
 	rename(tmp.c_str(), inst_.readyFile().c_str());
 	spdlog::info("ready: devices under /dev/infiniband and /sys/class/infiniband* in this instance's namespace");
 	notifyServiceManager("READY=1");

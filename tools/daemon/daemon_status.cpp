@@ -3,6 +3,7 @@
 // What the daemon tells about itself (tools/daemon/daemon.h): the
 // description written to the ready file, and the live status `ibemu status`
 // reads from the FUSE filesystem.
+#include "tools/control/json_text.h"
 #include "tools/daemon/daemon.h"
 
 #include "emu/hca_attrs.h"
@@ -138,9 +139,11 @@ std::string Daemon::liveStatus() const
 		clients.push_back({ { "pid", pid }, { "files", files } });
 	j["clients"] = clients;
 	j["dropped_packets"] = subnet_.droppedPackets();
+	if (web_) /* its connections, and how often it built the state */
+		j["web_view"] = web_->stats();
 	j["faults"] = control_->state();
 	j["scenarios"] = scenarioStates();
-	return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+	return jsonText(j) + "\n";
 }
 
 } /* namespace ibemu::tools */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
 #include "tools/observe/packet_capture.h"
+#include "tools/control/json_text.h"
 
 #include "fabric/packet_format.h"
 #include "fabric/subnet.h"
@@ -154,7 +155,7 @@ void PacketCapture::start(const Json &req, std::shared_ptr<ControlSocket::Stream
 	auto answer = [&req](Json a) {
 		if (req.is_object() && req.contains("id"))
 			a["id"] = req["id"];
-		return a.dump();
+		return jsonText(a);
 	};
 	auto refuse = [&](const std::string &err) {
 		stream->write(answer({ { "ok", false }, { "error", "capture: " + err } }));
@@ -187,7 +188,7 @@ void PacketCapture::start(const Json &req, std::shared_ptr<ControlSocket::Stream
 			for (const auto &k : val) {
 				unsigned bit = k.is_string() ? captureKind(k.get<std::string>()) : 0;
 				if (!bit)
-					return refuse("unknown kind " + k.dump() +
+					return refuse("unknown kind " + jsonText(k) +
 						      " (smp, sa, pma, cm, gmp, mad, data)");
 				w->kinds |= bit;
 			}
@@ -324,7 +325,7 @@ void PacketCapture::onWire(const Port &p, bool out, std::span<const uint8_t> pac
 			const Node *src = nullptr, *dst = nullptr;
 			ends(p, out, packet, src, dst);
 			/* names are JSON strings: quoted and escaped by the library */
-			auto str = [](const std::string &v) { return Json(v).dump(); };
+			auto str = [](const std::string &v) { return jsonText(Json(v)); };
 			body = ",\"port\":" + str(capturePortName(p)) + ",\"dir\":\"" + (out ? "out" : "in") + "\"";
 			if (p.peer)
 				body += ",\"peer\":" + str(capturePortName(*p.peer));

@@ -92,9 +92,34 @@ size_t pictureKey(const fabric::Subnet &subnet)
 	return key;
 }
 
+size_t stateKey(const fabric::Subnet &subnet)
+{
+	size_t key = pictureKey(subnet);
+	auto mix = [&key](size_t v) { key = key * 1000003u ^ v; };
+	for (const auto &n : subnet.nodes()) {
+		mix(std::hash<std::string>{}(n->desc));
+		for (unsigned i = 1; i <= n->numPorts; i++) {
+			const Port &p = n->port(i);
+			mix(size_t(p.state) << 8 | size_t(p.physState));
+			mix(p.lid);
+			mix(p.smLid);
+			mix(p.capMask & fabric::IB_PORT_SM);
+			mix(p.counters.extXmitPkts);
+			mix(p.counters.extRcvPkts);
+			mix(portErrors(p.counters));
+			const Port *q = p.cableEnd();
+			mix(q ? size_t(q->node->index) << 8 | q->num : 0);
+		}
+	}
+	return key;
+}
+
 Json fabricState(const fabric::Subnet &subnet)
 {
-	Json cables = Json::object(), ports = Json::array(), states = Json::object();
+	/* cables in a std::map: an ordered_json object finds a key by looking
+	 * at every one before it, and a fabric has tens of thousands of them */
+	nlohmann::json cables = nlohmann::json::object();
+	Json ports = Json::array(), states = Json::object();
 	size_t total = 0;
 	for (const auto &n : subnet.nodes())
 		if (!n->foreign)

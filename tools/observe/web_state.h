@@ -30,6 +30,11 @@ nlohmann::ordered_json fabricState(const fabric::Subnet &subnet);
  * would (LIDs, cables' states, widths and speeds, nodes added). */
 size_t pictureKey(const fabric::Subnet &subnet);
 
+/* What changes when fabricState() would: every port's state, LID,
+ * counters and cable, the SM, the names, the picture. A hash: equal keys
+ * mean (but for a collision) an equal state. */
+size_t stateKey(const fabric::Subnet &subnet);
+
 /* One node, by its index: NodeInfo, each port's PortInfo and counters,
  * a switch's LFT. */
 nlohmann::ordered_json nodeState(const fabric::Node &node);

@@ -5,6 +5,7 @@
 #include "fabric/packet_format.h"
 #include "fabric/subnet.h"
 #include "tools/control/control_socket.h"
+#include "tools/control/json_text.h"
 #include "tools/observe/fabric_picture.h"
 #include "tools/observe/packet_capture.h"
 #include "tools/observe/packet_text.h"
@@ -17,6 +18,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <map>
 
 namespace ibemu::tools {
 
@@ -28,6 +30,20 @@ using Json = nlohmann::ordered_json;
 /* The page and its script (tools/observe/web_page.cpp) */
 extern const char kWebPage[];
 extern const char kWebScript[];
+
+namespace {
+
+WebView::Answer answer(unsigned status, std::string type, std::string body)
+{
+	return { status, std::move(type), std::make_shared<const std::string>(std::move(body)) };
+}
+
+WebView::Answer text(unsigned status, std::string body)
+{
+	return answer(status, "text/plain", std::move(body));
+}
+
+} /* namespace */
 
 /* The recent MADs, decoded: a capture stream kept in memory */
 class WebView::MadLog final : public ControlSocket::Stream {
@@ -47,6 +63,7 @@ public:
 				   { "text", text_.describe(bytes, at) } });
 		if (lines_.size() > kRecentMads)
 			lines_.pop_front();
+		seq_++;
 		return true;
 	}
 	void close() override
@@ -63,6 +80,8 @@ public:
 		if (auto fn = std::move(closed_))
 			fn();
 	}
+	/* MADs seen so far: the list changes when it does */
+	uint64_t seq() const { return seq_; }
 	Json json() const
 	{
 		Json a = Json::array();
@@ -75,13 +94,19 @@ private:
 	bool open_ = true;
 	std::function<void()> closed_;
 	std::deque<Json> lines_;
+	uint64_t seq_ = 0;
 	PacketText text_;
 };
 
 /* One HTTP connection: requests in order, one at a time */
 class WebView::Session : public std::enable_shared_from_this<Session> {
 public:
-	Session(WebView &view, tcp::socket s) : view_(view), stream_(std::move(s)) {}
+	Session(WebView &view, tcp::socket s, std::string client)
+		: client(std::move(client)), used(emu::Clock::now()), view_(view), stream_(std::move(s))
+	{}
+
+	const std::string client; /* whose it is (WebView::admit) */
+	emu::Clock::time_point used; /* when a request last came or went */
 
 	void start() { read(); }
 	void close()
@@ -105,25 +130,28 @@ private:
 	void onRead(beast::error_code ec)
 	{
 		if (ec == http::error::body_limit) /* nothing here takes a body */
-			return reply({ 413, "text/plain", "no request bodies here\n" }, 11, false, false);
+			return reply(text(413, "no request bodies here\n"), 11, false, false);
 		if (ec)
 			return done();
+		used = emu::Clock::now();
 		const auto &req = parser_->get();
 		Answer a;
 		auto host = req.find(http::field::host);
 		if (req.method() != http::verb::get && req.method() != http::verb::head)
-			a = { 405, "text/plain", "only GET\n" };
+			a = text(405, "only GET\n");
 		else if (!view_.host_.empty() && (host == req.end() || !view_.allowedHost(std::string(host->value()))))
-			a = { 421, "text/plain", "this server answers to its own address only\n" };
+			a = text(421, "this server answers to its own address only\n");
 		else
 			a = view_.get(std::string(req.target()));
 		reply(std::move(a), req.version(), req.keep_alive(), req.method() == http::verb::head);
 	}
 
+	/* The body is sent from the answer's own string, which the write
+	 * keeps alive: a state shared by every request is never copied. */
 	void reply(Answer a, unsigned version, bool keepAlive, bool head)
 	{
-		auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(a.status),
-									       version);
+		using Body = http::span_body<const char>;
+		auto res = std::make_shared<http::response<Body>>(static_cast<http::status>(a.status), version);
 		res->set(http::field::server, "ibemud");
 		res->set(http::field::content_type, a.type);
 		res->set(http::field::cache_control, "no-store");
@@ -133,13 +161,15 @@ private:
 			 "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
 		res->keep_alive(keepAlive);
 		if (!head)
-			res->body() = std::move(a.body);
+			res->body() = Body::value_type(a.data->data(), a.data->size());
 		res->prepare_payload();
-		http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code e, size_t) {
-			if (e || !res->keep_alive())
-				return self->done();
-			self->read();
-		});
+		http::async_write(stream_, *res,
+				  [self = shared_from_this(), res, body = a.data](beast::error_code e, size_t) {
+					  self->used = emu::Clock::now();
+					  if (e || !res->keep_alive())
+						  return self->done();
+					  self->read();
+				  });
 	}
 
 	void done()
@@ -257,13 +287,68 @@ void WebView::accept()
 			});
 			return;
 		}
-		if (sessions_.size() < kMaxConnections) {
-			auto session = std::make_shared<Session>(*this, std::move(s));
-			sessions_.insert(session);
-			session->start();
-		}
+		admit(std::move(s));
 		accept();
 	});
+}
+
+/* Who a connection is, for the caps: the user who owns the other end when
+ * it is a socket of this machine, else the address it comes from. Then
+ * room for it (see web_view.h): the client's least recently used
+ * connection goes when it has kMaxPerClient, else, when all are taken,
+ * the least recently used of the client that would hold the most with
+ * it (its own on a tie). */
+void WebView::admit(tcp::socket s)
+{
+	boost::system::error_code e1, e2;
+	const tcp::endpoint local = s.local_endpoint(e1), peer = s.remote_endpoint(e2);
+	if (e1 || e2)
+		return; /* gone already */
+	std::string client = "address " + peer.address().to_string();
+	if (auto uid = owners_.uidOf(local, peer))
+		client = "uid " + std::to_string(*uid);
+	/* the connections each client would hold with this one */
+	std::map<std::string, size_t> held{ { client, 1 } };
+	for (const auto &x : sessions_)
+		held[x->client]++;
+	std::string from; /* whose connection goes */
+	if (held[client] > kMaxPerClient)
+		from = client;
+	else if (sessions_.size() >= kMaxConnections) {
+		from = client; /* when no one holds more, its own */
+		size_t most = held[client];
+		for (const auto &[who, n] : held)
+			if (n > most) {
+				most = n;
+				from = who;
+			}
+	}
+	if (!from.empty()) {
+		std::shared_ptr<Session> oldest;
+		for (const auto &x : sessions_)
+			if (x->client == from && (!oldest || x->used < oldest->used))
+				oldest = x;
+		if (oldest) {
+			oldest->close();
+			sessions_.erase(oldest);
+			evicted_++;
+		}
+	}
+	auto session = std::make_shared<Session>(*this, std::move(s), std::move(client));
+	sessions_.insert(session);
+	session->start();
+}
+
+nlohmann::ordered_json WebView::stats() const
+{
+	std::set<std::string> clients;
+	for (const auto &x : sessions_)
+		clients.insert(x->client);
+	return { { "connections", sessions_.size() },
+		 { "clients", clients.size() },
+		 { "evicted", evicted_ },
+		 { "state_builds", state_.builds },
+		 { "picture_builds", picture_.builds } };
 }
 
 void WebView::touchMads()
@@ -295,46 +380,81 @@ void WebView::touchMadsTimer()
 	});
 }
 
+WebView::Answer WebView::Cached::get(const std::function<size_t()> &keyOf, const std::function<Answer()> &build)
+{
+	const auto now = emu::Clock::now();
+	if (answer && now - checked < kStateEvery)
+		return *answer;
+	checked = now;
+	const size_t k = keyOf();
+	if (answer && (k == key || now < nextBuild))
+		return *answer; /* unchanged, or changed too soon after the last build */
+	answer = build();
+	key = k;
+	builds++;
+	const auto end = emu::Clock::now();
+	nextBuild = end + (end - now) * (kBuildShare - 1);
+	return *answer;
+}
+
+/* /api/state: the fabric's state, the recent MADs and what the daemon adds */
+WebView::Answer WebView::state()
+{
+	touchMads();
+	Json more;
+	return state_.get(
+		[&] {
+			if (extra_)
+				more = extra_();
+			size_t key = stateKey(subnet_);
+			key = key * 1000003u ^ std::hash<std::string>{}(jsonText(more));
+			return key * 1000003u ^ (mads_ ? size_t(mads_->seq()) : ~size_t(0));
+		},
+		[&] {
+			Json j = fabricState(subnet_);
+			j["mads"] = mads_ ? mads_->json() : Json::array();
+			if (more.is_object())
+				for (auto &[k, v] : more.items())
+					j[k] = v;
+			return answer(200, "application/json", jsonText(j));
+		});
+}
+
+/* /api/picture.svg: drawn again only when what it draws changed */
+WebView::Answer WebView::picture()
+{
+	return picture_.get([&] { return pictureKey(subnet_); },
+			    [&] {
+				    std::string svg, err;
+				    if (!renderDot(fabricDot(subnet_, { .split = split_ }), "svg", svg, err))
+					    return text(500, err + "\n");
+				    return answer(200, "image/svg+xml", std::move(svg));
+			    });
+}
+
 WebView::Answer WebView::get(const std::string &target)
 {
+	/* the page and its script: made once */
+	static const Answer page = answer(200, "text/html; charset=utf-8", kWebPage);
+	static const Answer script = answer(200, "text/javascript; charset=utf-8", kWebScript);
 	const std::string path = target.substr(0, target.find('?'));
 	if (path == "/" || path == "/index.html")
-		return { 200, "text/html; charset=utf-8", kWebPage };
+		return page;
 	if (path == "/app.js")
-		return { 200, "text/javascript; charset=utf-8", kWebScript };
-	if (path == "/api/state") {
-		touchMads();
-		Json j = fabricState(subnet_);
-		j["mads"] = mads_ ? mads_->json() : Json::array();
-		if (extra_) {
-			Json more = extra_();
-			for (auto &[k, v] : more.items())
-				j[k] = v;
-		}
-		return { 200, "application/json", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) };
-	}
-	if (path == "/api/picture.svg") {
-		const size_t key = pictureKey(subnet_);
-		if (picture_.empty() || key != pictureKey_) {
-			std::string svg, err;
-			if (!renderDot(fabricDot(subnet_, { .split = split_ }), "svg", svg, err))
-				return { 500, "text/plain", err + "\n" };
-			picture_ = std::move(svg);
-			pictureKey_ = key;
-		}
-		return { 200, "image/svg+xml", picture_ };
-	}
+		return script;
+	if (path == "/api/state")
+		return state();
+	if (path == "/api/picture.svg")
+		return picture();
 	if (path.rfind("/api/node/", 0) == 0) {
 		const std::string id = path.substr(10);
 		unsigned index = 0;
 		auto [p, ec] = std::from_chars(id.data(), id.data() + id.size(), index);
 		if (ec != std::errc() || p != id.data() + id.size() || index >= subnet_.nodes().size())
-			return { 404, "application/json", R"({"error":"no such node"})" };
-		return { 200, "application/json",
-			 nodeState(*subnet_.nodes()[index])
-				 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) };
+			return answer(404, "application/json", R"({"error":"no such node"})");
+		return answer(200, "application/json", jsonText(nodeState(*subnet_.nodes()[index])));
 	}
-	return { 404, "text/plain", "not found\n" };
+	return text(404, "not found\n");
 }
 
 } /* namespace ibemu::tools */

@@ -13,11 +13,28 @@
 //
 // Read only: nothing on the page changes the fabric. It listens on
 // 127.0.0.1 unless told otherwise, answers only requests whose Host is
-// the address it listens on (no DNS rebinding), keeps at most
-// kMaxConnections, and drops a connection idle for kIdle. The recent
-// MADs come from a capture (tools/observe/packet_capture.h) that runs only while
-// a page has asked for the state in the last kMadsIdle.
+// the address it listens on (no DNS rebinding), and drops a connection
+// idle for kIdle. The recent MADs come from a capture
+// (tools/observe/packet_capture.h) that runs only while a page has asked
+// for the state in the last kMadsIdle.
+//
+// It runs on the daemon's only I/O thread, so no client may hold it up or
+// keep others out:
+// - a client (the user who owns the other end, when it is a socket of this
+//   machine: tools/observe/socket_owner.h; else its address) keeps at most
+//   kMaxPerClient connections: its next one closes its least recently used;
+// - at kMaxConnections, a new connection closes the least recently used
+//   one of the client that holds the most, so no one is ever locked out;
+// - the state and the picture are built once per change into a shared,
+//   immutable body that every request is sent (no copy); the fabric is
+//   looked at for changes at most once per kStateEvery, and a build comes
+//   no sooner after the last than kBuildShare-1 times what that one took:
+//   whatever the pages ask, building takes at most 1/kBuildShare of the
+//   thread.
 #pragma once
+
+#include "emu/clock.h"
+#include "tools/observe/socket_owner.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -28,6 +45,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -43,7 +61,10 @@ struct SubnetSplit;
 class WebView {
 public:
 	static constexpr size_t kMaxConnections = 32;
+	static constexpr size_t kMaxPerClient = 8;
 	static constexpr std::chrono::seconds kIdle{ 30 };
+	static constexpr std::chrono::milliseconds kStateEvery{ 250 };
+	static constexpr unsigned kBuildShare = 10;
 	static constexpr std::chrono::seconds kMadsIdle{ 10 };
 	static constexpr size_t kRecentMads = 100;
 
@@ -63,19 +84,39 @@ public:
 	void close();
 
 	/* The answer to a GET of target, as status, content type and body
-	 * (the transport-free part, for tests). */
+	 * (the transport-free part, for tests). The body is shared: every
+	 * request for an unchanged state is sent the same one. */
 	struct Answer {
 		unsigned status = 200;
 		std::string type;
-		std::string body;
+		std::shared_ptr<const std::string> data;
+		const std::string &body() const { return *data; }
 	};
 	Answer get(const std::string &target);
+
+	/* For `ibemu status --json`: connections open, clients, connections
+	 * closed to make room, and how often the state and the picture were
+	 * built. */
+	nlohmann::ordered_json stats() const;
 
 private:
 	class Session;
 	class MadLog;
 
+	/* An answer built from the fabric again only when `key` changed (see
+	 * the top) */
+	struct Cached {
+		std::optional<Answer> answer;
+		size_t key = 0;
+		emu::Clock::time_point checked{}, nextBuild{};
+		uint64_t builds = 0;
+		Answer get(const std::function<size_t()> &keyOf, const std::function<Answer()> &build);
+	};
+
 	void accept();
+	void admit(boost::asio::ip::tcp::socket s);
+	Answer state();
+	Answer picture();
 	bool allowedHost(const std::string &host) const;
 	void touchMads();
 	void touchMadsTimer();
@@ -90,12 +131,12 @@ private:
 	std::string url_;
 	std::string host_, hostAlias_, port_; /* what a request's Host must name; host_ "": any */
 	std::set<std::shared_ptr<Session>> sessions_;
+	SocketOwner owners_;
+	uint64_t evicted_ = 0; /* connections closed to make room */
 	std::shared_ptr<MadLog> mads_; /* while pages poll */
 	boost::asio::steady_timer madsTimer_;
 	std::chrono::steady_clock::time_point lastPoll_;
-	/* the picture, drawn again only when fabricState() says it changed */
-	size_t pictureKey_ = 0;
-	std::string picture_;
+	Cached state_, picture_;
 };
 
 } /* namespace ibemu::tools */
