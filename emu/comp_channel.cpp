@@ -29,6 +29,20 @@ size_t queued(int fd, unsigned long request)
 	return ioctl(fd, request, &n) == 0 && n > 0 ? size_t(n) : 0;
 }
 
+/* A non-blocking read of the program's end of a channel: never a plain
+ * recv(), whose lack of room for descriptors a program sent along would
+ * make the kernel release them here, in the io thread (they may linger);
+ * any that came go to the helper thread */
+ssize_t receiveOwn(UserAccess &ua, int recvFd, void *buf, size_t len)
+{
+	std::vector<int> fds;
+	bool truncated = false;
+	ssize_t n = receiveWithDescriptors(recvFd, buf, len, MSG_DONTWAIT, fds, truncated);
+	for (int fd : fds)
+		ua.discardDescriptor(fd);
+	return n;
+}
+
 } /* namespace */
 
 int CompChannel::adopt(boost::asio::io_context &io, UserAccess &ua, int sendFd, int recvFd, int recvNum,
@@ -45,6 +59,10 @@ int CompChannel::adopt(boost::asio::io_context &io, UserAccess &ua, int sendFd, 
 	 * descriptor among it can make that wait (emu/user_access.h). */
 	shutdown(sendFd, SHUT_RD);
 	refuseDescriptors(sendFd);
+	/* the program may keep a copy of the sending end, too: what it sends
+	 * our way on it carries no descriptors (6.16), and the reads below
+	 * take any with room for them (receiveOwn()) */
+	refuseDescriptors(recvFd);
 	if (queued(sendFd, SIOCOUTQ) || queued(recvFd, SIOCINQ) || queued(sendFd, SIOCINQ))
 		return -EINVAL;
 	/* one probe event across proves the pairing, and measures what an
@@ -54,7 +72,7 @@ int CompChannel::adopt(boost::asio::io_context &io, UserAccess &ua, int sendFd, 
 		return -EINVAL;
 	size_t skb = queued(sendFd, SIOCOUTQ);
 	uint64_t got = 0;
-	ssize_t n = recv(recvFd, &got, sizeof got, MSG_DONTWAIT);
+	ssize_t n = receiveOwn(ua, recvFd, &got, sizeof got);
 	if (n != ssize_t(sizeof got) || got != probe || skb == 0)
 		return -EINVAL;
 	out.reset(new CompChannel(io, ua, sendFd, recvNum, st.st_ino, st.st_dev, skb));
@@ -166,7 +184,7 @@ void CompChannel::forget(Cq &cq, int recvFd)
 	 * read lock, so the program's own reads fall before or after it, and
 	 * the events it gets are the newest entries, in order */
 	std::vector<ib_uverbs_comp_event_desc> unread(inFlight_.size());
-	ssize_t n = recv(recvFd, unread.data(), unread.size() * sizeof unread[0], MSG_DONTWAIT);
+	ssize_t n = receiveOwn(ua_, recvFd, unread.data(), unread.size() * sizeof unread[0]);
 	unread.resize(n > 0 ? size_t(n) / sizeof unread[0] : 0);
 	size_t keep = std::min(unread.size(), inFlight_.size());
 	while (inFlight_.size() > keep) { /* read meanwhile */

@@ -61,6 +61,7 @@ RdmaCgLimit rdmaMaxFor(std::string_view text, std::string_view dev)
 RdmaCgChain readRdmaChain(const std::string &root, std::string_view procCgroup, std::string_view dev)
 {
 	RdmaCgChain chain;
+	chain.dev = std::string(dev);
 	std::istringstream in{ std::string(procCgroup) };
 	std::string line, path;
 	while (std::getline(in, line))
@@ -89,7 +90,7 @@ bool RdmaCgroups::fits(const RdmaCgChain &chain, bool handle) const
 {
 	for (const auto &[path, limit] : chain.levels) {
 		int64_t max = handle ? limit.handles : limit.objects;
-		auto it = usage_.find(path);
+		auto it = usage_.find({ chain.dev, path });
 		int64_t now = it == usage_.end() ? 0 : handle ? it->second.first : it->second.second;
 		if (max >= 0 && now + 1 > max)
 			return false;
@@ -100,7 +101,7 @@ bool RdmaCgroups::fits(const RdmaCgChain &chain, bool handle) const
 void RdmaCgroups::charge(const RdmaCgChain &chain, bool handle)
 {
 	for (const auto &level : chain.levels) {
-		auto &u = usage_[level.first];
+		auto &u = usage_[{ chain.dev, level.first }];
 		(handle ? u.first : u.second)++;
 	}
 }
@@ -116,7 +117,7 @@ int RdmaCgroups::tryCharge(const RdmaCgChain &chain, bool handle)
 void RdmaCgroups::uncharge(const RdmaCgChain &chain, bool handle)
 {
 	for (const auto &level : chain.levels) {
-		auto it = usage_.find(level.first);
+		auto it = usage_.find({ chain.dev, level.first });
 		if (it == usage_.end())
 			continue;
 		(handle ? it->second.first : it->second.second)--;
@@ -125,9 +126,9 @@ void RdmaCgroups::uncharge(const RdmaCgChain &chain, bool handle)
 	}
 }
 
-std::pair<int64_t, int64_t> RdmaCgroups::usage(const std::string &path) const
+std::pair<int64_t, int64_t> RdmaCgroups::usage(const std::string &path, const std::string &dev) const
 {
-	auto it = usage_.find(path);
+	auto it = usage_.find({ dev, path });
 	return it == usage_.end() ? std::pair<int64_t, int64_t>{ 0, 0 } : it->second;
 }
 

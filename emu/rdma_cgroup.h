@@ -7,7 +7,7 @@
 // any of their `rdma.max` limits for the device the create fails EAGAIN,
 // as rdmacg_try_charge() makes it. The chain of cgroups and their limits is
 // read once per file, when it is opened (readRdmaChain()); the usage is
-// kept here, host-wide, by cgroup path.
+// kept here, host-wide, by device and cgroup path.
 #pragma once
 
 #include <cstdint>
@@ -30,9 +30,10 @@ struct RdmaCgLimit {
 RdmaCgLimit rdmaMaxFor(std::string_view text, std::string_view dev);
 
 /* A file's cgroup and its ancestors with a limit for its device, innermost
- * first */
+ * first; the device, since each (cgroup, device) is a pool of its own */
 struct RdmaCgChain {
 	std::vector<std::pair<std::string, RdmaCgLimit>> levels;
+	std::string dev;
 	bool empty() const { return levels.empty(); }
 };
 
@@ -51,11 +52,12 @@ public:
 	/* fits() and charge(): 0, or -EAGAIN with nothing charged */
 	int tryCharge(const RdmaCgChain &chain, bool handle);
 	void uncharge(const RdmaCgChain &chain, bool handle);
-	/* what path holds now: {handles, objects} */
-	std::pair<int64_t, int64_t> usage(const std::string &path) const;
+	/* what path holds of device dev now: {handles, objects} */
+	std::pair<int64_t, int64_t> usage(const std::string &path, const std::string &dev = "") const;
 
 private:
-	std::map<std::string, std::pair<int64_t, int64_t>> usage_;
+	/* by (device, cgroup path), as the kernel keeps a pool per both */
+	std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> usage_;
 };
 
 } /* namespace ibemu::emu */

@@ -71,6 +71,16 @@ int UverbsFile::getContext(Request &r)
 {
 	if (hasContext_)
 		return -EINVAL;
+	/* ib_uverbs_get_context(): the rdma cgroup's hca_handle, charged
+	 * before anything is made, and given back on every failure below */
+	if (cg_ && cg_->tryCharge(cgChain_, true))
+		return -EAGAIN;
+	auto fail = [this](int ret) {
+		channels_.clear();
+		if (cg_)
+			cg_->uncharge(cgChain_, true);
+		return ret;
+	};
 	/* ibemu's provider sends its spares for completion channels after the
 	 * core request (emu/ibemu_user_verbs.h); other providers send nothing */
 	ibemu_get_context_req drv{};
@@ -82,45 +92,36 @@ int UverbsFile::getContext(Request &r)
 	if (ours) {
 		if ((drv.version != 1 && drv.version != IBEMU_UVERBS_VERSION) || drv.nspares > IBEMU_MAX_SPARES ||
 		    r.outLen < sizeof(ib_uverbs_get_context_resp) + sizeof(ibemu_get_context_resp))
-			return -EINVAL;
+			return fail(-EINVAL);
 		/* version 2's rings area (or -1); version 1 has a zero there */
 		if (drv.version >= 2 && drv.area_fd < -1)
-			return -EINVAL;
+			return fail(-EINVAL);
 		if (drv.version >= 2 && drv.area_fd >= 0) {
 			int afd = ua_.takeDescriptor(r.tid, drv.area_fd, FdKind::Memfd);
 			if (afd < 0)
-				return afd;
+				return fail(afd);
 			area = std::make_shared<SharedMapping>();
 			int ret = area->mapAll(afd, IBEMU_AREA_MAX_BYTES);
 			close(afd);
 			if (ret)
-				return ret;
+				return fail(ret);
 		}
 		if (int ret = takeSpares(r.tid, drv.spares, drv.nspares))
-			return ret;
+			return fail(ret);
 	}
 	/* The async event file: a new descriptor where the transport can make
 	 * one in the caller; on CUSE the uverbs descriptor itself. */
 	int fd = ua_.descriptorOf(r.tid, *this);
-	if (fd < 0) {
-		channels_.clear();
-		return fd;
-	}
+	if (fd < 0)
+		return fail(fd);
 	ib_uverbs_get_context_resp resp{ static_cast<uint32_t>(fd), kNumCompVectors };
 	uint8_t out[sizeof resp + sizeof(ibemu_get_context_resp)];
 	memcpy(out, &resp, sizeof resp);
 	ibemu_get_context_resp dresp{ IBEMU_UVERBS_MAGIC, IBEMU_UVERBS_VERSION, drv.nspares,
 				      area ? static_cast<uint32_t>(area->size()) : 0 };
 	memcpy(out + sizeof resp, &dresp, sizeof dresp);
-	if (int ret = respond(r, out, ours ? sizeof out : sizeof resp)) {
-		channels_.clear();
-		return ret;
-	}
-	/* ib_uverbs_get_context(): the rdma cgroup's hca_handle */
-	if (cg_ && cg_->tryCharge(cgChain_, true)) {
-		channels_.clear();
-		return -EAGAIN;
-	}
+	if (int ret = respond(r, out, ours ? sizeof out : sizeof resp))
+		return fail(ret);
 	ibemuProvider_ = ours;
 	area_ = std::move(area);
 	hasContext_ = true;

@@ -167,6 +167,14 @@ expect_match "scenario stop stops it" 'stopped 1 scenarios' "$out"
 out=$(timeout 20 "$ibemu" control --instance $I '{"op":"state"}' | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["scenarios"]))')
 expect_eq "nothing plays" 0 "$out"
 
+# a field of the wrong type is refused, whichever request it is in
+out=$(timeout 20 "$ibemu" control --instance $I '{"op":"picture","summary":1}' 2>&1)
+expect_match "picture with a summary that is not a boolean" 'summary.* must be true or false' "$out"
+out=$(timeout 20 "$ibemu" control --instance $I '{"op":"scenario.run","file":7,"text":[1]}' 2>&1)
+expect_match "a request whose fields are of the wrong types is refused" '"ok": *false|error' "$out"
+out=$(timeout 20 "$ibemu" exec --instance $I -- smpquery -D nodedesc 0 2>&1)
+expect_match "and the daemon lives on" 'Node Description:.*ibemu-host1 HCA-1' "$out"
+
 # the same, left playing: down ends the daemon with SIGTERM
 timeout 20 "$ibemu" scenario run --instance $I "$work/busy.toml" >/dev/null
 out=$(timeout 20 "$ibemu" exec --instance $I -- smpquery -D nodedesc 0 2>&1)

@@ -74,6 +74,12 @@ TEST_CASE("rdma cgroup: a charge counts at every level; past a limit EAGAIN", "[
 	cg.uncharge(inner, false);
 	CHECK(cg.tryCharge(outer, false) == 0);
 	CHECK(cg.usage("/a/b") == std::pair<int64_t, int64_t>{ 1, 1 });
+	/* each device is a pool of its own in the same cgroup */
+	RdmaCgChain other{ { { "/a/b", { 1, -1 } } }, "ibemu1" };
+	CHECK(cg.tryCharge(other, true) == 0);
+	CHECK(cg.tryCharge(other, true) == -EAGAIN);
+	CHECK(cg.usage("/a/b", "ibemu1") == std::pair<int64_t, int64_t>{ 1, 0 });
+	CHECK(cg.usage("/a/b") == std::pair<int64_t, int64_t>{ 1, 1 });
 }
 
 TEST_CASE("rdma cgroup: uverbs files past hca_handle and hca_object get EAGAIN", "[rdma_cgroup][verbs]")

@@ -268,13 +268,25 @@ void ControlSocket::readNext(const std::shared_ptr<Conn> &c)
 		}
 		Json id = req.is_object() && req.contains("id") ? req["id"] : Json();
 		c->busy = true;
-		Cancel cancel = (*handler)(req, c->client, [this, c, id](Json reply) {
-			c->busy = false;
-			c->cancel = nullptr;
-			if (!id.is_null())
-				reply["id"] = id;
-			send(c, reply, false);
-		});
+		Cancel cancel;
+		try {
+			cancel = (*handler)(req, c->client, [this, c, id](Json reply) {
+				c->busy = false;
+				c->cancel = nullptr;
+				if (!id.is_null())
+					reply["id"] = id;
+				send(c, reply, false);
+			});
+		} catch (const Json::exception &e) {
+			/* a field of a type its handler did not look at: a
+			 * refusal, never the daemon's end */
+			if (c->busy) {
+				c->busy = false;
+				std::string why = std::string("bad request: ") + e.what();
+				send(c, { { "ok", false }, { "error", why } }, false);
+			}
+			return;
+		}
 		/* no read is pending while it runs: watch for the client going */
 		if (c->busy && c->open) {
 			c->cancel = std::move(cancel);

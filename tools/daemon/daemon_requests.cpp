@@ -103,6 +103,8 @@ void Daemon::stateRequest(const Json &, Reply reply)
  * show --instance, with and without --format) */
 void Daemon::pictureRequest(const Json &req, Reply reply)
 {
+	if (req.contains("summary") && !req["summary"].is_boolean())
+		return reply({ { "ok", false }, { "error", "picture: \"summary\" must be true or false" } });
 	if (req.value("summary", false))
 		reply({ { "ok", true },
 			{ "summary", tools::fabricSummary(subnet_, "of instance \"" + inst_.name + "\"") } });

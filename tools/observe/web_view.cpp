@@ -328,6 +328,13 @@ void WebView::admit(tcp::socket s)
 		for (const auto &x : sessions_)
 			if (x->client == from && (!oldest || x->used < oldest->used))
 				oldest = x;
+		/* a new client when every one holds a single connection (as
+		 * many uids as a user namespace has): the least recently used
+		 * of all goes, so there are never more than kMaxConnections */
+		if (!oldest && sessions_.size() >= kMaxConnections)
+			for (const auto &x : sessions_)
+				if (!oldest || x->used < oldest->used)
+					oldest = x;
 		if (oldest) {
 			oldest->close();
 			sessions_.erase(oldest);
