@@ -20,5 +20,12 @@ if [ ! -f "$dir/build.ninja" ]; then
 	rm -f "$dir.setup.log"
 	printf '%s' "$want" >"$stamp"
 fi
-meson compile -C "$dir" >"$dir.compile.log" 2>&1 || { cat "$dir.compile.log" >&2; exit 1; }
+# progress every tenth of the way ("build: 40% built (452/1130)"), on a
+# terminal or not; the whole output only when the build fails
+meson compile -C "$dir" 2>&1 | tee "$dir.compile.log" | tr '\r' '\n' | awk -v dir="$dir" '
+	match($0, /^\[[0-9]+\/[0-9]+\]/) {
+		split(substr($0, 2, RLENGTH - 2), nm, "/")
+		step = int(nm[1] * 10 / nm[2])
+		if (step > shown) { shown = step; printf "%s: %d%% built (%d/%d)\n", dir, step * 10, nm[1], nm[2] > "/dev/stderr"; fflush("/dev/stderr") }
+	}' || { cat "$dir.compile.log" >&2; exit 1; }
 rm -f "$dir.compile.log"

@@ -8,9 +8,27 @@
 # no CUSE in the guest) counts as a failure unless IBEMU_ALLOW_SKIP=1 is set
 # (CI never sets it). The last lines list every suite with its result and
 # its own count of checks, then "tests: N passed, M failed, K skipped".
+#
+# --quick: the release build's unit and native suites only (no QEMU guest,
+# no package or image, no ASan or libFuzzer build): a contributor's inner
+# loop, about 15 minutes on 2 cores where the whole run takes about 45.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+quick=0
+case ${1:-} in
+--quick) quick=1 ;;
+"") ;;
+*)
+	echo "usage: tools/test.sh [--quick]" >&2
+	exit 2
+	;;
+esac
 tools/install-deps.sh || exit 1
+if [ $quick = 1 ]; then
+	echo "tests: --quick: the release build's unit and native suites (about 15 minutes on 2 cores)"
+else
+	echo "tests: three builds (release, ASan+UBSan, libFuzzer), each with its suites, the VM suites in a QEMU guest: about 45 minutes on 2 cores (tools/test.sh --quick: the release build's native suites)"
+fi
 
 rows=()
 passed=0 failed=0 skipped=0
@@ -56,16 +74,22 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 # what libraries keep for the process's life on purpose (fontconfig's
 # font cache, loaded by Graphviz's text layout) is not ibemu's leak
 export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
-run_suite build "release (-Werror)" -Dwerror=true
+if [ $quick = 1 ]; then
+	suites="--no-suite vm --no-suite image" run_suite build "release (-Werror)" -Dwerror=true
+else
+	run_suite build "release (-Werror)" -Dwerror=true
+fi
 # the VM suites (CUSE, and the comparison with the guest's rdma_rxe) take
 # most of the run's time: the release build runs them, the ASan build runs
 # every native suite, the verbs ones through the seccomp transport, but
 # those of packages and images (the same daemon code, in a package or a
 # container), which one build proves (docs/ci.md)
-suites="--no-suite vm --no-suite image" run_suite build-asan "ASan+UBSan" \
-	-Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
-CXX=clang++ suites="--suite fuzz" run_suite build-fuzz "libFuzzer" \
-	-Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized
+if [ $quick = 0 ]; then
+	suites="--no-suite vm --no-suite image" run_suite build-asan "ASan+UBSan" \
+		-Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+	CXX=clang++ suites="--suite fuzz" run_suite build-fuzz "libFuzzer" \
+		-Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized
+fi
 
 echo
 echo "== summary"

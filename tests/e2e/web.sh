@@ -62,8 +62,16 @@ expect_match "the recent MADs" '<li>ibemu-host2 HCA-1:1 ← PerfGet\(PortCounter
 page=$(dom | tr -d '\n')
 expect_match "the pulled cable" '<g id="l0p7" class="edge" data-state="pulled">' "$page"
 expect_match "is red" '<g id="l0p7" class="edge" data-state="pulled"><title>[^<]*</title><path[^>]* stroke="red"' "$page"
-expect_match "and listed" '<li>pulled: ' "$page"
+expect_match "and listed, in words" '<li>pulled cable: [^<{]+ -- [^<{]+</li>' "$page"
+events=$(grep -o '<ul id="events">.*</ul>' <<<"$page")
+expect_match "the event that pulled it, in words" '<li>[^<]* link.down \(control\) [^<{]*node ibemu-sw1[^<{]*</li>' "$events"
+expect_eq "no JSON in the events" 0 "$(grep -c '{"' <<<"$events")"
 "$ibemu" link up --instance $I ibemu-sw1 7 >/dev/null
+
+# --- the picture fits the page (a button zooms in)
+page=$(dom)
+expect_match "a zoom button" '<button id="zoom" type="button">zoom in</button>' "$page"
+expect_match "the picture fitted to the map's width" '#map svg \{ max-width: 100%; height: auto; \}' "$page"
 
 # --- a node's NodeInfo, PortInfo and LFT on its link
 page=$(dom '#node=0')

@@ -19,6 +19,9 @@ const char kWebPage[] = R"html(<!doctype html>
 <style>
 body { font: 13px sans-serif; margin: 0; display: grid; grid-template-columns: 3fr 2fr; height: 100vh; }
 #map { overflow: auto; border-right: 1px solid #ccc; padding: 6px; }
+#map svg { max-width: 100%; height: auto; } /* fitted to the page; the zoom button: its own size */
+#map.natural svg { max-width: none; }
+#zoom { float: right; }
 #side { overflow: auto; padding: 6px 10px; }
 h1 { font-size: 16px; margin: 4px 0; } h2 { font-size: 14px; margin: 12px 0 4px; }
 table { border-collapse: collapse; } td, th { padding: 1px 6px; text-align: left; font-family: monospace; }
@@ -38,6 +41,7 @@ tr[data-state=Down] .state { color: red; }
 <body>
 <div id="map">loading the fabric...</div>
 <div id="side">
+<button id="zoom" type="button">zoom in</button>
 <h1 id="title">ibemu</h1>
 <div id="sm"></div>
 <div id="summary"></div>
@@ -145,10 +149,31 @@ async function refresh() {
   const events = document.getElementById("events");
   events.replaceChildren();
   const f = s.faults || {};
-  for (const c of f.pulled_cables || []) events.appendChild(el("li", "pulled: " + JSON.stringify(c)));
-  for (const n of f.silent_nodes || []) events.appendChild(el("li", "silent: " + JSON.stringify(n)));
-  for (const e of (f.recent_events || []).slice().reverse()) events.appendChild(el("li", JSON.stringify(e)));
+  for (const c of f.pulled_cables || []) events.appendChild(el("li", `pulled cable: ${c.port} -- ${c.peer}`));
+  for (const n of f.silent_nodes || []) events.appendChild(el("li", "silent node: " + words(n)));
+  for (const p of f.lossy_ports || [])
+    events.appendChild(el("li", `lossy cable at ${p.port}: drop ${p.drop}, corrupt ${p.corrupt}: ` +
+                                `${p.dropped} dropped, ${p.corrupted} corrupted`));
+  for (const d of f.degraded_links || [])
+    events.appendChild(el("li", `degraded cable at ${d.port}: at most ${d.width} ${d.speed}`));
+  for (const e of (f.recent_events || []).slice().reverse()) {
+    const rest = Object.fromEntries(Object.entries(e).filter(([k]) => !["seq", "time", "op", "source"].includes(k)));
+    events.appendChild(el("li", `${e.time} ${e.op} (${e.source}) ${words(rest)}`));
+  }
 }
+
+/* an event's fields as a person reads them: "node ibemu-sw1, port 7" */
+function words(v) {
+  if (v === null || typeof v !== "object") return String(v);
+  if (Array.isArray(v)) return v.map(words).join(", ");
+  return Object.entries(v).map(([k, x]) => `${k} ${typeof x === "object" && x !== null ? "(" + words(x) + ")" : x}`)
+    .join(", ");
+}
+
+document.getElementById("zoom").addEventListener("click", (ev) => {
+  const natural = document.getElementById("map").classList.toggle("natural");
+  ev.target.textContent = natural ? "fit to the page" : "zoom in";
+});
 
 setInterval(refresh, 500);
 refresh();
