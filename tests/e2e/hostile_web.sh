@@ -86,7 +86,7 @@ print(any(m["port"] == "\ufffd\ufffd host1:1" for m in s["mads"]),
 	[ "$out" = "True True" ] && break
 	# (and a fresh MAD of host1's in case the page's capture had stopped:
 	# it runs only while a page asks, docs/observe.md)
-	inst $W smpquery -D nodedesc 0 >/dev/null
+	inst $W smpquery -D nodedesc 0,1,1 >/dev/null
 	sleep 0.2
 done
 expect_eq "the page's recent MADs: JSON, naming host1 and its answer with U+FFFD" "True True" "$out"
