@@ -186,16 +186,21 @@ size_t editsWithin(std::string_view a, std::string_view b)
 std::string Subnet::noSuchNode(std::string_view what) const
 {
 	std::string msg = "no node \"" + std::string(what) + "\" in the fabric";
-	/* the three nearest, nearer first, then in the fabric's order */
+	/* the three nearest, nearer first, then in the fabric's order: only
+	 * three are ever kept, however many names are near (host00001 ...) */
+	constexpr size_t kKept = 3;
 	std::vector<std::pair<size_t, std::string>> near;
 	auto consider = [&](std::string_view name) {
 		size_t d = editsWithin(what, name);
-		if (d > kMaxEdits)
+		if (d > kMaxEdits || (near.size() == kKept && d >= near.back().first))
 			return;
 		for (const auto &[_, seen] : near)
 			if (seen == name)
 				return;
-		near.emplace_back(d, std::string(name));
+		auto at = std::find_if(near.begin(), near.end(), [d](const auto &x) { return x.first > d; });
+		near.emplace(at, d, std::string(name));
+		if (near.size() > kKept)
+			near.pop_back();
 	};
 	for (const auto &n : nodes_) {
 		std::string_view d = n->desc;
@@ -204,9 +209,6 @@ std::string Subnet::noSuchNode(std::string_view what) const
 		if (!n->isSwitch())
 			consider(d.substr(0, d.find(' ')));
 	}
-	std::stable_sort(near.begin(), near.end(), [](const auto &x, const auto &y) { return x.first < y.first; });
-	if (near.size() > 3)
-		near.resize(3);
 	for (size_t i = 0; i < near.size(); i++) {
 		const char *sep = i == 0 ? "; did you mean \"" : i + 1 == near.size() ? " or \"" : ", \"";
 		msg += sep + near[i].second + "\"";

@@ -579,6 +579,15 @@ TEST_CASE("a node name that names nothing gets the nearest names", "[faults]")
 	CHECK(s.noSuchNode("nod17") == "no node \"nod17\" in the fabric; did you mean \"node17\"?");
 	CHECK(s.noSuchNode("S-3") == "no node \"S-3\" in the fabric; did you mean \"S-1\", \"S-2\" or \"H-1\"?");
 	CHECK(s.noSuchNode("S-11") == "no node \"S-11\" in the fabric; did you mean \"S-1\", \"S-2\" or \"H-1\"?");
+	/* thousands near: three kept, the nearest first */
+	Subnet many;
+	for (unsigned i = 0; i < 5000; i++)
+		many.addNode(NodeType::CA, 1, "H-" + std::to_string(i), 0x1000 + i).desc =
+			"h" + std::to_string(10000 + i) + " HCA-1";
+	CHECK(many.noSuchNode("h1000") ==
+	      "no node \"h1000\" in the fabric; did you mean \"h10000\", \"h10001\" or \"h10002\"?");
+	CHECK(many.noSuchNode("h1234x") ==
+	      "no node \"h1234x\" in the fabric; did you mean \"h12340\", \"h12341\" or \"h12342\"?");
 	/* nothing within two edits, and a long name costs its band only */
 	CHECK(s.noSuchNode("spine") == "no node \"spine\" in the fabric");
 	CHECK(s.noSuchNode(std::string(100000, 'x')) == "no node \"" + std::string(100000, 'x') + "\" in the fabric");
