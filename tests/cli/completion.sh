@@ -5,11 +5,7 @@
 # usage: completion.sh IBEMU_BINARY COMPLETION_FILE
 set -u
 ibemu=$1
-pass=0 fail=0
-expect() { # name expected actual
-	if [ "$2" == "$3" ]; then pass=$((pass + 1)); else
-		fail=$((fail + 1)); printf 'FAIL %s\n  expected: %s\n  actual:   %s\n' "$1" "$2" "$3"; fi
-}
+. "$(dirname "$0")/lib.sh"
 if [ ! -f /usr/share/bash-completion/bash_completion ]; then
 	echo "completion: needs bash-completion; skipped"
 	exit 77
@@ -49,5 +45,4 @@ expect "CAs by host name" "ibemu-host1 ibemu-host2 ibemu-host3 ibemu-host4 " \
 expect "errors NODE" "ibemu-sw1 ibemu-sw2 " "$(complete_line "ibemu errors --instance $I ibemu-s")"
 expect "after NODE, options" 1 "$(complete_line "ibemu link flap --instance $I ibemu-sw1 --" | grep -c -- '--count')"
 
-echo "completion: $pass passed, $fail failed"
-[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
+cli_done completion

@@ -6,12 +6,7 @@ ibemu=$1
 data=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-
-expect() { # name expected actual
-	if [ "$2" == "$3" ]; then pass=$((pass + 1)); else
-		fail=$((fail + 1)); printf 'FAIL %s\n  expected: %s\n  actual:   %s\n' "$1" "$2" "$3"; fi
-}
+. "$(dirname "$0")/lib.sh"
 
 for spec in "net 2 2 0 4" "net.1 1 2 0 2" "net.2sw2path 2 2 0 4" "net.2sw2path4hca 2 4 0 6" \
 	    "net.2sw2path4hca2port 2 2 0 6" "ibnetdiscover-manpage.topo 2 4 0 7"; do
@@ -72,5 +67,4 @@ expect "an unknown format" 1 "$(grep -c 'format: gif not in {dot,svg,png}' <<<"$
 out=$("$ibemu" topo show --instance nosuch-$$ 2>&1)
 expect "a stopped instance" 'ibemu topo show: instance "nosuch-'$$'" is not running' "$out"
 
-echo "cli-topo: $pass passed, $fail failed"
-[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
+cli_done cli-topo

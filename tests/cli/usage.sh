@@ -8,11 +8,7 @@
 set -u
 ibemu=$1
 data=$2
-pass=0 fail=0
-expect() { # name expected actual
-	if [ "$2" == "$3" ]; then pass=$((pass + 1)); else
-		fail=$((fail + 1)); printf 'FAIL %s\n  expected: %s\n  actual:   %s\n' "$1" "$2" "$3"; fi
-}
+. "$(dirname "$0")/lib.sh"
 status_of() { "$ibemu" "$@" >/dev/null 2>&1; echo $?; }
 
 expect "an unknown option" 2 "$(status_of up --bogus)"
@@ -74,5 +70,4 @@ else
 	echo "usage: no opensm; the --web -- check did not run"
 fi
 
-echo "cli-usage: $pass passed, $fail failed"
-[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
+cli_done cli-usage
