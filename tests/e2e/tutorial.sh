@@ -132,6 +132,9 @@ expect_eq "ch5: and by port 8 once OpenSM swept" "0x0003 008 : (Channel Adapter 
 expect_eq "ch5: perfquery counts the lost link" "LinkDownedCounter:...............1" "$(x perfquery -G 0x0002c90200000002 7 | grep LinkDowned)"
 expect_eq "ch5: link up" 'plugged the cable "ibemu-sw1"[7] -- "ibemu-sw2"[7] back in' "$("$ibemu" link up ibemu-sw1 7 2>&1)"
 expect_eq "ch5: link flap" '"ibemu-sw1"[8] went down and up 3 times' "$("$ibemu" link flap ibemu-sw1 8 --count 3 --interval 200 2>&1)"
+out=$("$ibemu" status 2>&1)
+expect_match "ch5: status shows the flap's edges, in words" \
+	'^    [0-9T:.-]+Z link\.down \(control\) flap 3, guid 0x0002c90200000001, node ibemu-sw1, peer "ibemu-sw2"\[8\], pid [0-9]+, port 8$' "$out"
 # each edge of the flap sent OpenSM a trap and it swept again; a person
 # types the next command after those sweeps, so the test waits for them
 # too (a switch silenced mid-sweep is left half configured, its Sets

@@ -18,16 +18,33 @@ std::string count(int n, const char *one, const char *many)
 
 namespace {
 
+/* an event's fields as a person reads them, as the live view shows
+ * them: "node ibemu-sw1, port 7, peer "ibemu-sw2"[7]" */
+std::string words(const nlohmann::json &v)
+{
+	if (v.is_string())
+		return v.get<std::string>();
+	if (v.is_array() || v.is_object()) {
+		std::string out;
+		for (auto it = v.begin(); it != v.end(); ++it) {
+			if (!out.empty())
+				out += ", ";
+			if (v.is_object())
+				out += it.key() + " ";
+			out += it->is_structured() && v.is_object() ? "(" + words(*it) + ")" : words(*it);
+		}
+		return out;
+	}
+	return jsonText(v);
+}
+
 /* What `ibemu link|node|errors|scenario` changed, and the last events */
 void printFaults(const nlohmann::json &f, const nlohmann::json &scenarios)
 {
-	auto list = [](const nlohmann::json &a, const char *what) {
-		for (const auto &x : a)
-			printf("  %s: %s\n", what, x.is_string() ? x.get<std::string>().c_str() : jsonText(x).c_str());
-	};
 	for (const auto &c : f.value("pulled_cables", nlohmann::json::array()))
 		printf("  pulled cable: %s -- %s\n", c.value("port", "").c_str(), c.value("peer", "").c_str());
-	list(f.value("silent_nodes", nlohmann::json::array()), "silent node");
+	for (const auto &n : f.value("silent_nodes", nlohmann::json::array()))
+		printf("  silent node: %s\n", words(n).c_str());
 	for (const auto &p : f.value("lossy_ports", nlohmann::json::array()))
 		printf("  lossy cable at %s: drop %g, corrupt %g (seed %llu): %llu dropped, %llu corrupted\n",
 		       p.value("port", "").c_str(), p.value("drop", 0.0), p.value("corrupt", 0.0),
@@ -54,7 +71,7 @@ void printFaults(const nlohmann::json &f, const nlohmann::json &scenarios)
 		for (const char *k : { "seq", "time", "op", "source" })
 			rest.erase(k);
 		printf("    %s %s (%s) %s\n", e.value("time", "").c_str(), e.value("op", "").c_str(),
-		       e.value("source", "").c_str(), jsonText(rest).c_str());
+		       e.value("source", "").c_str(), words(rest).c_str());
 	}
 }
 
