@@ -18,16 +18,16 @@ namespace {
 /* the first line of a file ibemud wrote */
 constexpr const char *kMark = "# written by ibemud";
 
-std::string firstLine(const std::string &path)
+/* the start of a file (a driver file is a few lines) */
+std::string head(const std::string &path)
 {
 	int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return "";
-	char buf[128];
-	ssize_t n = read(fd, buf, sizeof buf - 1);
+	char buf[8192];
+	ssize_t n = read(fd, buf, sizeof buf);
 	close(fd);
-	std::string s(buf, n > 0 ? size_t(n) : 0);
-	return s.substr(0, s.find('\n'));
+	return std::string(buf, n > 0 ? size_t(n) : 0);
 }
 
 } /* namespace */
@@ -66,7 +66,7 @@ bool GlobalVerbsDriver::install(const std::string &provider, const std::string &
 	}
 	std::string p = path();
 	if (lstat(p.c_str(), &st) == 0) {
-		if (firstLine(p).rfind(kMark, 0) != 0) {
+		if (head(p).rfind(kMark, 0) != 0) {
 			why = p + " was there already, and stays"; /* installed with ibemu, or by hand */
 			return true;
 		}
@@ -82,7 +82,7 @@ bool GlobalVerbsDriver::install(const std::string &provider, const std::string &
 		return false;
 	}
 	bool ok = fchmod(fd, 0644) == 0 && /* whatever the umask */
-		write(fd, text.data(), text.size()) == ssize_t(text.size()) && fstat(fd, &st) == 0;
+		write(fd, text.data(), text.size()) == ssize_t(text.size());
 	int e = errno;
 	close(fd);
 	if (!ok) {
@@ -90,18 +90,16 @@ bool GlobalVerbsDriver::install(const std::string &provider, const std::string &
 		why = "cannot write " + p + ": " + strerror(e);
 		return false;
 	}
-	wrote_ = true;
-	dev_ = st.st_dev;
-	ino_ = st.st_ino;
+	wrote_ = text;
 	return true;
 }
 
 void GlobalVerbsDriver::remove()
 {
-	struct stat st;
-	if (wrote_ && lstat(path().c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_)
+	/* what someone else put there meanwhile stays */
+	if (!wrote_.empty() && head(path()) == wrote_)
 		unlink(path().c_str());
-	wrote_ = false;
+	wrote_.clear();
 }
 
 bool rdmaNetlinkAnswers()

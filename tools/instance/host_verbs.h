@@ -7,7 +7,6 @@
 #pragma once
 
 #include <string>
-#include <sys/types.h>
 #include <utility>
 
 namespace ibemu::tools {
@@ -38,15 +37,14 @@ public:
 	 * so on its first line, is replaced). true when the file names a
 	 * provider, else false with why set. */
 	bool install(const std::string &provider, const std::string &instance, std::string &why);
-	/* Removes the file if install() wrote it and it is still that file. */
+	/* Removes the file if install() wrote it and it still says what it
+	 * wrote. */
 	void remove();
 	std::string path() const { return dir_ + "/ibemu.driver"; }
 
 private:
 	std::string dir_;
-	bool wrote_ = false;
-	dev_t dev_ = 0;
-	ino_t ino_ = 0;
+	std::string wrote_; /* what install() wrote, if it did */
 };
 
 /* Whether socket(AF_NETLINK, SOCK_RAW, NETLINK_RDMA) succeeds here, as
