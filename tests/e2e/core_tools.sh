@@ -114,4 +114,16 @@ down_inst $G
 expect_eq "down --global removes sysfs" "" "$(ls /sys/class/infiniband 2>/dev/null)"
 expect_eq "down --global removes the nodes" "" "$(ls /dev/infiniband/umad0 2>/dev/null)"
 expect_eq "down --global removes the provider's file" "" "$(ls $drivers 2>/dev/null)"
+
+# without ibemu's provider (ibemu and ibemud copied where none is next to
+# them, and none installed), plain programs keep the stock one, and up says so
+mkdir "$work/bare" && cp "$ibemu" "$(dirname "$ibemu")/ibemud" "$work/bare/"
+out=$("$work/bare/ibemu" up --instance $G --global 2>&1)
+expect_eq "up --global without the provider" 0 $?
+expect_match "up --global without the provider: stock" 'every program on this host, .*, stock provider$' "$out"
+expect_match "up --global without the provider says why" \
+	"^    but ibemu's libibverbs provider .* is not installed; programs get the stock provider" "$out"
+expect_eq "without the provider: nothing listed" "" "$(ls $drivers 2>/dev/null)"
+expect_eq "without the provider: the modalias for ipathverbs" modalias "$(ls /sys/class/infiniband/ibemu0/device/)"
+down_inst $G
 e2e_done
