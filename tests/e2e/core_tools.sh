@@ -88,8 +88,10 @@ for _ in 1 2 3 4 5; do # a client before the server listens is rejected
 	sleep 2
 	timeout "$tool_timeout" rping -c -a 10.200.1.1 -I 10.200.0.1 -C 10 -v >"$work/rping.client" 2>&1
 	rc=$?
-	[ $rc -ne 0 ] && kill -0 $server 2>/dev/null && grep -qE 'REJECTED|Unexpected CM event' "$work/rping.client" ||
+	if [ $rc -eq 0 ] || ! kill -0 $server 2>/dev/null ||
+		! grep -qE 'REJECTED|Unexpected CM event' "$work/rping.client"; then
 		break
+	fi
 done
 [ $rc -ne 0 ] && kill $server 2>/dev/null
 wait $server
