@@ -41,6 +41,9 @@ public:
 		std::function<std::pair<unsigned, unsigned>(unsigned verbsNum)> uverbsNumbers;
 		/* rdma_cm's; unset: no rdma_cm device */
 		std::function<std::pair<unsigned, unsigned>()> rdmaCmNumbers;
+		/* the verbs devices' PCI identity, which ipathverbs matches
+		 * (buildSysfs in sysfs.h) */
+		bool pciIdentity = true;
 		/* the session pump's spin window, microseconds */
 		unsigned spinUs = 50;
 		/* serve requests over io_uring, a queue per CPU (fuse_uring.h), if

@@ -203,13 +203,15 @@ SysfsNode &buildDevice(SysfsNode &ib, emu::Hca &hca)
 }
 
 /* class/infiniband_verbs/uverbsN, and the PCI identity in the device's dir */
-void buildVerbs(SysfsNode &dev, SysfsNode &verbs, const emu::Hca &hca, const DevNumbers &numbers)
+void buildVerbs(SysfsNode &dev, SysfsNode &verbs, const emu::Hca &hca, const DevNumbers &numbers, bool pciIdentity)
 {
 	/* The device's identity for libibverbs' provider matching: a QLogic
 	 * QLE7340 (qib), which the stock ipathverbs provider drives entirely
 	 * through write() with a per-device ABI of 1 (docs/verbs.md). */
 	SysfsNode *pci = dev.addDir("device");
-	pci->addFile("modalias", [] { return text("pci:v00001077d00007322sv00001077sd00007322bc0Csc06i00\n"); });
+	if (pciIdentity)
+		pci->addFile("modalias",
+			     [] { return text("pci:v00001077d00007322sv00001077sd00007322bc0Csc06i00\n"); });
 	emu::VerbsDevice *vd = hca.verbs.get();
 	unsigned vn = hca.verbsNum;
 	std::string ibdev = hca.name;
@@ -267,7 +269,7 @@ std::string formatGid(const uint8_t *gid)
 	return s;
 }
 
-void buildSysfs(SysfsNode &root, emu::Host &host, const DevNumbers &numbers)
+void buildSysfs(SysfsNode &root, emu::Host &host, const DevNumbers &numbers, bool pciIdentity)
 {
 	SysfsNode *cls = root.child("class") ? root.child("class") : root.addDir("class");
 	SysfsNode *ib = cls->addDir("infiniband");
@@ -291,7 +293,7 @@ void buildSysfs(SysfsNode &root, emu::Host &host, const DevNumbers &numbers)
 	for (const auto &hca : host.hcas()) {
 		SysfsNode &d = buildDevice(*ib, *hca);
 		if (verbs)
-			buildVerbs(d, *verbs, *hca, numbers);
+			buildVerbs(d, *verbs, *hca, numbers, pciIdentity);
 		buildUmad(*mad, *hca, numbers);
 	}
 }

@@ -59,8 +59,11 @@ struct DevNumbers {
 
 /* Builds class/infiniband, class/infiniband_mad and (with uverbs numbers)
  * class/infiniband_verbs for every local HCA under `root`, and with an
- * rdma_cm number class/misc/rdma_cm (ucma.c's abi_version). */
-void buildSysfs(SysfsNode &root, emu::Host &host, const DevNumbers &numbers);
+ * rdma_cm number class/misc/rdma_cm (ucma.c's abi_version). pciIdentity:
+ * each verbs device's device/modalias names a QLE7340, which the stock
+ * ipathverbs provider claims; without it only ibemu's provider, which
+ * matches by name, can (docs/verbs.md). */
+void buildSysfs(SysfsNode &root, emu::Host &host, const DevNumbers &numbers, bool pciIdentity = true);
 
 /* Kernel formats, shared with tests */
 std::string formatGuid(uint64_t guid); /* 0002:c903:0000:1001 */

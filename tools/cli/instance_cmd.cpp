@@ -8,6 +8,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/rdma_netlink.h"
 #include "tools/control/json_text.h"
+#include "tools/instance/host_verbs.h"
 #include "tools/instance/namespace.h"
 
 #include <nlohmann/json.hpp>

@@ -2,7 +2,7 @@
 // Copyright (c) 2026 the ibemu authors
 // What the instance commands (`ibemu up | down | exec | shell | status`)
 // share, for tools/cli's files only:
-//   instance_env.cpp    where ibemud and the provider are, an instance by
+//   instance_env.cpp    where ibemud is, an instance by
 //                       name, its ready file, stopping its daemon, its run
 //                       directory left or removed
 //   instance_print.cpp  what up and status print
@@ -27,11 +27,6 @@ namespace ibemu::tools::instance_cmd {
 bool loadReady(const Instance &inst, nlohmann::json &j);
 /* ibemud: next to ibemu in a build tree, in ../sbin when installed */
 std::string daemonPath();
-/* ibemu's libibverbs provider as RDMAV_DRIVERS names it (the path without
- * "-rdmav34.so"): in the build tree next to ibemu, else where meson
- * installs it, relative to ibemu (a DESTDIR) or under the prefix; "" when
- * there is none. */
-std::string providerPath();
 /* makeInstance, its error printed */
 bool instanceOf(const std::string &name, Instance &inst);
 /* The instance's run directory goes, or stays when asked; says which. */

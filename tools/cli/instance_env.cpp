@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// Where ibemud and ibemu's provider are, an instance by name and its ready
+// Where ibemud is (ibemu's provider: tools/instance/host_verbs.h), an instance by name and its ready
 // file, stopping its daemon and what is left of its run directory: what
 // the instance commands share (tools/cli/instance_cmd.h).
 #include "tools/cli/instance_cmd.h"
+#include "tools/instance/host_verbs.h"
 
 #include <chrono>
-#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <signal.h>
@@ -19,17 +19,6 @@ namespace ibemu::tools::instance_cmd {
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string selfDir()
-{
-	char buf[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return ".";
-	buf[n] = 0;
-	std::string p(buf);
-	return p.substr(0, p.rfind('/'));
-}
 
 /* pid has ended: gone, or a zombie its parent does not reap (a container
  * whose PID 1 reaps nothing, `sleep infinity`, say, inherits the daemon
@@ -60,20 +49,10 @@ bool loadReady(const Instance &inst, nlohmann::json &j)
 std::string daemonPath()
 {
 	for (const std::string &p :
-	     { selfDir() + "/ibemud", selfDir() + "/../sbin/ibemud", std::string(IBEMU_SBINDIR) + "/ibemud" })
+	     { programDir() + "/ibemud", programDir() + "/../sbin/ibemud", std::string(IBEMU_SBINDIR) + "/ibemud" })
 		if (access(p.c_str(), X_OK) == 0)
 			return p;
-	return selfDir() + "/ibemud";
-}
-
-std::string providerPath()
-{
-	for (const std::string &p :
-	     { selfDir() + "/provider/libibemu", selfDir() + "/../" IBEMU_LIBDIR "/libibverbs/libibemu",
-	       std::string(IBEMU_PROVIDER_DIR) + "/libibemu" })
-		if (access((p + "-rdmav34.so").c_str(), R_OK) == 0)
-			return p;
-	return "";
+	return programDir() + "/ibemud";
 }
 
 bool instanceOf(const std::string &name, Instance &inst)

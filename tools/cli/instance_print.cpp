@@ -119,6 +119,8 @@ void printDevices(const nlohmann::json &j)
 		else
 			printf("  verbs and rdma_cm: not available: %s (%s)\n", v.value("why", "").c_str(),
 			       v.value("fix", "").c_str());
+		for (const auto &w : v.value("warnings", nlohmann::json::array()))
+			printf("    but %s (%s)\n", w.value("why", "").c_str(), w.value("fix", "").c_str());
 	}
 	if (j.contains("web"))
 		printf("  live view: %s\n", j.value("web", "").c_str());

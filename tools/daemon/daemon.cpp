@@ -140,6 +140,8 @@ void Daemon::teardown()
 		cuse_->shutdown();
 	if (opts_.global)
 		tools::unmountSysClass(inst_.scratchDir()); /* before the FUSE mount it binds goes */
+	if (verbsDriver_)
+		verbsDriver_->remove();
 	if (fs_)
 		fs_->shutdown();
 	signals_.cancel();

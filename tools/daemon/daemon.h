@@ -28,6 +28,7 @@
 #include "tools/daemon/sm_process.h"
 #include "tools/daemon/uring_switch.h"
 #include "tools/instance/fabric_source.h"
+#include "tools/instance/host_verbs.h"
 #include "tools/instance/instance.h"
 #include "tools/observe/packet_capture.h"
 #include "tools/observe/web_view.h"
@@ -76,7 +77,7 @@ struct DaemonOptions {
 class Daemon {
 public:
 	Daemon(const DaemonOptions &opts, const tools::Instance &inst)
-		: opts_(opts), inst_(inst), signals_(io_, SIGINT, SIGTERM)
+		: opts_(opts), inst_(inst), signals_(io_, SIGINT, SIGTERM), verbsProvider_(opts.verbsProvider)
 	{}
 
 	int run();
@@ -108,6 +109,7 @@ private:
 	nlohmann::ordered_json scenarioStates() const;
 	bool chooseLocal();
 	bool isolate();
+	void listGlobalProvider();
 	bool startTransport();
 	bool chooseFuseUring();
 	Links linkTable() const;
@@ -118,6 +120,7 @@ private:
 	void teardown();
 	void ready();
 	nlohmann::ordered_json describe() const;
+	nlohmann::ordered_json globalVerbsWarnings() const;
 	std::string liveStatus() const;
 
 	const DaemonOptions &opts_;
@@ -148,6 +151,11 @@ private:
 	uint64_t lastScenario_ = 0;
 	tools::Scenario startScenario_; /* --scenario, played once ready */
 	std::vector<tools::DoLine> doLines_; /* the topology file's ibsim `do` lines */
+	/* the provider programs get: opts_.verbsProvider, or "stock" when a
+	 * --global instance could not list ibemu's (providerWhy_ says why) */
+	std::string verbsProvider_;
+	std::string providerWhy_;
+	std::unique_ptr<tools::GlobalVerbsDriver> verbsDriver_; /* --global: ibemu's listed */
 	std::thread mounter_;
 	tools::UringSwitch uringSwitch_; /* --fuse-uring=on: held while we run */
 	bool stopping_ = false;

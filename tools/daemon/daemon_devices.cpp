@@ -29,11 +29,40 @@ bool Daemon::isolate()
 			spdlog::error("--global: this host already has InfiniBand devices or a global instance");
 			return false;
 		}
+		listGlobalProvider();
 	} else if (tools::enterPrivateMountNamespace(err) != 0) {
 		spdlog::error("{}", err);
 		return false;
 	}
 	return true;
+}
+
+/* --global: programs load the providers the host's /etc/libibverbs.d
+ * lists, not the one `ibemu exec` names, so ibemu's is listed there while
+ * the instance runs, and the devices carry no PCI identity for ipathverbs
+ * to claim them by (libibverbs gives a device to the first provider that
+ * matches it, in an order no file name decides). Without ibemu's provider,
+ * or with --verbs-provider stock, they keep ipathverbs. */
+void Daemon::listGlobalProvider()
+{
+	if (opts_.verbsProvider != "ibemu")
+		return;
+	std::string provider = tools::providerPath(), why;
+	if (provider.empty()) {
+		why = "ibemu's libibverbs provider (libibemu-rdmav34.so) is not installed";
+	} else {
+		verbsDriver_ = std::make_unique<tools::GlobalVerbsDriver>();
+		if (verbsDriver_->install(provider, inst_.name, why)) {
+			if (why.empty())
+				why = "ibemu's provider " + provider + " listed in " + verbsDriver_->path();
+			spdlog::info("--global: {}", why);
+			return;
+		}
+		verbsDriver_.reset();
+	}
+	verbsProvider_ = "stock";
+	providerWhy_ = why;
+	spdlog::warn("--global: {}; programs get the stock provider (ipathverbs)", why);
 }
 
 /* Whether the FUSE files go over io_uring (cuse_dev/fuse_uring.h). The
@@ -101,6 +130,7 @@ bool Daemon::startTransport()
 		host_->setAccess(&seccomp_->access());
 	cuse_dev::FuseFs::Options fsOpts;
 	fsOpts.deviceFiles = !useCuse_;
+	fsOpts.pciIdentity = !verbsDriver_;
 	fsOpts.spinUs = opts_.spinUs;
 	fsOpts.fuseUring = !useCuse_ && chooseFuseUring();
 	fsOpts.status = [this] { return liveStatus(); };

@@ -7,6 +7,7 @@
 #include "tools/daemon/daemon.h"
 
 #include "emu/hca_attrs.h"
+#include "tools/instance/host_verbs.h"
 
 #include <arpa/inet.h>
 #include <cinttypes>
@@ -14,6 +15,29 @@
 #include <unistd.h>
 
 namespace ibemu::tools {
+
+/* What keeps programs started without `ibemu exec` from the verbs of a
+ * --global instance, or from ibemu's provider, and what to do. */
+nlohmann::ordered_json Daemon::globalVerbsWarnings() const
+{
+	nlohmann::ordered_json w = nlohmann::ordered_json::array();
+	if (!providerWhy_.empty())
+		w.push_back({ { "why",
+				providerWhy_ +
+					"; programs get the stock provider (ipathverbs), without completion channels "
+					"or the extended verbs API" },
+			      { "fix", "ibemu down, then ibemu up --global with ibemu's provider installed" } });
+	/* asked again each time: something may load ib_core later (rdma_rxe) */
+	if (tools::rdmaNetlinkAnswers())
+		w.push_back({ { "why",
+				"the kernel's RDMA netlink answers (ib_core is loaded), and libibverbs then "
+				"lists the kernel's devices only: programs do not see ibemu's unless run "
+				"under `ibemu exec`" },
+			      { "fix",
+				"ibemu exec, or keep ib_core from loading: an `install ib_core /bin/false` "
+				"line in /etc/modprobe.d, and modprobe -r the modules that use it" } });
+	return w;
+}
 
 nlohmann::ordered_json Daemon::describe() const
 {
@@ -33,8 +57,13 @@ nlohmann::ordered_json Daemon::describe() const
 	/* who can use verbs and rdma_cm, or why nobody can and what to do */
 	if (cuse_ || seccomp_) {
 		j["verbs"] = { { "available", true },
-			       { "where", cuse_ ? "the CUSE device files" : "programs under `ibemu exec` (seccomp)" } };
-		j["verbs_provider"] = opts_.verbsProvider;
+			       { "where",
+				 opts_.global    ? "every program on this host, through the CUSE device files"
+					 : cuse_ ? "the CUSE device files"
+						 : "programs under `ibemu exec` (seccomp)" } };
+		if (opts_.global)
+			j["verbs"]["warnings"] = globalVerbsWarnings();
+		j["verbs_provider"] = verbsProvider_;
 	} else
 		j["verbs"] = { { "available", false },
 			       { "why",

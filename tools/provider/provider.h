@@ -2,9 +2,10 @@
 // Copyright (c) 2026 the ibemu authors
 // ibemu's libibverbs provider, libibemu-rdmav34.so: the user-space driver
 // of the emulated HCA, as every real HCA has one. libibverbs loads it from
-// RDMAV_DRIVERS, which `ibemu exec` sets (no /etc/libibverbs.d entry is
-// installed: programs outside exec keep ipathverbs), and hands it the
-// ibemu devices by name.
+// RDMAV_DRIVERS, which `ibemu exec` sets, or, for a --global instance's
+// programs, from the /etc/libibverbs.d entry the daemon writes while it
+// runs (tools/instance/host_verbs.h), and hands it the ibemu devices by
+// name.
 //
 // Every control verb is a write() command on the uverbs descriptor, served
 // by ibemud (emu/uverbs_file.cpp), as with the stock ipathverbs provider;
