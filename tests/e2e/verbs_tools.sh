@@ -192,6 +192,10 @@ expect_match "resize grows and shrinks with 12 pending, all polled in order" \
 expect_match "resize below the pending: EINVAL" '^resize_cq 11 with 12 pending: EINVAL, cqe 15$' "$out"
 expect_match "a create flag: EOPNOTSUPP" '^create_qp_ex UD block_self_mcast_lb: EOPNOTSUPP$' "$out"
 expect_match "an SRQ of zeroed attributes: EINVAL" '^create_srq max_wr 0 max_sge 0 limit 0: EINVAL$' "$out"
+# ipathverbs over the write() ABI (no ring, no create_qp_ex): the same
+# resizes and completions
+out=$(inst $V env -u RDMAV_DRIVERS "$queues" ibemu0 2>/dev/null | grep -E '^(create_cq|resize_cq|polled)')
+expect_eq "resize_cq through ipathverbs" "$(grep -E '^(create_cq|resize_cq|polled)' "$work/queues.out")" "$out"
 
 # --- another process's handles, pinning, the ioctl fallback
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
