@@ -44,4 +44,11 @@ bool CqRing::pop(ib_uverbs_wc &out)
 	return true;
 }
 
+void CqRing::takeFrom(CqRing &old)
+{
+	ib_uverbs_wc wc;
+	while (used() < entries_ && old.pop(wc))
+		push(wc);
+}
+
 } /* namespace ibemu::emu */

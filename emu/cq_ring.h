@@ -19,7 +19,7 @@ namespace ibemu::emu {
 
 class CqRing {
 public:
-	/* The ring of a CQ of cqe completions, ibemu_cq_ring_bytes(cqe) of mem:
+	/* The ring of a CQ asked for cqe completions, ibemu_cq_ring_bytes(cqe) of mem:
 	 * a memfd (the device's copy of the program's; it stays the caller's)
 	 * that must be a tmpfs memfd sealed against shrinking and at least that
 	 * long, or a window of the context's area. 0 or -EINVAL. */
@@ -35,6 +35,10 @@ public:
 	void push(const ib_uverbs_wc &wc);
 	/* POLL_CQ on a ring CQ: the oldest unread completion, if any. */
 	bool pop(ib_uverbs_wc &out);
+	/* RESIZE_CQ: the completions old holds and the program has not read,
+	 * oldest first, into this fresh ring (the caller has checked that
+	 * they fit); old is left with none. */
+	void takeFrom(CqRing &old);
 
 private:
 	explicit CqRing(uint32_t entries) : entries_(entries) {}

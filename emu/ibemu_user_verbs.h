@@ -84,6 +84,21 @@ struct ibemu_create_cq_resp {
 	uint32_t reserved;
 };
 
+/* RESIZE_CQ: after struct ib_uverbs_resize_cq, the ring the CQ moves to
+ * (ibemu_cq_ring_bytes(cqe), zeroed), as CREATE_CQ names one; the
+ * completions not yet read move to its start, in order. A ring_fd of -1
+ * keeps the ring, if the new capacity fits it. After struct
+ * ib_uverbs_resize_cq_resp, the ring's entries (0: no ring). */
+struct ibemu_resize_cq_req {
+	int32_t ring_fd;
+	uint32_t area_offset;
+};
+
+struct ibemu_resize_cq_resp {
+	uint32_t ring_entries;
+	uint32_t reserved;
+};
+
 struct ibemu_cq_ring {
 	uint32_t producer; /* completions written, by the device */
 	uint32_t pad0[15];
@@ -94,13 +109,22 @@ struct ibemu_cq_ring {
 
 #define IBEMU_CQ_RING_WC_SIZE 48u /* sizeof(struct ib_uverbs_wc) */
 
-/* The entries of a CQ of cqe completions: a power of two, at least cqe. */
+/* A queue asked to hold n entries holds what rxe's rxe_queue_init() makes
+ * of it: one less than the power of two above n (n = 10 holds 15, n = 16
+ * holds 31), and the CQ, QP and SRQ commands report that. */
+static inline uint32_t ibemu_queue_capacity(uint32_t n)
+{
+	uint64_t slots = 1;
+	while (slots < (uint64_t)n + 1)
+		slots <<= 1;
+	return (uint32_t)(slots - 1);
+}
+
+/* The entries of a CQ asked for cqe completions: a power of two, one more
+ * than the ibemu_queue_capacity(cqe) it holds. */
 static inline uint32_t ibemu_cq_ring_entries(uint32_t cqe)
 {
-	uint32_t n = 1;
-	while (n < cqe)
-		n <<= 1;
-	return n;
+	return ibemu_queue_capacity(cqe) + 1;
 }
 
 static inline uint64_t ibemu_cq_ring_bytes(uint32_t cqe)
@@ -218,5 +242,6 @@ static_assert(sizeof(struct ibemu_get_context_resp) == 16);
 static_assert(sizeof(struct ibemu_add_spares) == 16 + 8 * IBEMU_MAX_SPARES);
 static_assert(sizeof(struct ibemu_add_spares_resp) == 8);
 static_assert(sizeof(struct ibemu_create_cq_req) == 8 && sizeof(struct ibemu_create_cq_resp) == 8);
+static_assert(sizeof(struct ibemu_resize_cq_req) == 8 && sizeof(struct ibemu_resize_cq_resp) == 8);
 static_assert(sizeof(struct ibemu_cq_ring) == 128);
 #endif

@@ -83,34 +83,20 @@ int UverbsFile::createCq(Request &r)
 		return rc;
 	/* ibemu's provider: the completions go to its ring (ibemu_user_verbs.h) */
 	std::unique_ptr<CqRing> ring;
-	ibemu_create_cq_req drv{ -1, 0 };
-	size_t core = sizeof(ib_uverbs_create_cq);
-	if (ibemuProvider_ && r.inLen >= core + sizeof drv)
-		memcpy(&drv, r.in + core, sizeof drv);
-	if (drv.ring_fd >= 0 || drv.ring_fd == IBEMU_RING_IN_AREA) {
-		if (r.outLen < sizeof(ib_uverbs_create_cq_resp) + sizeof(ibemu_create_cq_resp))
-			return -EINVAL;
-		RingMemory mem;
-		if (int ret = ringMemory(r.tid, drv.ring_fd, drv.area_offset, mem))
-			return ret;
-		int ret = CqRing::adopt(mem, cmd.cqe, ring);
-		if (mem.fd >= 0)
-			close(mem.fd);
-		if (ret)
-			return ret;
-	} else if (drv.area_offset) {
-		return -EINVAL;
-	}
+	if (int ret = driverCqRing(r, sizeof(ib_uverbs_create_cq),
+				   sizeof(ib_uverbs_create_cq_resp) + sizeof(ibemu_create_cq_resp), cmd.cqe, ring))
+		return ret;
+	uint32_t capacity = ibemu_queue_capacity(cmd.cqe); /* rxe's rounding */
 	struct {
 		ib_uverbs_create_cq_resp core;
 		ibemu_create_cq_resp drv;
-	} resp{ { res.handle(), cmd.cqe }, { ring ? ring->entries() : 0, 0 } };
+	} resp{ { res.handle(), capacity }, { ring ? ring->entries() : 0, 0 } };
 	if (int ret = respond(r, &resp, ibemuProvider_ ? sizeof resp : sizeof resp.core))
 		return ret;
 	auto cq = std::make_unique<Cq>();
 	cq->ring = std::move(ring);
 	cq->file = this;
-	cq->cqe = cmd.cqe;
+	cq->cqe = capacity;
 	cq->userHandle = cmd.user_handle;
 	cq->channel = channel;
 	if (channel)
@@ -119,19 +105,63 @@ int UverbsFile::createCq(Request &r)
 	return 0;
 }
 
+/* The ring CREATE_CQ's or RESIZE_CQ's driver data names (one layout,
+ * after the core request of coreIn bytes; the response must have room for
+ * outNeeded): ring stays empty without one. */
+int UverbsFile::driverCqRing(const Request &r, size_t coreIn, size_t outNeeded, uint32_t cqe,
+			     std::unique_ptr<CqRing> &ring)
+{
+	static_assert(sizeof(ibemu_create_cq_req) == sizeof(ibemu_resize_cq_req));
+	ibemu_create_cq_req drv{ -1, 0 };
+	if (ibemuProvider_ && r.inLen >= coreIn + sizeof drv)
+		memcpy(&drv, r.in + coreIn, sizeof drv);
+	if (drv.ring_fd < 0 && drv.ring_fd != IBEMU_RING_IN_AREA)
+		return drv.area_offset ? -EINVAL : 0;
+	if (r.outLen < outNeeded)
+		return -EINVAL;
+	RingMemory mem;
+	if (int ret = ringMemory(r.tid, drv.ring_fd, drv.area_offset, mem))
+		return ret;
+	int ret = CqRing::adopt(mem, cqe, ring);
+	if (mem.fd >= 0)
+		close(mem.fd);
+	return ret;
+}
+
+/* ib_uverbs_resize_cq(), rxe_resize_cq(): at least 1, at most the device's
+ * max_cqe, at least the completions not yet read (EINVAL otherwise); the
+ * capacity rounded as at create. A ring CQ moves to the ring the driver
+ * data names, its unread completions first, in order; without one it
+ * keeps its ring if the capacity fits it. */
 int UverbsFile::resizeCq(Request &r)
 {
 	auto cmd = r.cmd<ib_uverbs_resize_cq>();
 	Cq *cq;
 	if (int ret = get(cmd.cq_handle, cq))
 		return ret;
-	if (cmd.cqe < 1 || cmd.cqe > dev_.limits().maxCqe || cmd.cqe < cq->queue.size())
+	uint32_t pending = cq->ring ? cq->ring->used() : static_cast<uint32_t>(cq->queue.size());
+	if (cmd.cqe < 1 || cmd.cqe > dev_.limits().maxCqe || cmd.cqe < pending)
 		return -EINVAL;
-	if (cq->ring && (cmd.cqe > cq->ring->entries() || cmd.cqe < cq->ring->used()))
-		return -EINVAL; /* the shared ring has the size it was made with */
-	cq->cqe = cmd.cqe;
-	ib_uverbs_resize_cq_resp resp{ cmd.cqe, 0 };
-	return respond(r, &resp, sizeof resp);
+	uint32_t capacity = ibemu_queue_capacity(cmd.cqe);
+	std::unique_ptr<CqRing> ring;
+	if (int ret = driverCqRing(r, sizeof(ib_uverbs_resize_cq),
+				   sizeof(ib_uverbs_resize_cq_resp) + sizeof(ibemu_resize_cq_resp), cmd.cqe, ring))
+		return ret;
+	if (ring ? !cq->ring : cq->ring && capacity >= cq->ring->entries())
+		return -EINVAL; /* a ring for a CQ without one, or beyond the ring it has */
+	CqRing *now = ring ? ring.get() : cq->ring.get();
+	struct {
+		ib_uverbs_resize_cq_resp core;
+		ibemu_resize_cq_resp drv;
+	} resp{ { capacity, 0 }, { now ? now->entries() : 0, 0 } };
+	if (int ret = respond(r, &resp, ibemuProvider_ && r.outLen >= sizeof resp ? sizeof resp : sizeof resp.core))
+		return ret;
+	if (ring) {
+		ring->takeFrom(*cq->ring);
+		cq->ring = std::move(ring);
+	}
+	cq->cqe = capacity;
+	return 0;
 }
 
 int UverbsFile::destroyCq(Request &r)

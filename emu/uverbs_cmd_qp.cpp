@@ -8,6 +8,7 @@
 // a multicast group. Posting work requests is in uverbs_post.cpp.
 #include "emu/uverbs_file.h"
 
+#include "emu/ibemu_user_verbs.h"
 #include "emu/qp_ring.h"
 #include "emu/uverbs_cmd.h"
 #include "emu/verbs_device.h"
@@ -69,13 +70,16 @@ int UverbsFile::createQp(Request &r)
 	qp->sendCq = scq;
 	qp->recvCq = rcq;
 	qp->srq = srq;
-	qp->maxSendWr = std::max(cmd.max_send_wr, 1u);
-	qp->maxSendSge = cmd.max_send_sge;
-	qp->maxRecvWr = srq ? 0 : std::max(cmd.max_recv_wr, 1u);
-	qp->maxRecvSge = srq ? 0 : cmd.max_recv_sge;
-	/* a send WQE holds its SGEs or as many bytes inline, whichever is more
-	 * (as rxe's rxe_qp_init_req() grants it): that is the QP's inline room */
+	/* the queues hold what rxe's rxe_queue_init() makes of the counts
+	 * (ibemu_queue_capacity(); rxe makes 0 of 0, ibemu 1); a send WQE
+	 * holds its SGEs or as many bytes inline, whichever is more, and rxe
+	 * grants both from that room (rxe_qp_init_req(): 1 SGE with 64 bytes
+	 * inline is 4 SGEs) */
+	qp->maxSendWr = ibemu_queue_capacity(std::max(cmd.max_send_wr, 1u));
 	qp->maxInline = std::min(lim.maxInline, std::max(cmd.max_inline_data, cmd.max_send_sge * 16));
+	qp->maxSendSge = std::max(cmd.max_send_sge, qp->maxInline / 16);
+	qp->maxRecvWr = srq ? 0 : ibemu_queue_capacity(std::max(cmd.max_recv_wr, 1u));
+	qp->maxRecvSge = srq ? 0 : cmd.max_recv_sge;
 	qp->sqSigAll = cmd.sq_sig_all;
 	qp->userHandle = cmd.user_handle;
 	uint32_t qpn = dev_.addQp(qp.get());

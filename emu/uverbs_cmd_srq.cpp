@@ -6,6 +6,7 @@
 // uverbs_post.cpp.
 #include "emu/uverbs_file.h"
 
+#include "emu/ibemu_user_verbs.h"
 #include "emu/verbs_device.h"
 
 #include <algorithm>
@@ -24,16 +25,17 @@ int UverbsFile::createSrq(Request &r)
 	if (int ret = get(cmd.pd_handle, pd))
 		return ret;
 	const VerbsLimits &lim = dev_.limits();
-	if (cmd.max_wr == 0 || cmd.max_wr > lim.maxSrqWr || cmd.max_sge == 0 || cmd.max_sge > lim.maxSrqSge ||
-	    cmd.srq_limit > cmd.max_wr)
+	/* rxe_srq_chk_init(): max_wr 0 (zeroed attributes) is EINVAL, max_sge 0
+	 * is 1, and the limit is not checked; the queue is rounded as a QP's */
+	if (cmd.max_wr == 0 || cmd.max_wr > lim.maxSrqWr || cmd.max_sge > lim.maxSrqSge)
 		return -EINVAL;
 	if (int rc = room(UType::Srq))
 		return rc;
 	auto srq = std::make_unique<Srq>();
 	srq->file = this;
 	srq->pd = pd;
-	srq->maxWr = cmd.max_wr;
-	srq->maxSge = cmd.max_sge;
+	srq->maxWr = ibemu_queue_capacity(cmd.max_wr);
+	srq->maxSge = std::max(cmd.max_sge, 1u);
 	srq->limit = cmd.srq_limit;
 	srq->userHandle = cmd.user_handle;
 	srq->srqn = dev_.nextSrqn();
@@ -59,7 +61,7 @@ int UverbsFile::modifySrq(Request &r)
 		return -EINVAL;
 	if ((cmd.attr_mask & IB_SRQ_LIMIT) && cmd.srq_limit >= maxWr)
 		return -EINVAL;
-	srq->maxWr = maxWr;
+	srq->maxWr = (cmd.attr_mask & IB_SRQ_MAX_WR) ? ibemu_queue_capacity(maxWr) : maxWr;
 	if (cmd.attr_mask & IB_SRQ_LIMIT)
 		srq->limit = cmd.srq_limit;
 	return 0;

@@ -214,6 +214,9 @@ private:
 	/* A ring's memory as driver data names it: its own memfd, taken from
 	 * tid (the caller closes mem.fd), or a window of the area. */
 	int ringMemory(pid_t tid, int32_t ringFd, uint32_t areaOffset, RingMemory &mem);
+	/* the CQ ring CREATE_CQ's or RESIZE_CQ's driver data names, if any (uverbs_cmd_cq.cpp) */
+	int driverCqRing(const Request &r, size_t coreIn, size_t outNeeded, uint32_t cqe,
+			 std::unique_ptr<CqRing> &ring);
 
 	VerbsDevice &dev_;
 	UserAccess &ua_;

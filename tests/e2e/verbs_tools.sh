@@ -9,11 +9,12 @@
 # another's handles or pins past its RLIMIT_MEMLOCK, and, in the VM suite,
 # with rdma_rxe loaded, ibemu's devices (and only them) under `ibemu exec`
 # and the same probes' answers from rxe.
-# usage: verbs_tools.sh IBEMU_BINARY UVERBS_PROBE VERBS_REUSE
+# usage: verbs_tools.sh IBEMU_BINARY UVERBS_PROBE VERBS_REUSE VERBS_QUEUES
 set -u
 ibemu=$1
 probe=$2
 reuse=$3
+queues=$4
 . "$(dirname "$0")/lib.sh"
 e2e_setup verbs
 verbs_transport
@@ -180,6 +181,22 @@ expect_eq "a second thread: device, CQ and QP" "a second thread opened ibemu0 an
 # the provider's rings, in the one area per context the daemon mapped
 expect_eq "rings in the context's area" "rings: 1 area mapping, 0 memfds of their own" "$(sed -n 2p <<<"$out")"
 
+# queue sizes as rxe rounds them, ibv_resize_cq with completions pending,
+# every ibv_create_qp_ex path and SRQs of zeroed attributes
+# (tests/tools/verbs_queues.cpp; the VM suite compares its lines with rxe's)
+inst $V "$queues" ibemu0 >"$work/queues.out" 2>&1
+expect_eq "create_qp_ex, resize_cq, query_qp and SRQs as rxe answers them" 0 $?
+out=$(cat "$work/queues.out")
+expect_match "resize grows and shrinks with 12 pending, all polled in order" \
+	'^polled after the resizes: 1,2,3,4,5,6,7,8,9,10,11,12 \(all flushed\)$' "$out"
+expect_match "resize below the pending: EINVAL" '^resize_cq 11 with 12 pending: EINVAL, cqe 15$' "$out"
+expect_match "a create flag: EOPNOTSUPP" '^create_qp_ex UD block_self_mcast_lb: EOPNOTSUPP$' "$out"
+expect_match "an SRQ of zeroed attributes: EINVAL" '^create_srq max_wr 0 max_sge 0 limit 0: EINVAL$' "$out"
+# ipathverbs over the write() ABI (no ring, no create_qp_ex): the same
+# resizes and completions
+out=$(inst $V env -u RDMAV_DRIVERS "$queues" ibemu0 2>/dev/null | grep -E '^(create_cq|resize_cq|polled)')
+expect_eq "resize_cq through ipathverbs" "$(grep -E '^(create_cq|resize_cq|polled)' "$work/queues.out")" "$out"
+
 # --- another process's handles, pinning, the ioctl fallback
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 out=$(inst $V "$probe" handles /dev/infiniband/uverbs0)
@@ -285,9 +302,12 @@ if [ $rxe = 1 ]; then
 	"$probe" handles "$rdev" >"$work/rxe.handles"
 	"${nobody[@]}" "$probe" abi "$rdev" >"$work/rxe.abi"
 	"${nobody[@]}" "$probe" pin "$rdev" >"$work/rxe.pin" 2>&1
+	"$queues" rxe0 >"$work/rxe.queues" 2>"$work/rxe.queues.err" # its lines, not its checks
 	expect_eq "rxe answers another process's handles as ibemu does" "$(cat "$work/probe.handles")" "$(cat "$work/rxe.handles")"
 	expect_eq "rxe's header errnos are ibemu's" "$(cat "$work/probe.abi")" "$(cat "$work/rxe.abi")"
 	expect_eq "rxe's pinning accounting is ibemu's" "$(cat "$work/pin.out")" "$(cat "$work/rxe.pin")"
+	expect_eq "rxe's queue sizes, resize and create_qp_ex answers are ibemu's" \
+		"$(cat "$work/queues.out")" "$(cat "$work/rxe.queues")"
 	rdma link delete rxe0
 fi
 e2e_done

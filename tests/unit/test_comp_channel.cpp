@@ -276,7 +276,7 @@ struct Ring : ProviderMemfd {
 	ib_uverbs_wc entry(uint32_t i)
 	{
 		ib_uverbs_wc wc;
-		uint32_t n = ibemu_cq_ring_entries(uint32_t((len - sizeof(ibemu_cq_ring)) / sizeof wc));
+		uint32_t n = uint32_t((len - sizeof(ibemu_cq_ring)) / sizeof wc);
 		memcpy(&wc, map + sizeof(ibemu_cq_ring) + (i % n) * sizeof wc, sizeof wc);
 		return wc;
 	}
@@ -329,14 +329,15 @@ TEST_CASE("CQ rings: completions go to the program's memfd", "[verbs][ring]")
 	CHECK(polled[0].wr_id == 11);
 	CHECK(ring.hdr().consumer == 2);
 
-	/* the program consumes by moving its index; 6 unread is the CQ's
-	 * capacity: the 7th is an overrun, raised once */
-	for (uint64_t id = 20; id < 26; id++)
+	/* the program consumes by moving its index; 7 unread is the CQ's
+	 * capacity (6 rounded as rxe rounds it): the 8th is an overrun,
+	 * raised once */
+	for (uint64_t id = 20; id < 27; id++)
 		send(id);
-	CHECK(ring.hdr().producer == 8);
-	CHECK(ring.entry(7).wr_id == 25);
-	send(26);
-	CHECK(ring.hdr().producer == 8);
+	CHECK(ring.hdr().producer == 9);
+	CHECK(ring.entry(0).wr_id == 26);
+	send(27);
+	CHECK(ring.hdr().producer == 9);
 	uint8_t ev[16];
 	REQUIRE(c.file->read(ev, sizeof ev) == sizeof(ib_uverbs_async_event_desc));
 	ib_uverbs_async_event_desc desc;
@@ -347,13 +348,45 @@ TEST_CASE("CQ rings: completions go to the program's memfd", "[verbs][ring]")
 	 * outside it, and nothing more arrives */
 	ring.hdr().consumer = 0x80000000u;
 	send(30);
-	CHECK(ring.hdr().producer == 8);
+	CHECK(ring.hdr().producer == 9);
 
-	/* RESIZE_CQ stays within the ring */
+	/* RESIZE_CQ without a new ring stays within this one: 8 holds 15 */
 	ib_uverbs_resize_cq_resp rr{};
-	CHECK(c.cmd(CMD_RESIZE_CQ, ib_uverbs_resize_cq{ 0, cq, 9 }, rr) == -EINVAL);
-	ring.hdr().consumer = 8;
-	CHECK(c.cmd(CMD_RESIZE_CQ, ib_uverbs_resize_cq{ 0, cq, 8 }, rr) == 0);
+	CHECK(c.cmd(CMD_RESIZE_CQ, ib_uverbs_resize_cq{ 0, cq, 8 }, rr) == -EINVAL);
+	ring.hdr().consumer = 9;
+	CHECK(c.cmd(CMD_RESIZE_CQ, ib_uverbs_resize_cq{ 0, cq, 7 }, rr) == 0);
+	CHECK(rr.cqe == 7);
+
+	/* RESIZE_CQ to a new ring: what the program has not read moves to its
+	 * start, in order, and later completions follow it there */
+	send(40);
+	send(41);
+	send(42);
+	Ring big(20);
+	struct {
+		ib_uverbs_resize_cq core;
+		ibemu_resize_cq_req drv;
+	} req{ { 0, cq, 20 }, { big.fd, 0 } };
+	struct {
+		ib_uverbs_resize_cq_resp core;
+		ibemu_resize_cq_resp drv;
+	} resp{};
+	req.core.cqe = 2; /* below the 3 unread */
+	CHECK(c.cmd(CMD_RESIZE_CQ, req, resp) == -EINVAL);
+	req.core.cqe = 20;
+	REQUIRE(c.cmd(CMD_RESIZE_CQ, req, resp) == 0);
+	CHECK(resp.core.cqe == 31);
+	CHECK(resp.drv.ring_entries == 32);
+	CHECK(big.hdr().producer == 3);
+	CHECK(big.entry(0).wr_id == 40);
+	CHECK(big.entry(2).wr_id == 42);
+	send(43);
+	CHECK(big.hdr().producer == 4);
+	CHECK(big.entry(3).wr_id == 43);
+	CHECK(ring.hdr().producer == 12); /* the old ring is left */
+	polled = c.poll(cq);
+	REQUIRE(polled.size() == 4);
+	CHECK(polled[3].wr_id == 43);
 }
 
 TEST_CASE("completion channels: at most 32 per file, those the program closed let go", "[verbs][channel]")

@@ -104,7 +104,7 @@ struct RingPair : Pair {
 		REQUIRE(c.createCq(64, cqC) == 0);
 		REQUIRE(c.regMr(pdC, bufC, sizeof bufC, kAll, mrC) == 0);
 		/* max_send_sge and max_recv_sge are 2 in Client::createQp */
-		REQUIRE(c.createQp(pdC, cqC, cqC, type, qpC, -1, 16, 16, 64) == 0);
+		REQUIRE(c.createQp(pdC, cqC, cqC, type, qpC, -1, 15, 15, 64) == 0);
 	}
 	void connect()
 	{
@@ -159,7 +159,7 @@ TEST_CASE("QP rings: what ATTACH_QP_RING refuses", "[verbs][ring]")
 
 	/* a QP out of RESET takes no ring, even a good one */
 	ib_uverbs_create_qp_resp q2{};
-	REQUIRE(p.c.createQp(p.pdC, p.cqC, p.cqC, IB_QPT_RC, q2, -1, 16, 16, 64) == 0);
+	REQUIRE(p.c.createQp(p.pdC, p.cqC, p.cqC, IB_QPT_RC, q2, -1, 15, 15, 64) == 0);
 	p.c.connect(q2.qp_handle, IB_QPT_RC, p.lid1(), p.qpA.qpn);
 	Ring good{ 16, 144, 16, 48 };
 	CHECK(good.attach(p.c, q2.qp_handle) == -EINVAL);
@@ -324,7 +324,7 @@ TEST_CASE("QP rings: slots from a program that does not play by the rules", "[ve
 			ib_uverbs_sge one = sge(p.bufC, 8, p.mrC.lkey);
 			std::vector<ib_uverbs_sge> sges{ one };
 			if (kind == 1)
-				sges = { one, one, one }; /* the slot holds 4, the QP 2 */
+				sges = { one, one, one, one, one }; /* the slot holds 8, the QP 4 (its 64 inline bytes' room) */
 			if (kind == 2) {
 				w.send_flags |= IB_SEND_INLINE;
 				w.inline_len = 65;

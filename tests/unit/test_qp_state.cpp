@@ -62,7 +62,7 @@ TEST_CASE("modify_qp: the command and driver checks", "[qp]")
 	ib_uverbs_create_qp_resp qp{};
 	REQUIRE(c.createQp(pd, cq, cq, IB_QPT_RC, qp) == 0);
 	CHECK(qp.qpn >= 2);
-	CHECK(qp.max_send_wr == 16);
+	CHECK(qp.max_send_wr == 15);
 
 	ib_uverbs_modify_qp a{};
 	a.qp_state = IB_QPS_INIT;

@@ -234,7 +234,7 @@ TEST_CASE("verbs limits: queue sizes, a post past them, a CQ overrun", "[verbs][
 	CHECK(createSrqCaps(a, p.pdA, 16385, 1) == -EINVAL);
 	CHECK(createSrqCaps(a, p.pdA, 1, 33) == -EINVAL);
 
-	/* A's QP: 16 send WRs, 16 receive WRs, 2 SGEs each */
+	/* A's QP: 15 send WRs, 15 receive WRs, 2 SGEs each */
 	uint32_t bad = 0;
 	auto send = p.wr(IB_WR_SEND, 1);
 	CHECK(a.postSend(p.qpA.qp_handle, send,
@@ -243,30 +243,31 @@ TEST_CASE("verbs limits: queue sizes, a post past them, a CQ overrun", "[verbs][
 	CHECK(bad == 1);
 	/* B has no receive: the first SEND waits on RNR NAKs and holds the queue */
 	REQUIRE(a.postSend(p.qpA.qp_handle, send, { sge(p.bufA, 8, p.mrA.lkey), sge(p.bufA, 8, p.mrA.lkey) }) == 0);
-	for (uint64_t id = 2; id <= 16; id++) {
+	for (uint64_t id = 2; id <= 15; id++) {
 		send.wr_id = id;
 		REQUIRE(a.postSend(p.qpA.qp_handle, send, { sge(p.bufA, 8, p.mrA.lkey) }) == 0);
 	}
-	send.wr_id = 17;
+	send.wr_id = 16;
 	CHECK(a.postSend(p.qpA.qp_handle, send, { sge(p.bufA, 8, p.mrA.lkey) }, &bad) == -ENOMEM);
 	CHECK(bad == 1);
 	CHECK(a.poll(p.cqA).empty());
 
-	for (uint64_t id = 1; id <= 16; id++)
+	for (uint64_t id = 1; id <= 15; id++)
 		REQUIRE(a.postRecv(p.qpA.qp_handle, id, { sge(p.bufA, 8, p.mrA.lkey), sge(p.bufA, 8, p.mrA.lkey) }) ==
 			0);
-	CHECK(a.postRecv(p.qpA.qp_handle, 17, { sge(p.bufA, 8, p.mrA.lkey) }) == -ENOMEM);
+	CHECK(a.postRecv(p.qpA.qp_handle, 16, { sge(p.bufA, 8, p.mrA.lkey) }) == -ENOMEM);
 
 	uint32_t srq = 0;
-	REQUIRE(p.b.createSrq(p.pdB, 4, srq) == 0);
-	for (uint64_t id = 1; id <= 4; id++)
+	REQUIRE(p.b.createSrq(p.pdB, 4, srq) == 0); /* holds 7, as rxe rounds it */
+	for (uint64_t id = 1; id <= 7; id++)
 		REQUIRE(p.b.postRecv(srq, id, { sge(p.bufB, 8, p.mrB.lkey) }, true) == 0);
-	CHECK(p.b.postRecv(srq, 5, { sge(p.bufB, 8, p.mrB.lkey) }, true) == -ENOMEM);
+	CHECK(p.b.postRecv(srq, 8, { sge(p.bufB, 8, p.mrB.lkey) }, true) == -ENOMEM);
 
-	/* a CQ of 4 entries: the fourth completion fits, the fifth is lost
-	 * and raises CQ_ERR. Receives posted in Error complete at once. */
+	/* a CQ of 3 entries (2^2 - 1: as asked): the third completion fits,
+	 * the fourth is lost and raises CQ_ERR. Receives posted in Error
+	 * complete at once. */
 	uint32_t small = 0;
-	REQUIRE(p.b.createCq(4, small) == 0);
+	REQUIRE(p.b.createCq(3, small) == 0);
 	ib_uverbs_create_qp_resp q{};
 	REQUIRE(p.b.createQp(p.pdB, small, small, IB_QPT_RC, q) == 0);
 	ib_uverbs_modify_qp m{};
@@ -275,17 +276,17 @@ TEST_CASE("verbs limits: queue sizes, a post past them, a CQ overrun", "[verbs][
 	REQUIRE(p.b.modify(q.qp_handle, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_ACCESS_FLAGS, m) == 0);
 	m.qp_state = IB_QPS_ERR;
 	REQUIRE(p.b.modify(q.qp_handle, IB_QP_STATE, m) == 0);
-	for (uint64_t id = 1; id <= 4; id++)
+	for (uint64_t id = 1; id <= 3; id++)
 		REQUIRE(p.b.postRecv(q.qp_handle, id, {}) == 0);
 	CHECK(readEvents(p.b).empty());
-	REQUIRE(p.b.postRecv(q.qp_handle, 5, {}) == 0);
+	REQUIRE(p.b.postRecv(q.qp_handle, 4, {}) == 0);
 	auto ev = readEvents(p.b);
 	REQUIRE(ev.size() == 1);
 	CHECK(ev[0].event_type == IB_EVENT_CQ_ERR);
 	auto wcs = p.b.poll(small);
-	REQUIRE(wcs.size() == 4);
-	CHECK(wcs[3].wr_id == 4);
-	CHECK(wcs[3].status == IB_WC_WR_FLUSH_ERR);
+	REQUIRE(wcs.size() == 3);
+	CHECK(wcs[2].wr_id == 3);
+	CHECK(wcs[2].status == IB_WC_WR_FLUSH_ERR);
 }
 
 TEST_CASE("verbs limits: messages of 16 MiB, LOC_LEN_ERR past them", "[verbs][limits]")

@@ -98,7 +98,7 @@ struct Client {
 	int createCq(uint32_t cqe, uint32_t &cq);
 	int createSrq(uint32_t pd, uint32_t maxWr, uint32_t &srq, uint32_t limit = 0);
 	int createQp(uint32_t pd, uint32_t scq, uint32_t rcq, uint8_t type, ib_uverbs_create_qp_resp &out, int srq = -1,
-		     uint32_t maxSendWr = 16, uint32_t maxRecvWr = 16, uint32_t maxInline = 0);
+		     uint32_t maxSendWr = 15, uint32_t maxRecvWr = 15, uint32_t maxInline = 0);
 	int createAh(uint32_t pd, uint16_t dlid, uint32_t &ah, bool global = false);
 	int modify(uint32_t qp, uint32_t mask, const ib_uverbs_modify_qp &attrs);
 	/* RESET -> INIT -> RTR -> RTS for a connected (RC/UC) or UD QP */

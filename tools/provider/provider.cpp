@@ -265,11 +265,48 @@ ibv_cq *createCq(ibv_context *context, int cqe, ibv_comp_channel *channel, int c
 	return cq ? &cq->vcq.cq : nullptr;
 }
 
-int resizeCq(ibv_cq *cq, int cqe)
+/* A ring CQ moves to a new ring (emu/ibemu_user_verbs.h): the device
+ * copies the completions not yet read to its start, in order, while we
+ * hold the CQ's lock, so no poll reads either ring meanwhile. */
+int resizeCq(ibv_cq *ibcq, int cqe)
 {
-	struct ibv_resize_cq cmd;
-	ib_uverbs_resize_cq_resp resp;
-	return ibv_cmd_resize_cq(cq, cqe, &cmd, sizeof cmd, &resp, sizeof resp);
+	Cq *cq = cqOf(ibcq);
+	std::lock_guard<std::mutex> guard(cq->lock);
+	struct {
+		struct ibv_resize_cq core;
+		ibemu_resize_cq_req drv;
+	} cmd{};
+	struct {
+		uint32_t cqe, reserved; /* ib_uverbs_resize_cq_resp */
+		ibemu_resize_cq_resp drv;
+	} resp{};
+	cmd.drv.ring_fd = -1;
+	RingArea &area = *ctxOf(ibcq->context)->area;
+	void *ring = nullptr;
+	size_t len = 0;
+	if (cq->ring && cqe > 0) { /* else the device answers EINVAL */
+		len = ibemu_cq_ring_bytes(uint32_t(cqe));
+		ring = area.ring(len, "ibemu-cq", cmd.drv.ring_fd, cmd.drv.area_offset);
+		if (!ring)
+			return ENOMEM;
+	}
+	int ret = ibv_cmd_resize_cq(ibcq, cqe, &cmd.core, sizeof cmd,
+				    reinterpret_cast<ib_uverbs_resize_cq_resp *>(&resp), sizeof resp);
+	if (cmd.drv.ring_fd >= 0)
+		close(cmd.drv.ring_fd);
+	if (ret) {
+		area.release(ring, len);
+		return ret;
+	}
+	if (ring && resp.drv.ring_entries != ibemu_cq_ring_entries(uint32_t(cqe))) {
+		area.release(ring, len); /* a device that kept the old ring */
+	} else if (ring) {
+		area.release(cq->ring, cq->ringLen);
+		cq->ring = ring;
+		cq->ringLen = len;
+		cq->ringEntries = resp.drv.ring_entries;
+	}
+	return 0;
 }
 
 int destroyCq(ibv_cq *ibcq)

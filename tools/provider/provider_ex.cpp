@@ -172,9 +172,54 @@ void wrAbort(ibv_qp_ex *qpx)
 	qp->lock.unlock();
 }
 
-constexpr uint64_t kSendOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE |
-	IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-	IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+/* Memory windows and invalidation: the work requests are built, and the
+ * post refuses them (EINVAL), as POST_SEND does: ibemu has no memory
+ * windows yet (docs/verbs.md). */
+void wrSendInv(ibv_qp_ex *qpx, uint32_t rkey)
+{
+	newWr(qpx, IBV_WR_SEND_WITH_INV)->invalidate_rkey = rkey;
+}
+
+void wrLocalInv(ibv_qp_ex *qpx, uint32_t rkey)
+{
+	newWr(qpx, IBV_WR_LOCAL_INV)->invalidate_rkey = rkey;
+}
+
+void wrBindMw(ibv_qp_ex *qpx, ibv_mw *mw, uint32_t rkey, const ibv_mw_bind_info *info)
+{
+	ibv_send_wr *wr = newWr(qpx, IBV_WR_BIND_MW);
+	wr->bind_mw.mw = mw;
+	wr->bind_mw.rkey = rkey;
+	wr->bind_mw.bind_info = *info;
+}
+
+/* The send_ops_flags rxe's provider takes per QP type (rdma-core's
+ * providers/rxe/rxe.c, check_qp_init_attr()); others are EOPNOTSUPP. */
+constexpr uint64_t kUdOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+constexpr uint64_t kUcOps = kUdOps | IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+	IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV;
+constexpr uint64_t kRcOps = kUcOps | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+	IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV;
+
+/* rxe's provider's checks of ibv_create_qp_ex(), before any command:
+ * comp_mask bits beyond PD, CREATE_FLAGS and SEND_OPS_FLAGS, any create
+ * flag (rxe takes none), send_ops_flags beyond the type's or on another
+ * type: EOPNOTSUPP. */
+int checkQpInit(const ibv_qp_init_attr_ex &a)
+{
+	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	if (a.comp_mask & ~known)
+		return EOPNOTSUPP;
+	if ((a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a.create_flags)
+		return EOPNOTSUPP;
+	if (!(a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+		return 0;
+	uint64_t ops = a.qp_type == IBV_QPT_RC ? kRcOps
+		: a.qp_type == IBV_QPT_UC      ? kUcOps
+		: a.qp_type == IBV_QPT_UD      ? kUdOps
+					       : 0;
+	return ops && !(a.send_ops_flags & ~ops) ? 0 : EOPNOTSUPP;
+}
 
 /* --- ibv_cq_ex polling --- */
 
@@ -288,25 +333,28 @@ int pollCq(ibv_cq *ibcq, int n, ibv_wc *wc)
 
 ibv_qp *createQpEx(ibv_context *context, ibv_qp_init_attr_ex *attr)
 {
-	const uint32_t supported = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	bool withOps = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	if ((attr->comp_mask & ~supported) || !(attr->comp_mask & IBV_QP_INIT_ATTR_PD) ||
-	    (withOps && (attr->send_ops_flags & ~kSendOps))) {
-		errno = EOPNOTSUPP;
+	if (int ret = checkQpInit(*attr)) {
+		errno = ret;
 		return nullptr;
 	}
+	bool withOps = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	auto *qp = new (std::nothrow) Qp{};
 	if (!qp) {
 		errno = ENOMEM;
 		return nullptr;
 	}
+	/* no create flag is set: the legacy CREATE_QP carries the rest
+	 * (libibverbs would send the extended command for the mask alone) */
+	ibv_qp_init_attr_ex core = *attr;
+	core.comp_mask &= ~uint32_t(IBV_QP_INIT_ATTR_CREATE_FLAGS);
 	struct ibv_create_qp cmd;
 	ib_uverbs_create_qp_resp resp;
-	if (int ret = ibv_cmd_create_qp_ex(context, &qp->vqp, attr, &cmd, sizeof cmd, &resp, sizeof resp)) {
+	if (int ret = ibv_cmd_create_qp_ex(context, &qp->vqp, &core, &cmd, sizeof cmd, &resp, sizeof resp)) {
 		delete qp;
 		errno = ret;
 		return nullptr;
 	}
+	attr->cap = core.cap; /* what was granted */
 	attachRing(context, qp, *attr);
 	ibv_qp_ex &x = qp->vqp.qp_ex;
 	uint64_t ops = withOps ? attr->send_ops_flags : 0;
@@ -324,6 +372,9 @@ ibv_qp *createQpEx(ibv_context *context, ibv_qp_init_attr_ex *attr)
 		x.wr_atomic_cmp_swp = wrCmpSwp;
 	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 		x.wr_atomic_fetch_add = wrFetchAdd;
+	x.wr_send_inv = wrSendInv; /* these three: the post refuses them */
+	x.wr_local_inv = wrLocalInv;
+	x.wr_bind_mw = wrBindMw;
 	x.wr_set_ud_addr = setUdAddr;
 	x.wr_set_sge = setSge;
 	x.wr_set_sge_list = setSgeList;
