@@ -180,7 +180,7 @@ print(*(d["ports"][0]["ipv4"] for d in s["devices"]))' <<<"$status")
 	expect_match "$who: ibv_rc_pingpong -e: the server's 50 iterations" '^50 iters in' \
 		"$(cat "$work/ibv_rc_pingpong.server")"
 
-	rcs=$(perftest_runs ib_send_lat pingpong ib_send_lat -- -n 50)
+	rcs=$(pingpong ib_send_lat -- -n 50 "$(perftest_untimed ib_send_lat)")
 	expect_eq "$who: ib_send_lat (default flags): client and server exit 0" "0 0" "$rcs"
 	expect_match "$who: ib_send_lat: the ibv_wr API" 'ibv_wr\* API\s+: ON' "$(cat "$work/ib_send_lat.client")"
 	expect_match "$who: ib_send_lat: 50 iterations of 2 bytes in its table" '^ *2 +50 +[0-9.]+ +[0-9.]+' \

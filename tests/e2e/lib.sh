@@ -128,20 +128,23 @@ no_sanitizer_report() {
 	fi
 }
 
-# perftest_runs NAME RUNNER ARGS...: RUNNER ARGS... runs a perftest
-# client and server (leaving $work/NAME.client and NAME.server) and prints
-# both exit statuses. perftest times in CPU cycles and measures their rate
-# first; in a TCG guest that measurement can come out too noisy
-# ("Correlation coefficient r^2 < 0.9"), and the program then fails on its
-# own, with rxe as with ibemu: such a run is repeated, at most twice.
-perftest_runs() {
-	local name=$1 rcs
-	shift
-	for _ in 1 2 3; do
-		rcs=$("$@")
-		grep -q 'Correlation coefficient' "$work/$name.client" "$work/$name.server" || break
-	done
-	echo "$rcs"
+# perftest_untimed NAME: the flag that keeps perftest NAME's own clock out
+# of a run's outcome. perftest times in CPU cycles and measures their rate
+# first; in a TCG guest on a busy host that measurement comes out too noisy
+# ("Correlation coefficient r^2 < 0.9"; 19 of 80 ib_send_bw runs in the VM
+# with the host's two cores loaded 8 deep, as often at 20 iterations as at
+# 200). A bandwidth tool then exits 1 right after its header ("Can't produce
+# a report", at the top of its output: stderr, above what stdout flushed at
+# exit), and its peer fails the closing handshake ("Unable to read to
+# socket/rdma_cm"): a run that looks stuck. -F makes a bandwidth tool
+# report zero rates instead, -C makes a latency tool count cycles without
+# measuring their rate (it would print inf). The checks look at statuses
+# and counts, never at rates.
+perftest_untimed() {
+	case $1 in
+	*_lat) echo -C ;;
+	*) echo -F ;;
+	esac
 }
 
 # down_inst INSTANCE: its SM first, then the instance; down must stop the
