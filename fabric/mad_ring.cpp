@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 namespace ibemu::fabric {
 
-MadRing::MadRing() : ring_(kSize), sweep_(kSize)
-{}
+MadRing::MadRing() = default;
 
 void MadRing::record(const Port &p, bool out, const Packet &pkt)
 {
@@ -20,20 +20,25 @@ void MadRing::record(const Port &p, bool out, const Packet &pkt)
 
 void MadRing::recordAt(int64_t ns, const Port &p, bool out, const Packet &pkt)
 {
-	if (ns - lastNs_ >= kSweepGapNs) { /* a new burst: the last one ended */
-		if (burstChanges_)
-			keepBurst();
-		burstStart_ = count_;
-		burstChanges_ = false;
-	}
-	lastNs_ = ns;
-	burstChanges_ = burstChanges_ || setsPortState(pkt);
-	Entry &e = ring_[count_ % kSize];
+	Entry &e = all_.next();
 	e.ns = ns;
 	e.port = &p;
 	e.out = out;
 	e.pkt = pkt;
-	count_++;
+	if (!isSmpClass(pkt.mad[1]))
+		return;
+	if (ns - lastSmpNs_ >= kSweepGapNs) { /* a new burst: the last one ended */
+		if (burstChanges_) {
+			std::swap(burst_, kept_);
+			keptEnd_ = burstEnd_;
+		}
+		burst_.count = 0;
+		burstChanges_ = false;
+	}
+	lastSmpNs_ = ns;
+	burstChanges_ = burstChanges_ || setsPortState(pkt);
+	burst_.next() = e;
+	burstEnd_ = all_.count;
 }
 
 bool MadRing::setsPortState(const Packet &pkt)
@@ -47,30 +52,20 @@ bool MadRing::setsPortState(const Packet &pkt)
 
 const MadRing::Entry *MadRing::find(uint64_t seq) const
 {
-	if (seq >= count_ || count_ - seq > kSize)
+	if (seq >= all_.count || all_.count - seq > kSize)
 		return nullptr;
-	return &ring_[seq % kSize];
+	return &all_.entry[seq % kSize];
 }
 
-/* The burst that just ended, as far as the ring still holds it */
-void MadRing::keepBurst()
+void MadRing::Slots::each(const std::function<void(const Entry &)> &fn) const
 {
-	const uint64_t first = std::max(burstStart_, count_ > kSize ? count_ - kSize : 0);
-	sweepLen_ = 0;
-	for (uint64_t seq = first; seq < count_; seq++)
-		sweep_[sweepLen_++] = ring_[seq % kSize];
-	sweepEnd_ = count_;
+	for (uint64_t seq = count - std::min<uint64_t>(count, kSize); seq < count; seq++)
+		fn(entry[seq % kSize]);
 }
 
 void MadRing::lastSweep(const std::function<void(const Entry &)> &fn) const
 {
-	if (!burstChanges_) {
-		for (size_t i = 0; i < sweepLen_; i++)
-			fn(sweep_[i]);
-		return;
-	}
-	for (uint64_t seq = std::max(burstStart_, count_ > kSize ? count_ - kSize : 0); seq < count_; seq++)
-		fn(ring_[seq % kSize]);
+	(burstChanges_ ? burst_ : kept_).each(fn);
 }
 
 } /* namespace ibemu::fabric */

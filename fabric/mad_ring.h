@@ -11,11 +11,16 @@
 // Decoding is the reader's work, done when a page asks. The memory is
 // fixed whatever the traffic.
 //
-// A burst is a run of MADs with no gap of kSweepGap in it; a sweep that
-// changed the fabric is a burst with a PortInfo Set of a PortState in it.
-// When such a burst ends (the next MAD comes kSweepGap after the last),
-// its MADs (the last kSize of them) are copied aside, so that the light
-// sweeps an SM makes every few seconds do not push the bring-up out.
+// A sweep is a burst of SMPs (subnet management MADs) with no pause of
+// kSweepGap between two of them, whatever other MADs (SA, PMA, CM) come
+// meanwhile; one that changed the fabric has a PortInfo Set of a PortState
+// in it. A burst's SMPs go into a second ring as well; when a burst that
+// changed the fabric ends (the next SMP comes kSweepGap after the last),
+// that ring is kept aside (swapped, not copied) until another such burst
+// ends, so the light sweeps an SM makes every few seconds, and any other
+// traffic, do not push the bring-up out. A stream of SMPs that never
+// pauses for kSweepGap keeps one burst going, of which the last kSize
+// SMPs are kept.
 #pragma once
 
 #include "fabric/packet.h"
@@ -48,29 +53,35 @@ public:
 	void recordAt(int64_t ns, const Port &p, bool out, const Packet &pkt);
 
 	/* MADs recorded so far; MAD number seq while it is still in the ring */
-	uint64_t count() const { return count_; }
+	uint64_t count() const { return all_.count; }
 	const Entry *find(uint64_t seq) const;
 
-	/* The MADs of the last sweep that changed a port's state, in order:
-	 * the burst still going on when it is one, else the last one copied
-	 * aside. sweepEnd() changes when they do (0: none yet). */
+	/* The SMPs of the last sweep that changed a port's state, in order:
+	 * the burst going on when it is one, else the last one kept aside.
+	 * sweepEnd() changes when they do: count() after its last SMP (0:
+	 * none yet). */
 	void lastSweep(const std::function<void(const Entry &)> &fn) const;
-	uint64_t sweepEnd() const { return burstChanges_ ? count_ : sweepEnd_; }
+	uint64_t sweepEnd() const { return burstChanges_ ? burstEnd_ : keptEnd_; }
 
 	/* Whether pkt is an SMP Set of PortInfo that asks for a PortState */
 	static bool setsPortState(const Packet &pkt);
 
 private:
-	void keepBurst();
+	/* kSize entries, the last ones put in */
+	struct Slots {
+		std::vector<Entry> entry = std::vector<Entry>(kSize);
+		uint64_t count = 0;
+		Entry &next() { return entry[count++ % kSize]; }
+		void each(const std::function<void(const Entry &)> &fn) const;
+	};
 
-	std::vector<Entry> ring_; /* MAD number seq at seq % kSize */
-	uint64_t count_ = 0;
-	int64_t lastNs_ = 0;
-	uint64_t burstStart_ = 0; /* the first MAD of the burst going on */
-	bool burstChanges_ = false; /* it set a PortState */
-	std::vector<Entry> sweep_; /* the last such burst that ended */
-	size_t sweepLen_ = 0;
-	uint64_t sweepEnd_ = 0; /* count() when it ended */
+	Slots all_; /* every MAD: number seq at seq % kSize */
+	Slots burst_; /* the SMPs of the burst going on */
+	Slots kept_; /* those of the last burst that changed the fabric and ended */
+	int64_t lastSmpNs_ = 0;
+	bool burstChanges_ = false; /* the burst going on set a PortState */
+	uint64_t burstEnd_ = 0; /* count() after its last SMP */
+	uint64_t keptEnd_ = 0; /* the same for kept_ */
 };
 
 } /* namespace ibemu::fabric */

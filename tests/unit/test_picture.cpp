@@ -244,15 +244,22 @@ TEST_CASE("mad ring: the last MADs in a fixed ring, the last sweep that set a po
 	ring.recordAt(s + 100, *f.host1, true, set);
 	CHECK(ring.sweepEnd() == 2); /* the burst going on */
 	CHECK(sweep() == std::vector<int64_t>{ s, s + 100 });
+	/* other MADs go into the ring, not into the sweep, and do not prolong it */
+	const Packet pma = pmaMad(IB_MGMT_METHOD_GET, IB_PMA_PORT_COUNTERS, 1, f.host2->lid);
+	for (int i = 1; i <= 4; i++)
+		ring.recordAt(s + i * s / 2, *f.host1, true, pma);
+	CHECK(ring.count() == 6);
+	CHECK(ring.sweepEnd() == 2);
+	CHECK(sweep() == std::vector<int64_t>{ s, s + 100 });
 	/* light sweeps a second later and on, far more than the ring holds */
 	for (int i = 0; i < 3000; i++)
 		ring.recordAt(3 * s + i * s / 2, *f.host1, i % 2, get);
-	CHECK(ring.count() == 3002);
+	CHECK(ring.count() == 3006);
 	CHECK(ring.find(0) == nullptr);
-	CHECK(ring.find(3002 - MadRing::kSize - 1) == nullptr);
-	REQUIRE(ring.find(3002 - MadRing::kSize) != nullptr);
-	CHECK(ring.find(3001)->ns == 3 * s + 2999 * s / 2);
-	CHECK(ring.find(3002) == nullptr);
+	CHECK(ring.find(3006 - MadRing::kSize - 1) == nullptr);
+	REQUIRE(ring.find(3006 - MadRing::kSize) != nullptr);
+	CHECK(ring.find(3005)->ns == 3 * s + 2999 * s / 2);
+	CHECK(ring.find(3006) == nullptr);
 	CHECK(ring.sweepEnd() == 2); /* kept aside */
 	CHECK(sweep() == std::vector<int64_t>{ s, s + 100 });
 	/* a sweep longer than the ring: its last kSize MADs */

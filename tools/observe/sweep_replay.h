@@ -4,7 +4,7 @@
 // view's replay (tools/observe/web_view.h, GET /api/sweep): a student
 // sees at a human pace what OpenSM did in a few milliseconds.
 //
-// The MADs come from the ring (fabric/mad_ring.h). A step is an SMP
+// The SMPs come from the ring (fabric/mad_ring.h). A step is an SMP
 // request as it left its sender's port (an SM's Get or Set: where it
 // went and what it said, as the text trace says it), and the cables it
 // changed: a PortInfo Set of a PortState changes its port, and a cable
@@ -13,7 +13,7 @@
 // port in it, else the port's state now); a cable down, pulled or
 // elsewhere now is left out of the replay.
 //
-//   {"mads": N, "start": {CABLE: "up"|"active"},
+//   {"mads": SMPs in it, "start": {CABLE: "up"|"active"},
 //    "steps": [{"t": seconds since its first MAD, "to": "nK",
 //               "text": "SubnSet(PortInfo) DR 0,1,7,1 → ...",
 //               "cables": {CABLE: "active"}}, ...]}
