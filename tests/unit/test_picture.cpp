@@ -192,6 +192,7 @@ TEST_CASE("live view: what the page asks for", "[picture][web]")
 
 	a = web.get("/api/picture.svg");
 	CHECK(a.type == "image/svg+xml");
+	CHECK(a.picture == s["picture"].get<size_t>()); /* drawn for this state */
 	CHECK(a.body().find("<g id=\"l" + std::to_string(f.sw1->index) + "p7\" class=\"edge\"") != std::string::npos);
 
 	auto n = nlohmann::json::parse(web.get("/api/node/" + std::to_string(f.sw2->index)).body());

@@ -176,7 +176,9 @@ async function refresh() {
     const r = await fetch("/api/picture.svg");
     if (r.ok) {
       document.getElementById("map").innerHTML = await r.text();
-      picture = s.picture;
+      /* drawn for an older state while the daemon spaces its builds:
+       * asked for again at the next look */
+      picture = Number(r.headers.get("X-Picture")) === s.picture ? s.picture : null;
       hookNodes();
     }
   }

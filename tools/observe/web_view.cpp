@@ -104,6 +104,8 @@ private:
 		res->set(http::field::content_type, a.type);
 		res->set(http::field::cache_control, "no-store");
 		res->set("X-Content-Type-Options", "nosniff");
+		if (a.picture)
+			res->set("X-Picture", std::to_string(*a.picture));
 		/* the page's own script only: markup that slipped into the SVG runs nothing */
 		res->set("Content-Security-Policy",
 			 "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
@@ -367,16 +369,20 @@ WebView::Answer WebView::state()
 		});
 }
 
-/* /api/picture.svg: drawn again only when what it draws changed */
+/* /api/picture.svg: drawn again only when what it draws changed; its
+ * X-Picture says for which state, so that a page fetches it again while
+ * it lags */
 WebView::Answer WebView::picture()
 {
-	return picture_.get([&] { return pictureKey(subnet_); },
-			    [&] {
-				    std::string svg, err;
-				    if (!renderDot(fabricDot(subnet_, { .split = split_ }), "svg", svg, err))
-					    return text(500, err + "\n");
-				    return answer(200, "image/svg+xml", std::move(svg));
-			    });
+	Answer a = picture_.get([&] { return pictureKey(subnet_); },
+				[&] {
+					std::string svg, err;
+					if (!renderDot(fabricDot(subnet_, { .split = split_ }), "svg", svg, err))
+						return text(500, err + "\n");
+					return answer(200, "image/svg+xml", std::move(svg));
+				});
+	a.picture = picture_.key;
+	return a;
 }
 
 /* /api/sweep: the last sweep that changed the fabric, built again only

@@ -93,6 +93,9 @@ public:
 		unsigned status = 200;
 		std::string type;
 		std::shared_ptr<const std::string> data;
+		/* the picture: the "picture" of the state it was drawn for (sent
+		 * as X-Picture; it lags the state's while builds are spaced) */
+		std::optional<size_t> picture;
 		const std::string &body() const { return *data; }
 	};
 	Answer get(const std::string &target);
