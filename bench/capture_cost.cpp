@@ -4,6 +4,8 @@
 // NodeInfo Gets from host1 to sw2 and back (two cables each way) carried
 // by the Subnet in-process, timed with
 //   none     no tap (what every instance runs with while no one captures),
+//   ring     no tap, the live view's ring of recent MADs (fabric/mad_ring.h:
+//            every instance with --web, from its start),
 //   idle     a capture watching one port no packet crosses,
 //   capture  a capture at every CA port, its records dropped on arrival.
 // Each is timed RUNS times, alternating; the medians are printed with their
@@ -104,11 +106,15 @@ int main(int argc, char **argv)
 	full.start({ { "op", "capture" } }, std::make_shared<Drain>());
 	s.setTap(nullptr);
 
-	std::vector<double> none, quiet, captured;
+	fabric::MadRing ring;
+	std::vector<double> none, ringed, quiet, captured;
 	seconds(s, host1, counter, smps / 10); /* warm up */
 	for (int r = 0; r < runs; r++) {
 		s.setTap(nullptr);
 		none.push_back(seconds(s, host1, counter, smps));
+		s.setMadRing(&ring);
+		ringed.push_back(seconds(s, host1, counter, smps));
+		s.setMadRing(nullptr);
 		s.setTap(&idle);
 		quiet.push_back(seconds(s, host1, counter, smps));
 		s.setTap(&full);
@@ -118,6 +124,8 @@ int main(int argc, char **argv)
 	const double base = median(none);
 	printf("%zu DR NodeInfo round trips (2 cables each way), median of %d runs\n", smps, runs);
 	printf("  none     %7.3f s  %6.2f us/SMP  1.00x\n", base, base / smps * 1e6);
+	printf("  ring     %7.3f s  %6.2f us/SMP  %.2fx\n", median(ringed), median(ringed) / smps * 1e6,
+	       median(ringed) / base);
 	printf("  idle     %7.3f s  %6.2f us/SMP  %.2fx\n", median(quiet), median(quiet) / smps * 1e6,
 	       median(quiet) / base);
 	printf("  capture  %7.3f s  %6.2f us/SMP  %.2fx\n", median(captured), median(captured) / smps * 1e6,

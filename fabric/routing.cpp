@@ -129,6 +129,8 @@ void Subnet::carry(Port *out, Packet &pkt, bool sent, unsigned hops)
 			countXmit(*out, pkt);
 			if (tap_)
 				tapMad(*out, true, pkt);
+			if (ring_ && !out->node->isSwitch())
+				ring_->record(*out, true, pkt);
 			if (dropFilter_ && dropFilter_(*out, pkt))
 				return drop(out, "fault injection");
 			if (in->node->foreign) {
@@ -143,6 +145,8 @@ void Subnet::carry(Port *out, Packet &pkt, bool sent, unsigned hops)
 		countRcv(*in, pkt);
 		if (tap_)
 			tapMad(*in, false, pkt);
+		if (ring_ && !in->node->isSwitch())
+			ring_->record(*in, false, pkt);
 		if (!pkt.isVl15() && in->state != PortState::Armed && in->state != PortState::Active) {
 			addSaturating(in->counters.rcvErrors, 1);
 			return drop(in, "ingress not armed");

@@ -17,6 +17,7 @@
 // Not thread-safe: the daemon's io_context thread owns a Subnet.
 #pragma once
 
+#include "fabric/mad_ring.h"
 #include "fabric/node.h"
 #include "fabric/packet.h"
 #include "fabric/packet_tap.h"
@@ -208,6 +209,9 @@ public:
 	 * a tap is set and wants data packets. */
 	bool tappingData() const { return tap_ && tap_->wantsData(); }
 	bool tapping() const { return tap_ != nullptr; }
+	/* Where every MAD crossing a CA port's cable is recorded, or null
+	 * (fabric/mad_ring.h: the live view's). It outlives its being set. */
+	void setMadRing(MadRing *ring) { ring_ = ring; }
 
 	/* Packets dropped anywhere in the fabric since creation (for tests/status). */
 	uint64_t droppedPackets() const { return dropped_; }
@@ -284,6 +288,7 @@ private:
 	size_t numLinks_ = 0;
 
 	PacketTap *tap_ = nullptr;
+	MadRing *ring_ = nullptr;
 	RemoteCables *remote_ = nullptr;
 	bool split_ = false;
 	/* (multicast message, switch) pairs that crossed daemons, the last

@@ -20,8 +20,9 @@ demo=(
 )
 test=(
 	python3 python3-yaml strace graphviz iproute2 man-db
-	# reading captures (ibemu capture) and the live view as users do
-	tshark chromium
+	# reading captures (ibemu capture) and the live view as users do (the
+	# driver: tests/e2e/web_chromium.sh, through WebDriver)
+	tshark chromium chromium-driver
 	ibverbs-utils ibverbs-providers rdma-core perftest rdmacm-utils
 	ucx-utils libfabric-bin
 	ibsim-utils libumad2sim0

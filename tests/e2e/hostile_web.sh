@@ -38,7 +38,7 @@ healthy() {
 # the kernel), in captures: the daemon writes U+FFFD for the bytes
 inst $W sh -c "printf '\377\376 host1' >/sys/class/infiniband/ibemu0/node_desc"
 fffd=$(printf '\357\277\275')
-expect_eq "the page starts its capture of recent MADs" 200 "$(code "${url}api/state")"
+expect_eq "the page is served" 200 "$(code "${url}api/state")"
 "$ibemu" capture --instance $W -c 12 -w "$work/bad.pcap" >"$work/pcap.out" 2>&1 &
 pcap=$!
 "$ibemu" capture --instance $W -c 12 >"$work/text.out" 2>"$work/text.err" &
@@ -84,8 +84,8 @@ s = json.load(sys.stdin)
 print(any(m["port"] == "\ufffd\ufffd host1:1" for m in s["mads"]),
       any(m["text"].endswith("\"\ufffd\ufffd host1\": \"\ufffd\ufffd host1\"") for m in s["mads"]))')
 	[ "$out" = "True True" ] && break
-	# (and a fresh MAD of host1's in case the page's capture had stopped:
-	# it runs only while a page asks, docs/observe.md)
+	# (and a fresh MAD of host1's, should the 12 above have left the
+	# last hundred the page shows)
 	inst $W smpquery -D nodedesc 0,1,1 >/dev/null
 	sleep 0.2
 done

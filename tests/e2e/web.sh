@@ -52,7 +52,7 @@ expect_match "the cable is green" '<g id="l0p7" class="edge" data-state="active"
 expect_match "the SM" '<div id="sm">SM: LID 1 on ibemu-host1 HCA-1 port 1</div>' "$page"
 expect_match "host1's LID in the picture" 'ibemu-host1 HCA-1</text>.*LID 1</text>' "$(tr -d '\n' <<<"$page")"
 
-# the page polled: the recent MADs are captured while it does
+# the recent MADs: the daemon keeps them from its start (fabric/mad_ring.h)
 inst $I perfquery -G $H2 1 >/dev/null
 page=$(dom)
 expect_match "the recent MADs" '<li>ibemu-host2 HCA-1:1 ← PerfGet\(PortCounters\) LID 1→3 \(&quot;ibemu-host1 HCA-1&quot; → &quot;ibemu-host2 HCA-1&quot;\)</li>|<li>ibemu-host2 HCA-1:1 ← PerfGet\(PortCounters\) LID 1→3 \("ibemu-host1 HCA-1" → "ibemu-host2 HCA-1"\)</li>' "$page"

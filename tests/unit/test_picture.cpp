@@ -11,6 +11,7 @@
 #include "tools/observe/fabric_picture.h"
 #include "tools/instance/fabric_source.h"
 #include "tools/observe/packet_capture.h"
+#include "tools/observe/sweep_replay.h"
 #include "tools/observe/web_view.h"
 
 #include <catch2/catch.hpp>
@@ -168,7 +169,7 @@ TEST_CASE("live view: what the page asks for", "[picture][web]")
 	CHECK(s["states"]["Active"] == 16);
 	CHECK(s["sm"]["state"] == "no SM has set up the fabric"); /* the MiniSm sets no IsSM */
 	CHECK(s["mads"].empty());
-	CHECK(cap.active() == 1); /* a page polls: the recent MADs are captured */
+	CHECK(cap.active() == 0); /* the recent MADs come from the ring, not a capture */
 
 	roundTrip(f.s, *f.host1, pmaMad(IB_MGMT_METHOD_GET, IB_PMA_PORT_COUNTERS, 1, f.host2->lid));
 	ManualClock::advance(tools::WebView::kStateEvery); /* the state is looked at again */
@@ -191,6 +192,7 @@ TEST_CASE("live view: what the page asks for", "[picture][web]")
 
 	a = web.get("/api/picture.svg");
 	CHECK(a.type == "image/svg+xml");
+	CHECK(a.picture == s["picture"].get<size_t>()); /* drawn for this state */
 	CHECK(a.body().find("<g id=\"l" + std::to_string(f.sw1->index) + "p7\" class=\"edge\"") != std::string::npos);
 
 	auto n = nlohmann::json::parse(web.get("/api/node/" + std::to_string(f.sw2->index)).body());
@@ -204,7 +206,121 @@ TEST_CASE("live view: what the page asks for", "[picture][web]")
 	CHECK(web.get("/../etc/passwd").status == 404);
 
 	web.close();
-	CHECK(cap.active() == 0);
+}
+
+namespace {
+
+/* A PortInfo Set asking port `port` of the node at `path` for PortState
+ * `state`, the rest as a Get answered (`got`), as an SM writes it */
+Packet portStateSet(const std::vector<uint8_t> &path, uint8_t port, uint8_t state, const Mad *got = nullptr)
+{
+	Packet pkt = drSmp(IB_MGMT_METHOD_SET, IB_SMP_ATTR_PORT_INFO, port, path);
+	if (got)
+		std::copy(smpData(*got), smpData(*got) + 64, pkt.mad.data() + kSmpDataOffset);
+	noStateChange(pkt.mad.data() + kSmpDataOffset);
+	pkt.mad[kSmpDataOffset + 32] |= state;
+	return pkt;
+}
+
+} /* namespace */
+
+TEST_CASE("mad ring: the last MADs in a fixed ring, the last sweep that set a port state kept aside", "[web]")
+{
+	DefaultFabric f;
+	MadRing ring;
+	const Packet get = drSmp(IB_MGMT_METHOD_GET, IB_SMP_ATTR_NODE_INFO, 0, { 1 });
+	const Packet set = portStateSet({ 1 }, 7, 4);
+	CHECK(MadRing::setsPortState(set));
+	CHECK_FALSE(MadRing::setsPortState(get));
+	CHECK_FALSE(MadRing::setsPortState(portStateSet({ 1 }, 7, 0))); /* NoChange */
+	auto sweep = [&] {
+		std::vector<int64_t> t;
+		ring.lastSweep([&](const MadRing::Entry &e) { t.push_back(e.ns); });
+		return t;
+	};
+	const int64_t s = 1'000'000'000;
+	ring.recordAt(s, *f.host1, true, get);
+	CHECK(ring.sweepEnd() == 0); /* no port state set yet */
+	CHECK(sweep().empty());
+	ring.recordAt(s + 100, *f.host1, true, set);
+	CHECK(ring.sweepEnd() == 2); /* the burst going on */
+	CHECK(sweep() == std::vector<int64_t>{ s, s + 100 });
+	/* other MADs go into the ring, not into the sweep, and do not prolong it */
+	const Packet pma = pmaMad(IB_MGMT_METHOD_GET, IB_PMA_PORT_COUNTERS, 1, f.host2->lid);
+	for (int i = 1; i <= 4; i++)
+		ring.recordAt(s + i * s / 2, *f.host1, true, pma);
+	CHECK(ring.count() == 6);
+	CHECK(ring.sweepEnd() == 2);
+	CHECK(sweep() == std::vector<int64_t>{ s, s + 100 });
+	/* light sweeps a second later and on, far more than the ring holds */
+	for (int i = 0; i < 3000; i++)
+		ring.recordAt(3 * s + i * s / 2, *f.host1, i % 2, get);
+	CHECK(ring.count() == 3006);
+	CHECK(ring.find(0) == nullptr);
+	CHECK(ring.find(3006 - MadRing::kSize - 1) == nullptr);
+	REQUIRE(ring.find(3006 - MadRing::kSize) != nullptr);
+	CHECK(ring.find(3005)->ns == 3 * s + 2999 * s / 2);
+	CHECK(ring.find(3006) == nullptr);
+	CHECK(ring.sweepEnd() == 2); /* kept aside */
+	CHECK(sweep() == std::vector<int64_t>{ s, s + 100 });
+	/* a sweep longer than the ring: its last kSize MADs */
+	const int64_t t = 10'000 * s;
+	ring.recordAt(t, *f.host1, true, set);
+	for (int i = 1; i < 1500; i++)
+		ring.recordAt(t + i, *f.host1, true, get);
+	CHECK(ring.sweepEnd() == ring.count());
+	auto last = sweep();
+	REQUIRE(last.size() == MadRing::kSize);
+	CHECK(last.front() == t + 1500 - int64_t(MadRing::kSize));
+	CHECK(last.back() == t + 1499);
+	ring.recordAt(t + 2 * s, *f.host1, true, get); /* it ends: kept aside */
+	CHECK(sweep() == last);
+}
+
+TEST_CASE("live view: the recent MADs from its start, and the last sweep replayed", "[picture][web]")
+{
+	DefaultFabric f;
+	boost::asio::io_context io;
+	tools::PacketCapture cap(f.s);
+	tools::WebView web(io, f.s, cap, [] { return nlohmann::ordered_json{}; });
+	/* the cable sw1:7 -- sw2:7 trained again, its ends Armed: an SM sweeps,
+	 * reading the ports, then setting them Active, before any page asks */
+	Port &a = f.sw1->port(7), &b = f.sw2->port(7);
+	a.state = b.state = PortState::Armed;
+	auto ga = roundTrip(f.s, *f.host1, drSmp(IB_MGMT_METHOD_GET, IB_SMP_ATTR_PORT_INFO, 7, { 1 }));
+	auto gb = roundTrip(f.s, *f.host1, drSmp(IB_MGMT_METHOD_GET, IB_SMP_ATTR_PORT_INFO, 7, { 1, 7 }));
+	REQUIRE(ga);
+	REQUIRE(gb);
+	CHECK(madStatus(*roundTrip(f.s, *f.host1, portStateSet({ 1 }, 7, 4, &*ga))) == IB_SMP_DIRECTION);
+	CHECK(madStatus(*roundTrip(f.s, *f.host1, portStateSet({ 1, 7 }, 7, 4, &*gb))) == IB_SMP_DIRECTION);
+	CHECK(a.state == PortState::Active);
+	CHECK(b.state == PortState::Active);
+
+	auto s = nlohmann::json::parse(web.get("/api/state").body());
+	REQUIRE(s["mads"].size() == 8); /* each out of host1 and back */
+	CHECK(s["mads"][0]["text"] == "SubnGet(PortInfo) DR 0,1 → \"ibemu-sw1\" port 7");
+	CHECK(s["mads"][7]["text"] == "SubnGetResp(PortInfo) DR 0,1,7 ← \"ibemu-sw2\" port 7: LID 0, state Active, LinkUp");
+	CHECK(s["mads"][7]["dir"] == "in");
+	CHECK(web.stats()["mads_recorded"] == 8);
+
+	const std::string cable = "l" + std::to_string(f.sw1->index) + "p7";
+	auto r = nlohmann::json::parse(web.get("/api/sweep").body());
+	CHECK(r["mads"] == 8);
+	CHECK(r["start"][cable] == "up"); /* as the sweep found it */
+	CHECK(r["start"]["l" + std::to_string(f.sw1->index) + "p8"] == "active");
+	REQUIRE(r["steps"].size() == 4); /* the requests */
+	CHECK(r["steps"][0]["to"] == "n" + std::to_string(f.sw1->index));
+	CHECK(r["steps"][1]["to"] == "n" + std::to_string(f.sw2->index));
+	CHECK(r["steps"][2]["text"] == "SubnSet(PortInfo) DR 0,1 → \"ibemu-sw1\" port 7: LID 0, state Armed → Active");
+	CHECK_FALSE(r["steps"][2].contains("cables")); /* one end Active: still up */
+	CHECK(r["steps"][3]["cables"][cable] == "active"); /* both: green */
+	CHECK(r["steps"][3]["t"].get<double>() >= 0);
+
+	/* a fresh view knows nothing of what came before it */
+	web.close();
+	tools::WebView later(io, f.s, cap, [] { return nlohmann::ordered_json{}; });
+	CHECK(nlohmann::json::parse(later.get("/api/sweep").body())["steps"].empty());
+	later.close();
 }
 
 TEST_CASE("live view: the state is built once per change, and every request is sent the same", "[picture][web]")

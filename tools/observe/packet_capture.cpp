@@ -134,17 +134,18 @@ bool addPorts(const fabric::Subnet &subnet, const std::string &spec, std::set<co
 	return true;
 }
 
-/* The node `hops` path entries on from `from` (path[first..last] are the
- * ports taken, stepping by `step`), or null when a port has no cable */
-const Node *walk(const Node *from, const uint8_t *path, int first, int last, int step)
+/* The port path[first..last] (the ports to leave by, stepping by `step`)
+ * leads to from port `at`: the last one arrived at, `at` itself for no
+ * step, null when a port has no cable */
+const Port *walk(const Port *at, const uint8_t *path, int first, int last, int step)
 {
-	for (int i = first; from && (step > 0 ? i <= last : i >= last); i += step) {
+	for (int i = first; at && (step > 0 ? i <= last : i >= last); i += step) {
+		const Node *from = at->node;
 		if (path[i] < 1 || path[i] > from->numPorts)
 			return nullptr;
-		const Port *p = from->port(path[i]).peer;
-		from = p ? p->node : nullptr;
+		at = from->port(path[i]).peer;
 	}
-	return from;
+	return at;
 }
 
 } /* namespace */
@@ -250,10 +251,8 @@ bool PacketCapture::watches(const Port &p) const
 	return false;
 }
 
-/* The MAD's requester-side and responder-side nodes as src/dst of this
- * packet, when the capture can tell */
-void PacketCapture::ends(const Port &p, bool out, std::span<const uint8_t> packet, const Node *&src,
-			 const Node *&dst) const
+void PacketCapture::ends(const Port &p, bool out, std::span<const uint8_t> packet, const Port *&src,
+			 const Port *&dst) const
 {
 	src = dst = nullptr;
 	fabric::PacketView v;
@@ -263,16 +262,16 @@ void PacketCapture::ends(const Port &p, bool out, std::span<const uint8_t> packe
 	if (!dr) {
 		/* the LID's owner: remembered, and looked for again only when
 		 * the port remembered no longer has the LID */
-		auto owner = [&](uint16_t lid) -> const Node * {
+		auto owner = [&](uint16_t lid) -> const Port * {
 			if (!lid || lid >= IB_MULTICAST_LID_BASE)
 				return nullptr;
 			auto it = lidOwners_.find(lid);
 			if (it != lidOwners_.end() && fabric::ownsLid(*it->second, lid))
-				return it->second->node;
+				return it->second;
 			const Port *q = subnet_.findPortByLid(lid);
 			if (q)
 				lidOwners_[lid] = q;
-			return q ? q->node : nullptr;
+			return q;
 		};
 		src = owner(v.slid);
 		dst = owner(v.dlid);
@@ -290,9 +289,8 @@ void PacketCapture::ends(const Port &p, bool out, std::span<const uint8_t> packe
 	 * d by return_path[d]). Nodes fill return_path[d] with the port a
 	 * request arrived by, after the tap has seen it arrive. */
 	const bool response = smp.status & 0x8000;
-	const Node *here = p.node;
-	const Node *there = p.peer ? p.peer->node : nullptr;
-	const Node *requester, *responder;
+	const Port *here = &p, *there = p.peer;
+	const Port *requester, *responder;
 	if (!response && out) { /* here is depth hp-1 */
 		requester = walk(here, smp.return_path, hp - 1, 1, -1);
 		responder = walk(here, smp.initial_path, hp, hc, 1);
@@ -310,6 +308,14 @@ void PacketCapture::ends(const Port &p, bool out, std::span<const uint8_t> packe
 	dst = response ? requester : responder;
 }
 
+PacketPlace PacketCapture::place(const Port &p, bool out, std::span<const uint8_t> packet) const
+{
+	const Port *src = nullptr, *dst = nullptr;
+	ends(p, out, packet, src, dst);
+	return { capturePortName(p), out, p.peer ? capturePortName(*p.peer) : std::string(),
+		 src ? captureNodeName(*src->node) : std::string(), dst ? captureNodeName(*dst->node) : std::string() };
+}
+
 void PacketCapture::onWire(const Port &p, bool out, std::span<const uint8_t> packet)
 {
 	const unsigned kind = packetKind(packet);
@@ -322,17 +328,16 @@ void PacketCapture::onWire(const Port &p, bool out, std::span<const uint8_t> pac
 		if (!w->wants(p) || !(w->kinds & kind) || !w->stream->open())
 			continue;
 		if (body.empty()) {
-			const Node *src = nullptr, *dst = nullptr;
-			ends(p, out, packet, src, dst);
+			const PacketPlace at = place(p, out, packet);
 			/* names are JSON strings: quoted and escaped by the library */
 			auto str = [](const std::string &v) { return jsonText(Json(v)); };
-			body = ",\"port\":" + str(capturePortName(p)) + ",\"dir\":\"" + (out ? "out" : "in") + "\"";
-			if (p.peer)
-				body += ",\"peer\":" + str(capturePortName(*p.peer));
-			if (src)
-				body += ",\"src\":" + str(captureNodeName(*src));
-			if (dst)
-				body += ",\"dst\":" + str(captureNodeName(*dst));
+			body = ",\"port\":" + str(at.port) + ",\"dir\":\"" + (out ? "out" : "in") + "\"";
+			if (!at.peer.empty())
+				body += ",\"peer\":" + str(at.peer);
+			if (!at.src.empty())
+				body += ",\"src\":" + str(at.src);
+			if (!at.dst.empty())
+				body += ",\"dst\":" + str(at.dst);
 			body += ",\"hex\":\"";
 			static const char digits[] = "0123456789abcdef";
 			for (uint8_t b : packet) {

@@ -68,6 +68,15 @@ public:
 	void stopAll();
 	size_t active() const { return watchers_.size(); }
 
+	/* Where a packet seen at p was, as a record says: the port, the
+	 * direction, the cable's other end and the MAD's two ends (ends()) */
+	PacketPlace place(const fabric::Port &p, bool out, std::span<const uint8_t> packet) const;
+	/* The MAD's sender and receiver as the ports it leaves and reaches
+	 * (a switch's LID: its port 0), when the capture can tell: LID-routed,
+	 * the LIDs' owners; directed route, walked along the path. */
+	void ends(const fabric::Port &p, bool out, std::span<const uint8_t> packet, const fabric::Port *&src,
+		  const fabric::Port *&dst) const;
+
 	bool watches(const fabric::Port &p) const override;
 	bool wantsData() const override;
 	void onWire(const fabric::Port &p, bool out, std::span<const uint8_t> packet) override;
@@ -85,8 +94,6 @@ private:
 	};
 
 	void remove(Watcher *w);
-	void ends(const fabric::Port &p, bool out, std::span<const uint8_t> packet, const fabric::Node *&src,
-		  const fabric::Node *&dst) const;
 
 	fabric::Subnet &subnet_;
 	std::vector<std::unique_ptr<Watcher>> watchers_;

@@ -2,7 +2,8 @@
 // Copyright (c) 2026 the ibemu authors
 // The live view's page and its script (tools/observe/web_view.h serves them).
 // No library: the fabric is drawn by Graphviz on the daemon's side; the
-// script only fetches the state twice a second and recolours what changed.
+// script only fetches the state twice a second and recolours what changed,
+// and replays the last sweep (GET /api/sweep) a few steps a second.
 // Text from the fabric (node descriptions can be set by any SM) goes in
 // with textContent, never as markup.
 
@@ -22,6 +23,8 @@ body { font: 13px sans-serif; margin: 0; display: grid; grid-template-columns: 3
 #map svg { max-width: 100%; height: auto; } /* fitted to the page; the zoom button: its own size */
 #map.natural svg { max-width: none; }
 #zoom { float: right; }
+#map g.node.at ellipse, #map g.node.at polygon { fill: gold; stroke-width: 3; }
+#step { font-family: monospace; font-size: 11px; min-height: 2.6em; }
 #side { overflow: auto; padding: 6px 10px; }
 h1 { font-size: 16px; margin: 4px 0; } h2 { font-size: 14px; margin: 12px 0 4px; }
 table { border-collapse: collapse; } td, th { padding: 1px 6px; text-align: left; font-family: monospace; }
@@ -45,6 +48,8 @@ tr[data-state=Down] .state { color: red; }
 <h1 id="title">ibemu</h1>
 <div id="sm"></div>
 <div id="summary"></div>
+<p><button id="replay" type="button">replay the last sweep</button></p>
+<div id="step"></div>
 <div id="node"></div>
 <h2>Ports</h2>
 <table id="ports"><thead><tr><th>node</th><th>port</th><th>LID</th><th>state</th><th>physical</th><th>xmit pkts</th><th>rcv pkts</th><th>errors</th></tr></thead><tbody></tbody></table>
@@ -103,6 +108,60 @@ function hookNodes() {
   }
 }
 
+/* cables (id → state) coloured */
+function paint(cables) {
+  for (const [id, state] of Object.entries(cables)) {
+    const g = document.getElementById(id);
+    if (!g || g.dataset.state === state) continue;
+    g.dataset.state = state;
+    for (const p of g.querySelectorAll("path")) p.setAttribute("stroke", cableColours[state] || "gray");
+  }
+}
+
+/* The replay of the last sweep: the cables as it found them, then one of
+ * its MADs every stepEvery ms, its target node marked and the cables it
+ * changed recoloured; the live colours again at its end */
+const stepEvery = 250;
+let replaying = null;
+
+function mark(node) {
+  for (const g of document.querySelectorAll("#map g.node.at")) g.classList.remove("at");
+  const g = node && document.getElementById(node);
+  if (g) g.classList.add("at");
+}
+
+function endReplay(said) {
+  clearInterval(replaying);
+  replaying = null;
+  mark(null);
+  document.getElementById("replay").textContent = "replay the last sweep";
+  document.getElementById("step").textContent = said;
+  for (const g of document.querySelectorAll("#map g.edge")) delete g.dataset.state; /* the live ones again */
+  refresh();
+}
+
+async function replay() {
+  if (replaying) return endReplay("replay stopped");
+  const r = await fetch("/api/sweep");
+  if (!r.ok) return;
+  const sweep = await r.json();
+  const steps = sweep.steps || [];
+  if (!steps.length) {
+    document.getElementById("step").textContent = "no sweep recorded yet: start an SM (ibemu up --sm)";
+    return;
+  }
+  paint(sweep.start || {});
+  let i = 0;
+  document.getElementById("replay").textContent = "stop the replay";
+  replaying = setInterval(() => {
+    if (i >= steps.length) return endReplay(`replayed the last sweep: ${steps.length} MADs sent`);
+    const st = steps[i++];
+    paint(st.cables || {});
+    mark(st.to);
+    document.getElementById("step").textContent = `${i}/${steps.length} +${st.t.toFixed(3)} s: ${st.text}`;
+  }, stepEvery);
+}
+
 async function refresh() {
   let s;
   try {
@@ -117,16 +176,13 @@ async function refresh() {
     const r = await fetch("/api/picture.svg");
     if (r.ok) {
       document.getElementById("map").innerHTML = await r.text();
-      picture = s.picture;
+      /* drawn for an older state while the daemon spaces its builds:
+       * asked for again at the next look */
+      picture = Number(r.headers.get("X-Picture")) === s.picture ? s.picture : null;
       hookNodes();
     }
   }
-  for (const [id, state] of Object.entries(s.cables || {})) {
-    const g = document.getElementById(id);
-    if (!g || g.dataset.state === state) continue;
-    g.dataset.state = state;
-    for (const p of g.querySelectorAll("path")) p.setAttribute("stroke", cableColours[state] || "gray");
-  }
+  if (!replaying) paint(s.cables || {});
   const sm = s.sm || {};
   document.getElementById("sm").textContent =
     sm.lid ? `SM: LID ${sm.lid} on ${sm.node} port ${sm.port}` : "SM: " + (sm.state || "none");
@@ -170,6 +226,7 @@ function words(v) {
     .join(", ");
 }
 
+document.getElementById("replay").addEventListener("click", replay);
 document.getElementById("zoom").addEventListener("click", (ev) => {
   const natural = document.getElementById("map").classList.toggle("natural");
   ev.target.textContent = natural ? "fit to the page" : "zoom in";

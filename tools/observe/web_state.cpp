@@ -74,6 +74,15 @@ bool cableOwner(const Port &p)
 
 } /* namespace */
 
+std::string cableId(const Port &p)
+{
+	const Port *q = p.cableEnd();
+	if (!q)
+		return {};
+	const Port &owner = cableOwner(p) ? p : *q;
+	return fmt::format("l{}p{}", owner.node->index, owner.num);
+}
+
 size_t pictureKey(const fabric::Subnet &subnet)
 {
 	size_t key = subnet.nodes().size();
@@ -129,7 +138,7 @@ Json fabricState(const fabric::Subnet &subnet)
 		for (unsigned i = 1; i <= n->numPorts; i++) {
 			const Port &p = n->port(i);
 			if (cableOwner(p))
-				cables[fmt::format("l{}p{}", n->index, p.num)] = cableState(p);
+				cables[cableId(p)] = cableState(p);
 			if (n->foreign) /* another host's: its daemon knows its state */
 				continue;
 			states[stateName(p.state)] = states.value(stateName(p.state), 0) + 1;

@@ -10,10 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <string>
 
 namespace ibemu::fabric {
 class Subnet;
 struct Node;
+struct Port;
 }
 
 namespace ibemu::tools {
@@ -34,6 +36,10 @@ size_t pictureKey(const fabric::Subnet &subnet);
  * counters and cable, the SM, the names, the picture. A hash: equal keys
  * mean (but for a collision) an equal state. */
 size_t stateKey(const fabric::Subnet &subnet);
+
+/* The id the state and the picture give p's cable ("l3p7": named from
+ * the end on the node with the lower index), "" when p has none. */
+std::string cableId(const fabric::Port &p);
 
 /* One node, by its index: NodeInfo, each port's PortInfo and counters,
  * a switch's LFT. */

@@ -9,6 +9,7 @@
 #include "tools/observe/fabric_picture.h"
 #include "tools/observe/packet_capture.h"
 #include "tools/observe/packet_text.h"
+#include "tools/observe/sweep_replay.h"
 #include "tools/observe/web_state.h"
 
 #include <boost/beast/core.hpp>
@@ -44,59 +45,6 @@ WebView::Answer text(unsigned status, std::string body)
 }
 
 } /* namespace */
-
-/* The recent MADs, decoded: a capture stream kept in memory */
-class WebView::MadLog final : public ControlSocket::Stream {
-public:
-	bool write(std::string line) override
-	{
-		if (!open_)
-			return false;
-		Json rec = Json::parse(line, nullptr, false);
-		std::vector<uint8_t> bytes;
-		PacketPlace at;
-		if (!readRecord(rec, bytes, at))
-			return true; /* the first line, {"ok": true, ...} */
-		lines_.push_back({ { "t", rec.value("t", int64_t(0)) },
-				   { "port", at.port },
-				   { "dir", at.out ? "out" : "in" },
-				   { "text", text_.describe(bytes, at) } });
-		if (lines_.size() > kRecentMads)
-			lines_.pop_front();
-		seq_++;
-		return true;
-	}
-	void close() override
-	{
-		open_ = false;
-		closed_ = nullptr; /* the capture let go of it */
-	}
-	bool open() const override { return open_; }
-	void onClosed(std::function<void()> fn) override { closed_ = std::move(fn); }
-	/* the view stops asking: the capture ends */
-	void stop()
-	{
-		open_ = false;
-		if (auto fn = std::move(closed_))
-			fn();
-	}
-	/* MADs seen so far: the list changes when it does */
-	uint64_t seq() const { return seq_; }
-	Json json() const
-	{
-		Json a = Json::array();
-		for (const auto &l : lines_)
-			a.push_back(l);
-		return a;
-	}
-
-private:
-	bool open_ = true;
-	std::function<void()> closed_;
-	std::deque<Json> lines_;
-	uint64_t seq_ = 0;
-	PacketText text_;
-};
 
 /* One HTTP connection: requests in order, one at a time */
 class WebView::Session : public std::enable_shared_from_this<Session> {
@@ -156,6 +104,8 @@ private:
 		res->set(http::field::content_type, a.type);
 		res->set(http::field::cache_control, "no-store");
 		res->set("X-Content-Type-Options", "nosniff");
+		if (a.picture)
+			res->set("X-Picture", std::to_string(*a.picture));
 		/* the page's own script only: markup that slipped into the SVG runs nothing */
 		res->set("Content-Security-Policy",
 			 "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
@@ -187,8 +137,10 @@ private:
 WebView::WebView(boost::asio::io_context &io, fabric::Subnet &subnet, PacketCapture &capture,
 		 std::function<Json()> extra, const SubnetSplit *split)
 	: io_(io), subnet_(subnet), capture_(capture), extra_(std::move(extra)), split_(split), acceptor_(io),
-	  retry_(io), madsTimer_(io)
-{}
+	  retry_(io)
+{
+	subnet_.setMadRing(&ring_);
+}
 
 WebView::~WebView()
 {
@@ -264,14 +216,11 @@ void WebView::close()
 {
 	boost::system::error_code ec;
 	retry_.cancel();
-	madsTimer_.cancel();
 	acceptor_.close(ec);
 	for (const auto &s : sessions_)
 		s->close();
 	sessions_.clear();
-	if (mads_)
-		mads_->stop();
-	mads_.reset();
+	subnet_.setMadRing(nullptr);
 }
 
 void WebView::accept()
@@ -355,36 +304,9 @@ nlohmann::ordered_json WebView::stats() const
 		 { "clients", clients.size() },
 		 { "evicted", evicted_ },
 		 { "state_builds", state_.builds },
-		 { "picture_builds", picture_.builds } };
-}
-
-void WebView::touchMads()
-{
-	lastPoll_ = std::chrono::steady_clock::now();
-	if (mads_)
-		return;
-	mads_ = std::make_shared<MadLog>();
-	capture_.start({ { "op", "capture" }, { "kinds", { "mad" } } }, mads_);
-	if (!mads_->open()) { /* refused: as many captures as allowed run */
-		mads_.reset();
-		return;
-	}
-	touchMadsTimer();
-}
-
-void WebView::touchMadsTimer()
-{
-	madsTimer_.expires_after(kMadsIdle);
-	madsTimer_.async_wait([this](const boost::system::error_code &ec) {
-		if (ec || !mads_)
-			return;
-		if (std::chrono::steady_clock::now() - lastPoll_ >= kMadsIdle) {
-			mads_->stop();
-			mads_.reset();
-			return;
-		}
-		touchMadsTimer();
-	});
+		 { "picture_builds", picture_.builds },
+		 { "sweep_builds", sweep_.builds },
+		 { "mads_recorded", ring_.count() } };
 }
 
 WebView::Answer WebView::Cached::get(const std::function<size_t()> &keyOf, const std::function<Answer()> &build)
@@ -404,10 +326,27 @@ WebView::Answer WebView::Cached::get(const std::function<size_t()> &keyOf, const
 	return *answer;
 }
 
+/* The MADs the ring recorded since the last call, as the text trace
+ * shows them: all decoded (a PortInfo Set is told against the last answer
+ * seen), the last kRecentMads kept */
+void WebView::decodeRecent()
+{
+	const uint64_t n = ring_.count();
+	for (uint64_t seq = std::max(decoded_, n - std::min<uint64_t>(n, fabric::MadRing::kSize)); seq < n; seq++) {
+		const fabric::MadRing::Entry &e = *ring_.find(seq);
+		const std::vector<uint8_t> bytes = fabric::encodeMadPacket(e.pkt);
+		const PacketPlace at = capture_.place(*e.port, e.out, bytes);
+		recent_.push_back(
+			{ { "t", e.ns }, { "port", at.port }, { "dir", e.out ? "out" : "in" }, { "text", text_.describe(bytes, at) } });
+		if (recent_.size() > kRecentMads)
+			recent_.pop_front();
+	}
+	decoded_ = n;
+}
+
 /* /api/state: the fabric's state, the recent MADs and what the daemon adds */
 WebView::Answer WebView::state()
 {
-	touchMads();
 	Json more;
 	return state_.get(
 		[&] {
@@ -415,11 +354,14 @@ WebView::Answer WebView::state()
 				more = extra_();
 			size_t key = stateKey(subnet_);
 			key = key * 1000003u ^ std::hash<std::string>{}(jsonText(more));
-			return key * 1000003u ^ (mads_ ? size_t(mads_->seq()) : ~size_t(0));
+			return key * 1000003u ^ size_t(ring_.count());
 		},
 		[&] {
 			Json j = fabricState(subnet_);
-			j["mads"] = mads_ ? mads_->json() : Json::array();
+			decodeRecent();
+			j["mads"] = Json::array();
+			for (const auto &m : recent_)
+				j["mads"].push_back(m);
 			if (more.is_object())
 				for (auto &[k, v] : more.items())
 					j[k] = v;
@@ -427,16 +369,28 @@ WebView::Answer WebView::state()
 		});
 }
 
-/* /api/picture.svg: drawn again only when what it draws changed */
+/* /api/picture.svg: drawn again only when what it draws changed; its
+ * X-Picture says for which state, so that a page fetches it again while
+ * it lags */
 WebView::Answer WebView::picture()
 {
-	return picture_.get([&] { return pictureKey(subnet_); },
-			    [&] {
-				    std::string svg, err;
-				    if (!renderDot(fabricDot(subnet_, { .split = split_ }), "svg", svg, err))
-					    return text(500, err + "\n");
-				    return answer(200, "image/svg+xml", std::move(svg));
-			    });
+	Answer a = picture_.get([&] { return pictureKey(subnet_); },
+				[&] {
+					std::string svg, err;
+					if (!renderDot(fabricDot(subnet_, { .split = split_ }), "svg", svg, err))
+						return text(500, err + "\n");
+					return answer(200, "image/svg+xml", std::move(svg));
+				});
+	a.picture = picture_.key;
+	return a;
+}
+
+/* /api/sweep: the last sweep that changed the fabric, built again only
+ * when another one is recorded */
+WebView::Answer WebView::sweep()
+{
+	return sweep_.get([&] { return size_t(ring_.sweepEnd()); },
+			  [&] { return answer(200, "application/json", jsonText(sweepReplay(subnet_, ring_, capture_))); });
 }
 
 WebView::Answer WebView::get(const std::string &target)
@@ -453,6 +407,8 @@ WebView::Answer WebView::get(const std::string &target)
 		return state();
 	if (path == "/api/picture.svg")
 		return picture();
+	if (path == "/api/sweep")
+		return sweep();
 	if (path.rfind("/api/node/", 0) == 0) {
 		const std::string id = path.substr(10);
 		unsigned index = 0;

@@ -8,15 +8,17 @@
 //                          elsewhere, it polls the two below
 //   GET /api/state         ports, cables, the SM, the recent MADs, the
 //                          faults (tools/observe/web_state.h)
+//   GET /api/sweep         the last sweep that changed the fabric, step by
+//                          step, for the page's replay
 //   GET /api/picture.svg   the fabric drawn by Graphviz (tools/observe/fabric_picture.h)
 //   GET /api/node/N        node N's NodeInfo, PortInfo and LFT
 //
 // Read only: nothing on the page changes the fabric. It listens on
 // 127.0.0.1 unless told otherwise, answers only requests whose Host is
 // the address it listens on (no DNS rebinding), and drops a connection
-// idle for kIdle. The recent MADs come from a capture
-// (tools/observe/packet_capture.h) that runs only while a page has asked
-// for the state in the last kMadsIdle.
+// idle for kIdle. The recent MADs and the last sweep come from a ring the
+// fabric records every MAD at a CA port into from the view's start
+// (fabric/mad_ring.h), decoded only when a page asks.
 //
 // It runs on the daemon's only I/O thread, so no client may hold it up or
 // keep others out:
@@ -34,6 +36,8 @@
 #pragma once
 
 #include "emu/clock.h"
+#include "fabric/mad_ring.h"
+#include "tools/observe/packet_text.h"
 #include "tools/observe/socket_owner.h"
 
 #include <boost/asio/io_context.hpp>
@@ -65,7 +69,6 @@ public:
 	static constexpr std::chrono::seconds kIdle{ 30 };
 	static constexpr std::chrono::milliseconds kStateEvery{ 250 };
 	static constexpr unsigned kBuildShare = 10;
-	static constexpr std::chrono::seconds kMadsIdle{ 10 };
 	static constexpr size_t kRecentMads = 100;
 
 	/* `extra` adds to /api/state what the daemon knows (the instance,
@@ -90,18 +93,20 @@ public:
 		unsigned status = 200;
 		std::string type;
 		std::shared_ptr<const std::string> data;
+		/* the picture: the "picture" of the state it was drawn for (sent
+		 * as X-Picture; it lags the state's while builds are spaced) */
+		std::optional<size_t> picture;
 		const std::string &body() const { return *data; }
 	};
 	Answer get(const std::string &target);
 
 	/* For `ibemu status --json`: connections open, clients, connections
-	 * closed to make room, and how often the state and the picture were
-	 * built. */
+	 * closed to make room, how often the state, the picture and the sweep
+	 * were built, and the MADs recorded. */
 	nlohmann::ordered_json stats() const;
 
 private:
 	class Session;
-	class MadLog;
 
 	/* An answer built from the fabric again only when `key` changed (see
 	 * the top) */
@@ -117,9 +122,9 @@ private:
 	void admit(boost::asio::ip::tcp::socket s);
 	Answer state();
 	Answer picture();
+	Answer sweep();
+	void decodeRecent();
 	bool allowedHost(const std::string &host) const;
-	void touchMads();
-	void touchMadsTimer();
 
 	boost::asio::io_context &io_;
 	fabric::Subnet &subnet_;
@@ -133,10 +138,11 @@ private:
 	std::set<std::shared_ptr<Session>> sessions_;
 	SocketOwner owners_;
 	uint64_t evicted_ = 0; /* connections closed to make room */
-	std::shared_ptr<MadLog> mads_; /* while pages poll */
-	boost::asio::steady_timer madsTimer_;
-	std::chrono::steady_clock::time_point lastPoll_;
-	Cached state_, picture_;
+	fabric::MadRing ring_; /* set on the fabric from the start */
+	uint64_t decoded_ = 0; /* MADs of the ring decoded into recent_ */
+	std::deque<nlohmann::ordered_json> recent_; /* the last kRecentMads, for the page */
+	PacketText text_;
+	Cached state_, picture_, sweep_;
 };
 
 } /* namespace ibemu::tools */
