@@ -60,26 +60,48 @@ TEST_CASE("a --global instance lists ibemu's provider while it runs", "[host_ver
 	CHECK_FALSE(std::filesystem::exists(d.path + "/ibemu.driver")); /* gone with the instance */
 }
 
-TEST_CASE("a listing a killed ibemud left is replaced, anybody else's stays", "[host_verbs]")
+TEST_CASE("a listing a killed ibemud left is replaced", "[host_verbs]")
 {
-	const std::string stale = "# written by ibemud for the --global instance \"old\"\ndriver /gone/libibemu\n";
-	for (const std::string &before : { stale, std::string("driver ibemu\n") }) {
-		TempDir d;
-		put(d.path + "/ibemu.driver", before);
+	TempDir d;
+	put(d.path + "/ibemu.driver", "# written by ibemud for the --global instance \"old\"\ndriver /gone/libibemu\n");
+	{
+		GlobalVerbsDriver drv(d.path);
+		std::string why;
+		REQUIRE(drv.install("/new/libibemu", "g", why));
+		CHECK(slurp(drv.path()).find("\ndriver /new/libibemu\n") != std::string::npos);
+	}
+	CHECK_FALSE(std::filesystem::exists(d.path + "/ibemu.driver")); /* its own listing goes */
+}
+
+TEST_CASE("anybody else's listing stays, and serves only if it names an ibemu provider that is there", "[host_verbs]")
+{
+	TempDir d;
+	std::filesystem::create_directory(d.path + "/lib");
+	put(d.path + "/lib/libibemu-rdmav34.so", "");
+	struct Case {
+		std::string what, text;
+		bool link, serves;
+	};
+	for (const Case &c : { Case{ "names the provider", "# by hand\ndriver " + d.path + "/lib/libibemu\n", false, true },
+			       Case{ "names another driver", "driver ibemu\n", false, false },
+			       Case{ "names a provider that is gone", "driver /gone/libibemu\n", false, false },
+			       Case{ "is a link", "", true, false } }) {
+		INFO(c.what);
+		const std::string p = d.path + "/ibemu.driver";
+		std::filesystem::remove(p);
+		if (c.link)
+			std::filesystem::create_symlink(d.path + "/lib/libibemu-rdmav34.so", p);
+		else
+			put(p, c.text);
 		{
 			GlobalVerbsDriver drv(d.path);
 			std::string why;
-			REQUIRE(drv.install("/new/libibemu", "g", why));
-			std::string now = slurp(drv.path());
-			if (before == stale) {
-				CHECK(now.find("\ndriver /new/libibemu\n") != std::string::npos);
-			} else {
-				CHECK(why.find("was there already") != std::string::npos);
-				CHECK(now == before);
-			}
+			CHECK(drv.install("/new/libibemu", "g", why) == c.serves);
+			CHECK(why.find(c.serves ? "was there already" : "names no ibemu provider") != std::string::npos);
 		}
-		/* the instance ends: its own listing goes, the other one stays */
-		CHECK(std::filesystem::exists(d.path + "/ibemu.driver") == (before != stale));
+		CHECK(std::filesystem::is_symlink(p) == c.link); /* it stays, as it was */
+		if (!c.link)
+			CHECK(slurp(p) == c.text);
 	}
 }
 

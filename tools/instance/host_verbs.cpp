@@ -6,8 +6,6 @@
 #include <climits>
 #include <cstring>
 #include <fcntl.h>
-#include <linux/netlink.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,6 +26,29 @@ std::string head(const std::string &path)
 	ssize_t n = read(fd, buf, sizeof buf);
 	close(fd);
 	return std::string(buf, n > 0 ? size_t(n) : 0);
+}
+
+/* whether a driver file has a line "driver /PATH/libibemu" whose
+ * provider library is there */
+bool namesProvider(const std::string &text)
+{
+	size_t at = 0;
+	while (at < text.size()) {
+		size_t end = text.find('\n', at);
+		std::string line = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+		at = end == std::string::npos ? text.size() : end + 1;
+		const std::string key = "driver ";
+		if (line.rfind(key, 0) != 0)
+			continue;
+		std::string name = line.substr(key.size());
+		name.erase(name.find_last_not_of(" \t\r") + 1);
+		const std::string tail = "/libibemu";
+		if (name.size() > tail.size() && name[0] == '/' &&
+		    name.compare(name.size() - tail.size(), tail.size(), tail) == 0 &&
+		    access((name + "-rdmav34.so").c_str(), R_OK) == 0)
+			return true;
+	}
+	return false;
 }
 
 } /* namespace */
@@ -66,9 +87,17 @@ bool GlobalVerbsDriver::install(const std::string &provider, const std::string &
 	}
 	std::string p = path();
 	if (lstat(p.c_str(), &st) == 0) {
-		if (head(p).rfind(kMark, 0) != 0) {
-			why = p + " was there already, and stays"; /* installed with ibemu, or by hand */
-			return true;
+		std::string theirs = head(p);
+		if (theirs.rfind(kMark, 0) != 0) {
+			/* written by hand: it stays, and it serves only if it names
+			 * a provider that is there (a link, a directory or another
+			 * driver would leave the devices to nobody) */
+			if (S_ISREG(st.st_mode) && namesProvider(theirs)) {
+				why = p + " was there already, and stays";
+				return true;
+			}
+			why = p + " is there already and names no ibemu provider";
+			return false;
 		}
 		unlink(p.c_str()); /* left by a killed ibemud: one --global instance at a time */
 	}
@@ -104,11 +133,10 @@ void GlobalVerbsDriver::remove()
 
 bool rdmaNetlinkAnswers()
 {
-	int s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA);
-	if (s < 0)
-		return false;
-	close(s);
-	return true;
+	/* asked of sysfs, not by opening the socket: that would make the
+	 * kernel load ib_core, the very thing this warns of */
+	struct stat st;
+	return stat("/sys/module/ib_core", &st) == 0;
 }
 
 } /* namespace ibemu::tools */

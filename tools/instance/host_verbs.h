@@ -34,8 +34,9 @@ public:
 
 	/* Writes "driver <provider>" unless a file of that name is there
 	 * already, which then stays (one left by a killed ibemud, which says
-	 * so on its first line, is replaced). true when the file names a
-	 * provider, else false with why set. */
+	 * so on its first line, is replaced): true when the file names ibemu's
+	 * provider (one written by hand must name an existing libibemu), else
+	 * false with why set. */
 	bool install(const std::string &provider, const std::string &instance, std::string &why);
 	/* Removes the file if install() wrote it and it still says what it
 	 * wrote. */
@@ -47,10 +48,10 @@ private:
 	std::string wrote_; /* what install() wrote, if it did */
 };
 
-/* Whether socket(AF_NETLINK, SOCK_RAW, NETLINK_RDMA) succeeds here, as
- * libibverbs tries before it reads sysfs: then ib_core is loaded (the
- * attempt itself asks the kernel to load it, as every libibverbs program's
- * does) and programs see the kernel's RDMA devices only. */
+/* Whether ib_core is loaded here (/sys/module/ib_core), so that the
+ * RDMA netlink socket libibverbs opens before it reads sysfs answers, and
+ * programs see the kernel's RDMA devices only. Where ib_core is not loaded
+ * but can be, the first libibverbs program's socket loads it. */
 bool rdmaNetlinkAnswers();
 
 } /* namespace ibemu::tools */
