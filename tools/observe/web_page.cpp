@@ -122,7 +122,8 @@ function paint(cables) {
  * its MADs every stepEvery ms, its target node marked and the cables it
  * changed recoloured; the live colours again at its end */
 const stepEvery = 250;
-let replaying = null;
+let replaying = null, starting = false;
+let shown = { cables: {}, at: null }; /* what the replay shows, kept over a new picture */
 
 function mark(node) {
   for (const g of document.querySelectorAll("#map g.node.at")) g.classList.remove("at");
@@ -142,20 +143,31 @@ function endReplay(said) {
 
 async function replay() {
   if (replaying) return endReplay("replay stopped");
-  const r = await fetch("/api/sweep");
-  if (!r.ok) return;
-  const sweep = await r.json();
+  if (starting) return; /* a second click while the sweep is fetched */
+  starting = true;
+  let sweep;
+  try {
+    const r = await fetch("/api/sweep");
+    sweep = r.ok ? await r.json() : null;
+  } catch (e) {
+    sweep = null;
+  }
+  starting = false;
+  if (!sweep) return;
   const steps = sweep.steps || [];
   if (!steps.length) {
     document.getElementById("step").textContent = "no sweep recorded yet: start an SM (ibemu up --sm)";
     return;
   }
-  paint(sweep.start || {});
+  shown = { cables: Object.assign({}, sweep.start || {}), at: null };
+  paint(shown.cables);
   let i = 0;
   document.getElementById("replay").textContent = "stop the replay";
   replaying = setInterval(() => {
     if (i >= steps.length) return endReplay(`replayed the last sweep: ${steps.length} MADs sent`);
     const st = steps[i++];
+    Object.assign(shown.cables, st.cables || {});
+    shown.at = st.to;
     paint(st.cables || {});
     mark(st.to);
     document.getElementById("step").textContent = `${i}/${steps.length} +${st.t.toFixed(3)} s: ${st.text}`;
@@ -180,6 +192,10 @@ async function refresh() {
        * asked for again at the next look */
       picture = Number(r.headers.get("X-Picture")) === s.picture ? s.picture : null;
       hookNodes();
+      if (replaying) { /* the new picture in the replay's colours */
+        paint(shown.cables);
+        mark(shown.at);
+      }
     }
   }
   if (!replaying) paint(s.cables || {});

@@ -385,11 +385,12 @@ WebView::Answer WebView::picture()
 	return a;
 }
 
-/* /api/sweep: the last sweep that changed the fabric, built again only
- * when another one is recorded */
+/* /api/sweep: the last sweep that changed the fabric, built again when
+ * another one is recorded or the fabric changed (its cables down or
+ * pulled now are left out) */
 WebView::Answer WebView::sweep()
 {
-	return sweep_.get([&] { return size_t(ring_.sweepEnd()); },
+	return sweep_.get([&] { return size_t(ring_.sweepEnd()) * 1000003u ^ stateKey(subnet_); },
 			  [&] { return answer(200, "application/json", jsonText(sweepReplay(subnet_, ring_, capture_))); });
 }
 
