@@ -19,11 +19,19 @@ std::string count(int n, const char *one, const char *many)
 namespace {
 
 /* an event's fields as a person reads them, as the live view shows
- * them: "node ibemu-sw1, port 7, peer "ibemu-sw2"[7]" */
+ * them (the keys sorted): "node ibemu-sw1, peer "ibemu-sw2"[7], port 7";
+ * control characters (a node description is anybody's) as \xNN */
 std::string words(const nlohmann::json &v)
 {
-	if (v.is_string())
-		return v.get<std::string>();
+	if (v.is_string()) {
+		std::string out;
+		for (unsigned char c : v.get<std::string>()) {
+			char hex[8];
+			snprintf(hex, sizeof hex, "\\x%02x", c);
+			out += c < 0x20 || c == 0x7f ? std::string(hex) : std::string(1, char(c));
+		}
+		return out;
+	}
 	if (v.is_array() || v.is_object()) {
 		std::string out;
 		for (auto it = v.begin(); it != v.end(); ++it) {
