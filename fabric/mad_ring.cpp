@@ -13,7 +13,7 @@ MadRing::MadRing() = default;
 void MadRing::record(const Port &p, bool out, const Packet &pkt)
 {
 	recordAt(std::chrono::duration_cast<std::chrono::nanoseconds>(
-			 std::chrono::system_clock::now().time_since_epoch())
+			 std::chrono::steady_clock::now().time_since_epoch())
 			 .count(),
 		 p, out, pkt);
 }

@@ -39,7 +39,7 @@ public:
 	static constexpr int64_t kSweepGapNs = 1'000'000'000;
 
 	struct Entry {
-		int64_t ns = 0; /* when, since the epoch */
+		int64_t ns = 0; /* when, on the steady clock (a wall clock step would split or merge a sweep) */
 		const Port *port = nullptr; /* where it was seen (ports are never freed) */
 		bool out = false; /* leaving the port (else arriving) */
 		Packet pkt;
