@@ -119,6 +119,10 @@ inline WcOpcode wcOpcode(uint32_t wrOpcode)
 		return IB_WC_COMP_SWAP;
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		return IB_WC_FETCH_ADD;
+	case IB_WR_BIND_MW:
+		return IB_WC_BIND_MW;
+	case IB_WR_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
 	default:
 		return IB_WC_SEND;
 	}

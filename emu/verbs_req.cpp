@@ -168,6 +168,11 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		status = w.failStatus;
 		return Outcome::Error;
 	}
+	/* the local operations (rxe_do_local_ops): done here, nothing sent */
+	if (op == IB_WR_BIND_MW || op == IB_WR_LOCAL_INV) {
+		status = op == IB_WR_BIND_MW ? bindMw(qp, w) : localInvalidate(w.wr.ex);
+		return status == IB_WC_SUCCESS ? Outcome::Done : Outcome::Error;
+	}
 	fabric::Port *src = port(qp.portNum);
 	if (!src) {
 		status = IB_WC_GENERAL_ERR;

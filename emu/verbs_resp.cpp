@@ -255,7 +255,7 @@ Answer VerbsDevice::respond(Qp &rqp, fabric::Port &dst, const Inbound &in)
 		if ((isWrite && in.dmaLen != len) || (isRead && in.dmaLen > limits_.maxMsgSize))
 			return nak(IB_WC_REM_INV_REQ_ERR, IB_EVENT_QP_REQ_ERR);
 		Seg remote;
-		if (len && !resolveRemote(*this, rqp.pd, in.rkey, in.va, len, need, remote))
+		if (len && !resolveRemote(*this, rqp, in.rkey, in.va, len, need, remote))
 			return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
 		if (isWrite) {
 			int c = len ? copySegs(ua, in.data, { remote }, len) : 0;
