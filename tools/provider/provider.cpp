@@ -233,6 +233,52 @@ int deregMr(verbs_mr *vmr)
 	return 0;
 }
 
+/* Memory windows as rxe's provider has them: a type 1 bind is a BIND_MW
+ * work request with the next key, which the window takes once posted (a
+ * program that gets an error completion undoes it). */
+ibv_mw *allocMw(ibv_pd *pd, ibv_mw_type type)
+{
+	auto *mw = new (std::nothrow) ibv_mw{};
+	if (!mw) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	struct ibv_alloc_mw cmd;
+	ib_uverbs_alloc_mw_resp resp;
+	if (int ret = ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof cmd, &resp, sizeof resp)) {
+		delete mw;
+		errno = ret;
+		return nullptr;
+	}
+	return mw;
+}
+
+int deallocMw(ibv_mw *mw)
+{
+	if (int ret = ibv_cmd_dealloc_mw(mw))
+		return ret;
+	delete mw;
+	return 0;
+}
+
+int bindMw(ibv_qp *qp, ibv_mw *mw, ibv_mw_bind *bind)
+{
+	if (bind->bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED)
+		return errno = EINVAL;
+	ibv_send_wr wr{};
+	wr.wr_id = bind->wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = bind->send_flags;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = bind->bind_info;
+	ibv_send_wr *bad = nullptr;
+	if (int ret = postSend(qp, &wr, &bad))
+		return errno = ret;
+	mw->rkey = wr.bind_mw.rkey;
+	return 0;
+}
+
 ibv_ah *createAh(ibv_pd *pd, ibv_ah_attr *attr)
 {
 	auto *ah = new (std::nothrow) ibv_ah{};
@@ -405,14 +451,17 @@ void freeContext(ibv_context *context)
 
 const verbs_context_ops kOps = [] {
 	verbs_context_ops o{};
+	o.alloc_mw = allocMw;
 	o.alloc_pd = allocPd;
 	o.attach_mcast = ibv_cmd_attach_mcast;
+	o.bind_mw = bindMw;
 	o.create_ah = createAh;
 	o.create_cq = createCq;
 	o.create_cq_ex = createCqEx;
 	o.create_qp = createQp;
 	o.create_qp_ex = createQpEx;
 	o.create_srq = createSrq;
+	o.dealloc_mw = deallocMw;
 	o.dealloc_pd = deallocPd;
 	o.dereg_mr = deregMr;
 	o.destroy_ah = destroyAh;
