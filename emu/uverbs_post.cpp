@@ -45,6 +45,8 @@ bool opcodeOk(QpType t, uint32_t op)
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		return t == IB_QPT_RC;
+	case IB_WR_SEND_WITH_INV:
+		return t == IB_QPT_RC || t == IB_QPT_UC;
 	case IB_WR_LOCAL_INV: /* from a ring only: see parseAddress */
 	case IB_WR_BIND_MW:
 		return t == IB_QPT_RC || t == IB_QPT_UC;

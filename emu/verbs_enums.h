@@ -125,7 +125,7 @@ enum WcOpcode : uint32_t {
 	IB_WC_RECV_RDMA_WITH_IMM = 129,
 };
 
-enum : uint32_t { IB_WC_GRH = 1, IB_WC_WITH_IMM = 2 };
+enum : uint32_t { IB_WC_GRH = 1, IB_WC_WITH_IMM = 2, IB_WC_WITH_INVALIDATE = 4 };
 
 /* enum ib_event_type */
 enum AsyncEvent : uint32_t {

@@ -181,6 +181,8 @@ struct Inbound {
 	bool hasImm = false;
 	bool solicited = false;
 	uint32_t imm = 0; /* ImmDt: network order */
+	bool hasInv = false; /* SEND with Invalidate: the IETH's R_Key */
+	uint32_t invRkey = 0;
 	uint32_t psn = 0, lastPsn = 0;
 	uint16_t pkey = 0, slid = 0, dlid = 0;
 	uint8_t sl = 0;

@@ -155,7 +155,9 @@ int fetch(Cq *cq, int n, ibv_wc *wc)
 		w.imm_data = k.ex.imm_data;
 		w.qp_num = k.qp_num;
 		w.src_qp = k.src_qp;
-		w.wc_flags = k.wc_flags;
+		/* the kernel's IB_WC_WITH_INVALIDATE (1 << 2) is libibverbs'
+		 * IBV_WC_WITH_INV (1 << 3); GRH and WITH_IMM agree */
+		w.wc_flags = (k.wc_flags & 3) | (k.wc_flags & 4 ? IBV_WC_WITH_INV : 0);
 		w.pkey_index = k.pkey_index;
 		w.slid = k.slid;
 		w.sl = k.sl;

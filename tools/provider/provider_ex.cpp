@@ -173,9 +173,7 @@ void wrAbort(ibv_qp_ex *qpx)
 }
 
 /* Memory windows and invalidation: LOCAL_INV and BIND_MW go to the ring
- * (POST_SEND refuses them, as the kernel's does); SEND_WITH_INV is
- * refused (EINVAL): ibemu's responder does not invalidate yet
- * (docs/verbs.md). */
+ * (POST_SEND refuses them, as the kernel's does), SEND_WITH_INV to either. */
 void wrSendInv(ibv_qp_ex *qpx, uint32_t rkey)
 {
 	newWr(qpx, IBV_WR_SEND_WITH_INV)->invalidate_rkey = rkey;

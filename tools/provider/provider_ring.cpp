@@ -77,6 +77,10 @@ int checkSend(const Qp *qp, const ibv_send_wr *wr, uint32_t outstanding)
 		if (q.qp_type == IBV_QPT_UD)
 			return EINVAL;
 		break;
+	case IBV_WR_SEND_WITH_INV: /* the rkey goes where an immediate would */
+		if (q.qp_type != IBV_QPT_RC && q.qp_type != IBV_QPT_UC)
+			return EINVAL;
+		break;
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
