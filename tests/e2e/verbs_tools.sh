@@ -199,7 +199,7 @@ out=$(inst $V env -u RDMAV_DRIVERS "$queues" ibemu0 2>/dev/null | grep -E '^(cre
 expect_eq "resize_cq through ipathverbs" "$(grep -E '^(create_cq|resize_cq|polled)' "$work/queues.out")" "$out"
 
 # memory windows: binds of both types, RDMA through their rkeys, LOCAL_INV,
-# and the errors rxe gives (tests/tools/verbs_mw.cpp)
+# SEND_WITH_INV, and the errors rxe gives (tests/tools/verbs_mw.cpp)
 out=$(inst $V "$mw" ibemu0 ibemu1 2>&1)
 expect_eq "memory windows as rxe answers them" 0 $?
 expect_match "a type 1 window carries an RDMA WRITE" \
@@ -210,6 +210,9 @@ expect_match "an MR without MW_BIND: MW_BIND_ERR" \
 	'^bind_mw type 1 MR without MW_BIND: memory management operation error, opcode -$' "$out"
 expect_match "after LOCAL_INV: REM_ACCESS_ERR" '^RDMA WRITE after LOCAL_INV: remote access error$' "$out"
 expect_match "after dealloc_mw: REM_ACCESS_ERR" '^RDMA WRITE after dealloc_mw: remote access error$' "$out"
+expect_match "SEND_WITH_INV: the receive has WITH_INV and the rkey" \
+	'^SEND_WITH_INV: send success, receive success, WITH_INV of the window.s rkey$' "$out"
+expect_match "after SEND_WITH_INV: REM_ACCESS_ERR" '^RDMA WRITE after SEND_WITH_INV: remote access error$' "$out"
 
 # --- another process's handles, pinning, the ioctl fallback
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)

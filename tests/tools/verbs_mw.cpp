@@ -2,8 +2,8 @@
 // Copyright (c) 2026 the ibemu authors
 // Memory windows as rxe answers them (issue 40, item 1): ibv_alloc_mw and
 // ibv_dealloc_mw, type 1 binds through ibv_bind_mw, type 2 binds through
-// ibv_post_send and ibv_wr_bind_mw, LOCAL_INV, RDMA through a window's
-// rkey, and the errors of a bad bind or a stale, invalidated or
+// ibv_post_send and ibv_wr_bind_mw, LOCAL_INV, SEND_WITH_INV, RDMA through
+// a window's rkey, and the errors of a bad bind or a stale, invalidated or
 // deallocated rkey.
 //
 // usage: verbs_mw DEV_A DEV_B
@@ -21,6 +21,8 @@
 //     window already bound) completes IBV_WC_MW_BIND_ERR;
 //   - ibv_bind_mw with IBV_ACCESS_ZERO_BASED is EINVAL (the provider's);
 //   - LOCAL_INV of a type 1 window is IBV_WC_LOC_QP_OP_ERR;
+//   - SEND_WITH_INV invalidates a type 2 window at the responder, whose
+//     receive completes with IBV_WC_WITH_INV and the rkey;
 //   - the responder finds the window by its rkey: a stale key, an
 //     invalidated or deallocated window, an access it does not grant or an
 //     address past its MR is IBV_WC_REM_ACCESS_ERR at the requester;
@@ -128,7 +130,8 @@ const char *status(const ibv_wc &wc)
 	return int(wc.status) == -1 ? "no completion" : ibv_wc_status_str(wc.status);
 }
 
-/* B's RDMA WRITE (or READ) of len bytes at addr through rkey: its status */
+/* B's RDMA WRITE (or READ) of len bytes at addr through rkey, or its
+ * SEND_WITH_INV of rkey: the completion */
 ibv_wc rdma(ibv_wr_opcode op, uint32_t rkey, uint64_t addr, uint32_t len)
 {
 	static ibv_mr *mr = ibv_reg_mr(b.pd, bufB, sizeof bufB, IBV_ACCESS_LOCAL_WRITE);
@@ -138,7 +141,10 @@ ibv_wc rdma(ibv_wr_opcode op, uint32_t rkey, uint64_t addr, uint32_t len)
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma = { addr, rkey };
+	if (op == IBV_WR_SEND_WITH_INV)
+		wr.invalidate_rkey = rkey;
+	else
+		wr.wr.rdma = { addr, rkey };
 	if (ibv_post_send(b.qp, &wr, &bad))
 		return {};
 	return poll(b.cq);
@@ -348,6 +354,28 @@ int main(int argc, char **argv)
 	printf("BIND_MW type 2 through ibv_wr_bind_mw: %s\n", ibv_wc_status_str(st));
 	expect(st == IBV_WC_SUCCESS, "ibv_wr_bind_mw");
 	writeThrough(mw2->rkey, 3072, "through wr_bind ", "a window of ibv_wr_bind_mw");
+
+	/* SEND with Invalidate: A's receive says which rkey the responder invalidated */
+	uint32_t sent = mw2->rkey;
+	ibv_sge rs{ base + 512, 64, mr->lkey };
+	ibv_recv_wr rwr{}, *badRecv;
+	rwr.sg_list = &rs;
+	rwr.num_sge = 1;
+	expect(ibv_post_recv(a.qp, &rwr, &badRecv) == 0, "post_recv");
+	wc = rdma(IBV_WR_SEND_WITH_INV, sent, 0, 16);
+	ibv_wc recvWc = poll(a.cq);
+	bool inv = recvWc.status == IBV_WC_SUCCESS && recvWc.opcode == IBV_WC_RECV && (recvWc.wc_flags & IBV_WC_WITH_INV) &&
+		recvWc.invalidated_rkey == sent;
+	printf("SEND_WITH_INV: send %s, receive %s, %s\n", status(wc), status(recvWc),
+	       inv ? "WITH_INV of the window's rkey" : "no invalidation");
+	expect(wc.status == IBV_WC_SUCCESS && inv, "SEND_WITH_INV");
+	wc = rdma(IBV_WR_RDMA_WRITE, sent, base + 3072, 16);
+	printf("RDMA WRITE after SEND_WITH_INV: %s\n", status(wc));
+	expect(wc.status == IBV_WC_REM_ACCESS_ERR, "after remote invalidation");
+	connect();
+	st = bind2(mw2, mr, base + 3072, 1024, IBV_ACCESS_REMOTE_WRITE, false);
+	printf("BIND_MW type 2 again after the invalidation: %s\n", ibv_wc_status_str(st));
+	expect(st == IBV_WC_SUCCESS, "bind after invalidation");
 
 	/* a deallocated window's key finds nothing */
 	uint32_t gone = mw2->rkey;
