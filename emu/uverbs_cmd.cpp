@@ -5,7 +5,7 @@
 // (uverbs_file.cpp) has checked the header and the sizes. This file holds
 // what every handler uses (handle lookup, commit, the response copy), the
 // device and context commands (GET_CONTEXT with ibemu's spares and rings
-// area, QUERY_DEVICE, QUERY_PORT) and the PD, AH and MR commands; the CQ
+// area, QUERY_DEVICE, QUERY_PORT) and the PD, AH, MR and MW commands; the CQ
 // commands are in uverbs_cmd_cq.cpp, the QP and multicast ones in
 // uverbs_cmd_qp.cpp, the SRQ ones in uverbs_cmd_srq.cpp (the kernel's
 // uverbs_std_types_cq.c, _qp.c, _srq.c).

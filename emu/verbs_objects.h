@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
 // The verbs objects a uverbs file owns (the kernel's ib_pd, ib_mr, ib_cq,
-// ib_srq, ib_qp, ib_ah behind their ib_uobjects).
+// ib_srq, ib_qp, ib_ah, ib_mw behind their ib_uobjects).
 //
 // Lifetime rules: the UverbsFile owns every object through its handle table.
 // An object that others depend on counts them in usecnt (a PD its MRs, QPs,
-// SRQs and AHs; a CQ and an SRQ their QPs) and cannot be destroyed while
-// usecnt is not zero (EBUSY). The device's QPN and key tables hold plain
-// pointers that the object's destruction removes.
+// SRQs, AHs and MWs; a CQ and an SRQ their QPs) and cannot be destroyed
+// while usecnt is not zero (EBUSY); an MR with windows bound (mws) not
+// either (EINVAL, rxe_dereg_mr). The device's QPN and key tables hold
+// plain pointers that the object's destruction removes.
 #pragma once
 
 #include "emu/clock.h"
