@@ -219,6 +219,11 @@ struct ibemu_send_wqe {
 	uint32_t remote_qkey; /* UD */
 	uint32_t reserved[3];
 };
+/* IB_WR_BIND_MW puts its bind in those fields: ah the window's handle,
+ * imm_data its rkey as the program knows it, rkey the new one, remote_qpn
+ * the MR's lkey (0 to unbind), remote_qkey the window's access flags,
+ * remote_addr and compare_add its address and length. IB_WR_LOCAL_INV
+ * has the rkey to invalidate in imm_data. */
 
 struct ibemu_recv_wqe {
 	uint64_t wr_id;

@@ -157,6 +157,9 @@ QpRing::Take QpRing::nextSend(SendWqe &out, size_t held)
 		out.wr.wr.ud.ah = h.ah;
 		out.wr.wr.ud.remote_qpn = h.remote_qpn;
 		out.wr.wr.ud.remote_qkey = h.remote_qkey;
+	} else if (h.opcode == IB_WR_BIND_MW) {
+		out.bind = { h.ah, h.imm_data, h.rkey, h.remote_qpn, h.remote_qkey, h.remote_addr, h.compare_add };
+		out.wr.ex = 0;
 	} else if (h.opcode == IB_WR_ATOMIC_CMP_AND_SWP || h.opcode == IB_WR_ATOMIC_FETCH_AND_ADD) {
 		out.wr.wr.atomic.remote_addr = h.remote_addr;
 		out.wr.wr.atomic.compare_add = h.compare_add;

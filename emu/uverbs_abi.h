@@ -288,6 +288,20 @@ static_assert(sizeof(ib_uverbs_reg_mr_resp) == 12);
 struct ib_uverbs_dereg_mr {
 	uint32_t mr_handle;
 };
+struct ib_uverbs_alloc_mw {
+	uint64_t response;
+	uint32_t pd_handle;
+	uint8_t mw_type;
+	uint8_t reserved[3];
+};
+static_assert(sizeof(ib_uverbs_alloc_mw) == 16);
+struct ib_uverbs_alloc_mw_resp {
+	uint32_t mw_handle;
+	uint32_t rkey;
+};
+struct ib_uverbs_dealloc_mw {
+	uint32_t mw_handle;
+};
 
 struct ib_uverbs_create_comp_channel {
 	uint64_t response;

@@ -5,7 +5,7 @@
 // (uverbs_file.cpp) has checked the header and the sizes. This file holds
 // what every handler uses (handle lookup, commit, the response copy), the
 // device and context commands (GET_CONTEXT with ibemu's spares and rings
-// area, QUERY_DEVICE, QUERY_PORT) and the PD, AH and MR commands; the CQ
+// area, QUERY_DEVICE, QUERY_PORT) and the PD, AH, MR and MW commands; the CQ
 // commands are in uverbs_cmd_cq.cpp, the QP and multicast ones in
 // uverbs_cmd_qp.cpp, the SRQ ones in uverbs_cmd_srq.cpp (the kernel's
 // uverbs_std_types_cq.c, _qp.c, _srq.c).
@@ -348,6 +348,45 @@ int UverbsFile::regMr(Request &r)
 int UverbsFile::deregMr(Request &r)
 {
 	return destroyHandle(r.cmd<ib_uverbs_dereg_mr>().mr_handle, UType::Mr);
+}
+
+/* --- memory windows (rxe_mw.c); their binds are work requests (verbs_req.cpp) --- */
+
+int UverbsFile::allocMw(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_alloc_mw>();
+	Reservation res = reserve();
+	Pd *pd;
+	if (int ret = get(cmd.pd_handle, pd))
+		return ret;
+	if (cmd.mw_type != IB_MW_TYPE_1 && cmd.mw_type != IB_MW_TYPE_2)
+		return -EINVAL;
+	if (int rc = room(UType::Mw))
+		return rc;
+	auto mw = std::make_unique<Mw>();
+	mw->pd = pd;
+	mw->mwType = cmd.mw_type;
+	mw->valid = cmd.mw_type == IB_MW_TYPE_1;
+	dev_.addMw(mw.get());
+	ib_uverbs_alloc_mw_resp resp{ res.handle(), mw->rkey };
+	if (int ret = respond(r, &resp, sizeof resp)) {
+		dev_.removeMw(mw.get());
+		return ret;
+	}
+	pd->usecnt++;
+	commit(res, std::move(mw));
+	return 0;
+}
+
+int UverbsFile::deallocMw(Request &r)
+{
+	return destroyHandle(r.cmd<ib_uverbs_dealloc_mw>().mw_handle, UType::Mw);
+}
+
+Mw *UverbsFile::memoryWindow(uint32_t handle) const
+{
+	Mw *mw = nullptr;
+	return get(handle, mw) == 0 ? mw : nullptr;
 }
 
 } /* namespace ibemu::emu */

@@ -36,7 +36,7 @@ UverbsFile::~UverbsFile()
 				progress = true;
 		if (!progress) { /* cannot happen with the usecnt rules; never leak, and
 				  * never touch a freed object: dependants first */
-			for (UType t : { UType::Qp, UType::Ah, UType::Mr, UType::Srq, UType::Cq, UType::Pd })
+			for (UType t : { UType::Qp, UType::Ah, UType::Mw, UType::Mr, UType::Srq, UType::Cq, UType::Pd })
 				for (UObject *&o : objs)
 					if (o && o->type == t) {
 						destroy(*o, true);
@@ -60,6 +60,8 @@ int UverbsFile::destroy(UObject &obj, bool force)
 		break;
 	case UType::Mr: {
 		auto &mr = static_cast<Mr &>(obj);
+		if (mr.mws && !force) /* rxe_dereg_mr(): windows are bound to it */
+			return -EINVAL;
 		dev_.removeMr(&mr);
 		pinned_.release(mr.pid, mr.npages);
 		mr.pd->usecnt--;
@@ -79,6 +81,13 @@ int UverbsFile::destroy(UObject &obj, bool force)
 	case UType::Ah:
 		static_cast<Ah &>(obj).pd->usecnt--;
 		break;
+	case UType::Mw: {
+		auto &mw = static_cast<Mw &>(obj);
+		dev_.unbindMw(mw);
+		dev_.removeMw(&mw);
+		mw.pd->usecnt--;
+		break;
+	}
 	case UType::Qp: {
 		auto &qp = static_cast<Qp &>(obj);
 		dev_.forget(qp);

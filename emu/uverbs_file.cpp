@@ -138,6 +138,8 @@ const UverbsFile::Method *UverbsFile::method(uint32_t command, bool &known)
 		t[CMD_QUERY_MR] = { &UverbsFile::notSupported, 0, 0 };
 		t[CMD_DEREG_MR] = { &UverbsFile::deregMr, sizeof(ib_uverbs_dereg_mr), 0 };
 		t[CMD_BIND_MW] = { &UverbsFile::notSupported, 0, 0 };
+		t[CMD_ALLOC_MW] = { &UverbsFile::allocMw, sizeof(ib_uverbs_alloc_mw), sizeof(ib_uverbs_alloc_mw_resp) };
+		t[CMD_DEALLOC_MW] = { &UverbsFile::deallocMw, sizeof(ib_uverbs_dealloc_mw), 0 };
 		t[CMD_CREATE_COMP_CHANNEL] = { &UverbsFile::createCompChannel, sizeof(ib_uverbs_create_comp_channel),
 					       sizeof(ib_uverbs_create_comp_channel_resp) };
 		t[CMD_CREATE_CQ] = { &UverbsFile::createCq, sizeof(ib_uverbs_create_cq),

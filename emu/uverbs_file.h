@@ -105,6 +105,8 @@ public:
 	 * events_reported counts the ones the application read). */
 	void asyncEvent(uint64_t element, AsyncEvent type, UObject *obj = nullptr);
 	void deviceDied();
+	/* A BIND_MW work request's window: the one the handle names, or null */
+	Mw *memoryWindow(uint32_t handle) const;
 
 	/* One command being served: where its request is and where its
 	 * response goes (the kernel's uverbs_attr_bundle ucore and driver_udata). */
@@ -174,6 +176,8 @@ private:
 	int mcast(Request &r, bool attach);
 	int regMr(Request &r);
 	int deregMr(Request &r);
+	int allocMw(Request &r);
+	int deallocMw(Request &r);
 	int createCompChannel(Request &r);
 	int createCq(Request &r);
 	int resizeCq(Request &r);
@@ -204,7 +208,7 @@ private:
 	 * one (the UD address is resolved here) */
 	int checkSend(const Qp &qp, SendWqe &w) const;
 	/* its opcode for the QP type, and UD's AH: 0, -EINVAL or the lookup's errno */
-	int parseAddress(const Qp &qp, SendWqe &w) const;
+	int parseAddress(const Qp &qp, SendWqe &w, bool ring) const;
 
 	/* --- teardown (uverbs_destroy.cpp) --- */
 	int destroy(UObject &obj, bool force);

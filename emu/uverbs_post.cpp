@@ -45,6 +45,11 @@ bool opcodeOk(QpType t, uint32_t op)
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		return t == IB_QPT_RC;
+	case IB_WR_SEND_WITH_INV:
+		return t == IB_QPT_RC || t == IB_QPT_UC;
+	case IB_WR_LOCAL_INV: /* from a ring only: see parseAddress */
+	case IB_WR_BIND_MW:
+		return t == IB_QPT_RC || t == IB_QPT_UC;
 	default:
 		return false;
 	}
@@ -82,8 +87,10 @@ int parseRecv(const uint8_t *in, size_t inLen, std::vector<RecvWqe> &list)
 } /* namespace */
 
 /* A work request's opcode, and UD's address handle (ib_uverbs_post_send()
- * looks the AH up while it copies the WRs in). */
-int UverbsFile::parseAddress(const Qp &qp, SendWqe &w) const
+ * looks the AH up while it copies the WRs in). The local operations
+ * (LOCAL_INV, BIND_MW) come from a ring only: ib_uverbs_post_send() has no
+ * room for a bind and refuses both, while rxe takes them from its queue. */
+int UverbsFile::parseAddress(const Qp &qp, SendWqe &w, bool ring) const
 {
 	if (qp.qpType == IB_QPT_UD) {
 		if (w.wr.opcode != IB_WR_SEND && w.wr.opcode != IB_WR_SEND_WITH_IMM)
@@ -93,8 +100,8 @@ int UverbsFile::parseAddress(const Qp &qp, SendWqe &w) const
 			return ret;
 		w.ah = ah->attr;
 		w.ahPd = ah->pd;
-	} else if (w.wr.opcode > IB_WR_SEND_WITH_INV || w.wr.opcode == IB_WR_LOCAL_INV ||
-		   w.wr.opcode == IB_WR_BIND_MW) {
+	} else if (w.wr.opcode > IB_WR_SEND_WITH_INV ||
+		   (!ring && (w.wr.opcode == IB_WR_LOCAL_INV || w.wr.opcode == IB_WR_BIND_MW))) {
 		return -EINVAL;
 	}
 	return 0;
@@ -135,7 +142,7 @@ void UverbsFile::takeSends(Qp &qp)
 		QpRing::Take t = qp.ring->nextSend(w, qp.sq.size());
 		if (t == QpRing::Take::Empty)
 			break;
-		if (t != QpRing::Take::Ok || parseAddress(qp, w) || checkSend(qp, w))
+		if (t != QpRing::Take::Ok || parseAddress(qp, w, true) || checkSend(qp, w))
 			w.failStatus = IB_WC_LOC_QP_OP_ERR;
 		w.retriesLeft = qp.retryCnt;
 		w.rnrRetriesLeft = qp.rnrRetry;
@@ -186,7 +193,7 @@ int UverbsFile::postSend(Request &r)
 		memcpy(&w.wr, wqes + size_t(i) * cmd.wqe_size, sizeof w.wr);
 		if (uint64_t(w.wr.num_sge) + sgInd > cmd.sge_count)
 			return -EINVAL;
-		if (int ret = parseAddress(*qp, w))
+		if (int ret = parseAddress(*qp, w, false))
 			return ret;
 		for (uint32_t s = 0; s < w.wr.num_sge; s++) {
 			ib_uverbs_sge sge;

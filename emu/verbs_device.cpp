@@ -56,13 +56,16 @@ void VerbsDevice::queryDevice(ib_uverbs_query_device_resp &r) const
 	r.max_qp = limits_.maxQp;
 	r.max_qp_wr = limits_.maxQpWr;
 	/* BAD_PKEY_CNTR | BAD_QKEY_CNTR | SHUTDOWN_PORT | SYS_IMAGE_GUID |
-	 * RC_RNR_NAK_GEN | PORT_ACTIVE_EVENT | SRQ_RESIZE */
-	r.device_cap_flags = (1u << 1) | (1u << 2) | (1u << 7) | (1u << 10) | (1u << 12) | (1u << 14) | (1u << 13);
+	 * RC_RNR_NAK_GEN | PORT_ACTIVE_EVENT | SRQ_RESIZE | MEM_WINDOW |
+	 * MEM_WINDOW_TYPE_2B (rxe's memory window flags) */
+	r.device_cap_flags = (1u << 1) | (1u << 2) | (1u << 7) | (1u << 10) | (1u << 12) | (1u << 14) | (1u << 13) |
+		(1u << 17) | (1u << 24);
 	r.max_sge = limits_.maxSge;
 	r.max_sge_rd = limits_.maxSge;
 	r.max_cq = limits_.maxCq;
 	r.max_cqe = limits_.maxCqe;
 	r.max_mr = limits_.maxMr;
+	r.max_mw = limits_.maxMw;
 	r.max_pd = limits_.maxPd;
 	r.max_qp_rd_atom = limits_.maxQpRdAtom;
 	r.max_res_rd_atom = limits_.maxQpRdAtom * limits_.maxQp;
@@ -160,6 +163,9 @@ int VerbsDevice::room(UType t, uid_t owner) const
 	case UType::Ah:
 		limit = limits_.maxAh;
 		break;
+	case UType::Mw:
+		limit = limits_.maxMw;
+		break;
 	}
 	size_t i = static_cast<size_t>(t);
 	if (objects_[i] >= long(limit))
@@ -206,6 +212,9 @@ uint32_t VerbsDevice::addQp(Qp *qp)
 
 void VerbsDevice::removeQp(Qp *qp)
 {
+	for (auto &[index, mw] : mws_) /* a type 2 window of a QP that is gone serves no other */
+		if (mw->qp == qp)
+			mw->qp = nullptr;
 	auto it = qps_.find(qp->qpn);
 	if (it != qps_.end() && it->second == qp)
 		qps_.erase(it);
@@ -223,6 +232,8 @@ void VerbsDevice::addMr(Mr *mr)
 {
 	do {
 		nextKey_ += 0x101;
+		if (isMwKey(nextKey_)) /* the windows' keys */
+			nextKey_ = 0x1000;
 	} while (keys_.count(nextKey_) || nextKey_ == 0);
 	mr->lkey = mr->rkey = nextKey_;
 	keys_[nextKey_] = mr;
@@ -237,6 +248,37 @@ Mr *VerbsDevice::mrByKey(uint32_t key) const
 {
 	auto it = keys_.find(key);
 	return it == keys_.end() ? nullptr : it->second;
+}
+
+/* rxe_alloc_mw(): the lowest free index from the last, a new key byte */
+void VerbsDevice::addMw(Mw *mw)
+{
+	while (mws_.count(nextMwIndex_))
+		nextMwIndex_ = nextMwIndex_ == 0xffffff ? kMwIndexBase : nextMwIndex_ + 1;
+	mw->rkey = (nextMwIndex_ << 8) | nextMwKey_++;
+	mws_[nextMwIndex_] = mw;
+	nextMwIndex_ = nextMwIndex_ == 0xffffff ? kMwIndexBase : nextMwIndex_ + 1;
+}
+
+void VerbsDevice::removeMw(Mw *mw)
+{
+	mws_.erase(mw->rkey >> 8);
+}
+
+Mw *VerbsDevice::mwByKey(uint32_t key) const
+{
+	auto it = mws_.find(key >> 8);
+	return it == mws_.end() ? nullptr : it->second;
+}
+
+void VerbsDevice::unbindMw(Mw &mw)
+{
+	if (mw.mr)
+		mw.mr->mws--;
+	mw.mr = nullptr;
+	mw.qp = nullptr;
+	mw.addr = mw.length = 0;
+	mw.access = 0;
 }
 
 void VerbsDevice::portEvent(unsigned portNum, AsyncEvent ev)

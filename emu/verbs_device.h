@@ -78,6 +78,7 @@ struct VerbsLimits {
 	uint32_t maxCq = 1024;
 	uint32_t maxCqe = 65536;
 	uint32_t maxMr = 4096;
+	uint32_t maxMw = 4096;
 	uint32_t maxPd = 1024;
 	uint32_t maxQpRdAtom = 16;
 	uint32_t maxQpInitRdAtom = 255;
@@ -125,6 +126,17 @@ public:
 	void addMr(Mr *mr);
 	void removeMr(Mr *mr);
 	Mr *mrByKey(uint32_t key) const;
+	/* Memory windows (rxe_mw.c): their rkeys' indexes lie above every
+	 * MR's, as rxe's pools have them, so that a key names one or the other */
+	static constexpr uint32_t kMwIndexBase = 0x10001;
+	static bool isMwKey(uint32_t key) { return (key >> 8) >= kMwIndexBase; }
+	void addMw(Mw *mw);
+	void removeMw(Mw *mw);
+	Mw *mwByKey(uint32_t key) const; /* by its index: the key byte is the caller's to check */
+	void unbindMw(Mw &mw); /* from its MR and QP: rxe_do_invalidate_mw */
+	/* the data path's BIND_MW and LOCAL_INV (rxe_bind_mw, rxe_invalidate_mw): IB_WC_SUCCESS or the status */
+	WcStatus bindMw(const Qp &qp, const SendWqe &w);
+	WcStatus localInvalidate(uint32_t rkey);
 	uint32_t nextSrqn() { return nextSrqn_++; }
 	/* Objects of a type on this device against its limit (max_qp, ...):
 	 * 0 when a file of user `owner` may make one more; -ENOMEM on a full
@@ -231,9 +243,12 @@ private:
 	};
 	std::vector<PortSeen> seen_; /* index = port number - 1 */
 	uint32_t nextQpn_ = 0x11;
-	long objects_[6] = {};
-	std::map<uid_t, std::array<long, 6>> byUser_; /* but root's */
+	long objects_[7] = {};
+	std::map<uid_t, std::array<long, 7>> byUser_; /* but root's */
 	uint32_t nextKey_ = 0x1000;
+	std::map<uint32_t, Mw *> mws_; /* by index */
+	uint32_t nextMwIndex_ = kMwIndexBase;
+	uint8_t nextMwKey_ = 0;
 	uint32_t nextSrqn_ = 1;
 };
 

@@ -63,6 +63,9 @@ enum : uint32_t {
 	IB_ACCESS_SUPPORTED = ((IB_ACCESS_HUGETLB << 1) - 1) | IB_ACCESS_OPTIONAL,
 };
 
+/* enum ib_mw_type */
+enum : uint32_t { IB_MW_TYPE_1 = 1, IB_MW_TYPE_2 = 2 };
+
 /* enum ib_uverbs_wr_opcode */
 enum : uint32_t {
 	IB_WR_RDMA_WRITE = 0,
@@ -98,6 +101,7 @@ enum WcStatus : uint32_t {
 	IB_WC_LOC_QP_OP_ERR = 2,
 	IB_WC_LOC_PROT_ERR = 4,
 	IB_WC_WR_FLUSH_ERR = 5,
+	IB_WC_MW_BIND_ERR = 6,
 	IB_WC_LOC_ACCESS_ERR = 8,
 	IB_WC_REM_INV_REQ_ERR = 9,
 	IB_WC_REM_ACCESS_ERR = 10,
@@ -115,11 +119,13 @@ enum WcOpcode : uint32_t {
 	IB_WC_RDMA_READ = 2,
 	IB_WC_COMP_SWAP = 3,
 	IB_WC_FETCH_ADD = 4,
+	IB_WC_BIND_MW = 5,
+	IB_WC_LOCAL_INV = 6,
 	IB_WC_RECV = 128,
 	IB_WC_RECV_RDMA_WITH_IMM = 129,
 };
 
-enum : uint32_t { IB_WC_GRH = 1, IB_WC_WITH_IMM = 2 };
+enum : uint32_t { IB_WC_GRH = 1, IB_WC_WITH_IMM = 2, IB_WC_WITH_INVALIDATE = 4 };
 
 /* enum ib_event_type */
 enum AsyncEvent : uint32_t {

@@ -4,6 +4,7 @@
 // resolve to, and the copies through UserAccess between processes.
 #include "emu/verbs_mr.h"
 
+#include "emu/uverbs_file.h"
 #include "emu/verbs_device.h"
 
 #include <algorithm>
@@ -82,17 +83,91 @@ bool resolveLocal(const VerbsDevice &dev, const Pd *pd, const std::vector<Sge> &
 	return true;
 }
 
-/* A remote address: rkey, PD, bounds and the access the operation needs. */
-bool resolveRemote(const VerbsDevice &dev, const Pd *pd, uint32_t rkey, uint64_t va, uint64_t len, uint32_t access,
+/* A remote address: rkey, PD, bounds and the access the operation needs.
+ * A window's rkey (rxe_lookup_mw) must be its current one, in the QP's PD,
+ * bound (a type 2 one to this QP) with that access; then, as rxe has it,
+ * the bounds checked are its MR's, not the window's. */
+bool resolveRemote(const VerbsDevice &dev, const Qp &qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t access,
 		   Seg &out)
 {
-	const Mr *mr = dev.mrByKey(rkey);
-	if (!mr || mr->pd != pd || mr->rkey != rkey || !(mr->access & access))
-		return false;
+	const Mr *mr = nullptr;
+	if (VerbsDevice::isMwKey(rkey)) {
+		const Mw *mw = dev.mwByKey(rkey);
+		if (!mw || mw->rkey != rkey || mw->pd != qp.pd || !mw->valid || !mw->mr || !mw->length ||
+		    (mw->mwType == IB_MW_TYPE_2 && mw->qp != &qp) || !(mw->access & access))
+			return false;
+		mr = mw->mr;
+		if (mw->access & IB_ZERO_BASED)
+			va += mw->addr;
+	} else {
+		mr = dev.mrByKey(rkey);
+		if (!mr || mr->pd != qp.pd || mr->rkey != rkey || !(mr->access & access))
+			return false;
+	}
 	if (va < mr->iova || va + len > mr->iova + mr->length || va + len < va)
 		return false;
 	out = { *mr->mem, mr->start + (va - mr->iova), len, nullptr };
 	return true;
+}
+
+/* rxe_bind_mw() and rxe_check_bind_mw(): any failure is IB_WC_MW_BIND_ERR */
+WcStatus VerbsDevice::bindMw(const Qp &qp, const SendWqe &w)
+{
+	Mw *mw = qp.file->memoryWindow(w.bind.mwHandle);
+	if (!mw || mw->rkey != w.bind.mwRkey)
+		return IB_WC_MW_BIND_ERR;
+	Mr *mr = nullptr;
+	if (w.bind.length) {
+		mr = mrByKey(w.bind.mrLkey);
+		if (!mr || mr->lkey != w.bind.mrLkey)
+			return IB_WC_MW_BIND_ERR;
+	}
+	const uint32_t access = w.bind.access;
+	if (mw->mwType == IB_MW_TYPE_1) {
+		if (!mw->valid || (access & IB_ZERO_BASED))
+			return IB_WC_MW_BIND_ERR;
+	} else if (mw->valid || mw->pd != qp.pd || !mr) {
+		return IB_WC_MW_BIND_ERR;
+	}
+	/* (ibemu also holds the MR to the window's PD: an MR of another
+	 * file would outlive its windows' teardown otherwise) */
+	if (mr) {
+		if (mr->pd != mw->pd || !(mr->access & IB_ACCESS_MW_BIND))
+			return IB_WC_MW_BIND_ERR;
+		if ((access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) &&
+		    !(mr->access & IB_ACCESS_LOCAL_WRITE))
+			return IB_WC_MW_BIND_ERR;
+		const uint64_t end = w.bind.addr + w.bind.length;
+		if ((access & IB_ZERO_BASED) ? w.bind.length > mr->length
+					     : w.bind.addr < mr->iova || end > mr->iova + mr->length || end < w.bind.addr)
+			return IB_WC_MW_BIND_ERR;
+	}
+	unbindMw(*mw);
+	mw->rkey = (mw->rkey & ~0xffu) | (w.bind.rkey & 0xff);
+	mw->valid = true;
+	mw->access = access;
+	mw->addr = w.bind.addr;
+	mw->length = w.bind.length;
+	if (mw->length) {
+		mw->mr = mr;
+		mr->mws++;
+	}
+	if (mw->mwType == IB_MW_TYPE_2)
+		mw->qp = &qp;
+	return IB_WC_SUCCESS;
+}
+
+/* rxe_invalidate_mw(): a type 2 window's current rkey; a type 1 window or
+ * an MR of the program's own (rxe_invalidate_mr: not a fast-register one)
+ * cannot be invalidated */
+WcStatus VerbsDevice::localInvalidate(uint32_t rkey)
+{
+	Mw *mw = isMwKey(rkey) ? mwByKey(rkey) : nullptr;
+	if (!mw || mw->rkey != rkey || mw->mwType != IB_MW_TYPE_2)
+		return IB_WC_LOC_QP_OP_ERR;
+	unbindMw(*mw);
+	mw->valid = false;
+	return IB_WC_SUCCESS;
 }
 
 /* The first len bytes the pieces hold, into out: 0, or kSourceFault or

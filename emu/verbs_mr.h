@@ -36,8 +36,9 @@ int copySegs(UserAccess &ua, const std::vector<Seg> &src, const std::vector<Seg>
 /* Local SGEs: lkey, PD, bounds and (for writes) IB_ACCESS_LOCAL_WRITE. */
 bool resolveLocal(const VerbsDevice &dev, const Pd *pd, const std::vector<Sge> &sges, bool write, std::vector<Seg> &out,
 		  uint64_t &total);
-/* A remote address: rkey, PD, bounds and the access the operation needs. */
-bool resolveRemote(const VerbsDevice &dev, const Pd *pd, uint32_t rkey, uint64_t va, uint64_t len, uint32_t access,
+/* A remote address: rkey (an MR's or a window's), the QP's PD, bounds and
+ * the access the operation needs. */
+bool resolveRemote(const VerbsDevice &dev, const Qp &qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t access,
 		   Seg &out);
 /* The first len bytes the pieces hold, into out: 0, kSourceFault or kSourceGone */
 int gather(UserAccess &ua, const std::vector<Seg> &segs, uint64_t len, std::vector<uint8_t> &out);

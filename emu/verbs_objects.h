@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
 // The verbs objects a uverbs file owns (the kernel's ib_pd, ib_mr, ib_cq,
-// ib_srq, ib_qp, ib_ah behind their ib_uobjects).
+// ib_srq, ib_qp, ib_ah, ib_mw behind their ib_uobjects).
 //
 // Lifetime rules: the UverbsFile owns every object through its handle table.
 // An object that others depend on counts them in usecnt (a PD its MRs, QPs,
-// SRQs and AHs; a CQ and an SRQ their QPs) and cannot be destroyed while
-// usecnt is not zero (EBUSY). The device's QPN and key tables hold plain
-// pointers that the object's destruction removes.
+// SRQs, AHs and MWs; a CQ and an SRQ their QPs) and cannot be destroyed
+// while usecnt is not zero (EBUSY); an MR with windows bound (mws) not
+// either (EINVAL, rxe_dereg_mr). The device's QPN and key tables hold
+// plain pointers that the object's destruction removes.
 #pragma once
 
 #include "emu/clock.h"
@@ -31,7 +32,7 @@ class VerbsDevice;
 class CompChannel;
 class QpRing;
 
-enum class UType : uint8_t { Pd, Mr, Cq, Qp, Srq, Ah };
+enum class UType : uint8_t { Pd, Mr, Cq, Qp, Srq, Ah, Mw };
 
 struct UObject {
 	explicit UObject(UType t) : type(t) {}
@@ -64,6 +65,26 @@ struct Mr final : UObject {
 	pid_t pid = 0; /* the process charged for the pages */
 	std::shared_ptr<const int> mem; /* its address space (UserAccess::openMemory), shared by the process's MRs */
 	uint64_t npages = 0; /* charged at registration */
+	unsigned mws = 0; /* memory windows bound to it (rxe's num_mw) */
+};
+
+struct Qp;
+
+/* A memory window (rxe_mw): a type 1 one is valid from allocation and
+ * bound by ibv_bind_mw, a type 2 one free until a BIND_MW work request
+ * binds it to the QP that posted it, and free again when invalidated. */
+struct Mw final : UObject {
+	static constexpr UType kType = UType::Mw;
+	Mw() : UObject(kType) {}
+	Pd *pd = nullptr;
+	uint32_t mwType = 1; /* IB_MW_TYPE_1 or _2 */
+	uint32_t rkey = 0; /* index << 8 | key */
+	bool valid = false; /* bound (type 2) or allocated (type 1) */
+	Mr *mr = nullptr; /* bound to, with these bounds and this access */
+	uint64_t addr = 0;
+	uint64_t length = 0;
+	uint32_t access = 0;
+	const Qp *qp = nullptr; /* type 2: the QP it is bound to */
 };
 
 struct Sge {
@@ -128,6 +149,13 @@ struct SendWqe {
 	/* UD: the address vector resolved from the AH at post time */
 	ib_uverbs_ah_attr ah{};
 	const Pd *ahPd = nullptr; /* checked at post time only */
+	/* IB_WR_BIND_MW (rxe's wr.mw): the window by handle, its rkey as the
+	 * program knew it, the new rkey, the MR by lkey (0: unbind) and the
+	 * bounds and access to give it */
+	struct {
+		uint32_t mwHandle = 0, mwRkey = 0, rkey = 0, mrLkey = 0, access = 0;
+		uint64_t addr = 0, length = 0;
+	} bind;
 	WcStatus failStatus = IB_WC_SUCCESS; /* a ring slot that failed its checks: completes so */
 	unsigned retriesLeft = 0;
 	unsigned rnrRetriesLeft = 0;

@@ -119,6 +119,10 @@ inline WcOpcode wcOpcode(uint32_t wrOpcode)
 		return IB_WC_COMP_SWAP;
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		return IB_WC_FETCH_ADD;
+	case IB_WR_BIND_MW:
+		return IB_WC_BIND_MW;
+	case IB_WR_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
 	default:
 		return IB_WC_SEND;
 	}
@@ -177,6 +181,8 @@ struct Inbound {
 	bool hasImm = false;
 	bool solicited = false;
 	uint32_t imm = 0; /* ImmDt: network order */
+	bool hasInv = false; /* SEND with Invalidate: the IETH's R_Key */
+	uint32_t invRkey = 0;
 	uint32_t psn = 0, lastPsn = 0;
 	uint16_t pkey = 0, slid = 0, dlid = 0;
 	uint8_t sl = 0;

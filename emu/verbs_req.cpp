@@ -41,6 +41,8 @@ uint8_t requestOpcode(uint32_t wrOpcode)
 		return IB_OPCODE_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
 	case IB_WR_SEND_WITH_IMM:
 		return IB_OPCODE_SEND_ONLY_WITH_IMMEDIATE;
+	case IB_WR_SEND_WITH_INV:
+		return IB_OPCODE_SEND_ONLY_WITH_INVALIDATE;
 	case IB_WR_RDMA_READ:
 		return IB_OPCODE_RDMA_READ_REQUEST;
 	case IB_WR_ATOMIC_CMP_AND_SWP:
@@ -164,9 +166,15 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	const bool isAtomic = op == IB_WR_ATOMIC_CMP_AND_SWP || op == IB_WR_ATOMIC_FETCH_AND_ADD;
 	const bool isWrite = op == IB_WR_RDMA_WRITE || op == IB_WR_RDMA_WRITE_WITH_IMM;
 	const bool hasImm = op == IB_WR_SEND_WITH_IMM || op == IB_WR_RDMA_WRITE_WITH_IMM;
+	const bool hasInv = op == IB_WR_SEND_WITH_INV;
 	if (w.failStatus != IB_WC_SUCCESS) {
 		status = w.failStatus;
 		return Outcome::Error;
+	}
+	/* the local operations (rxe_do_local_ops): done here, nothing sent */
+	if (op == IB_WR_BIND_MW || op == IB_WR_LOCAL_INV) {
+		status = op == IB_WR_BIND_MW ? bindMw(qp, w) : localInvalidate(w.wr.ex);
+		return status == IB_WC_SUCCESS ? Outcome::Done : Outcome::Error;
 	}
 	fabric::Port *src = port(qp.portNum);
 	if (!src) {
@@ -206,7 +214,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	uint32_t reqPackets = (isRead || isAtomic) ? 1 : packetsFor(len, mtu);
 	uint64_t reqBytes = isRead ? wireBytes(0, 1, 16, 0)
 		: isAtomic         ? wireBytes(0, 1, 28, 0)
-				   : wireBytes(len, reqPackets, (isWrite ? 16 : 0) + (hasImm ? 4 : 0), ud ? 8 : 0);
+				   : wireBytes(len, reqPackets, (isWrite ? 16 : 0) + (hasImm || hasInv ? 4 : 0), ud ? 8 : 0);
 
 	/* RC: the local ACK timer runs out after every lost try; after the
 	 * retry_cnt-th retry has timed out too, the WQE fails. */
@@ -298,6 +306,8 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	in.op = requestOpcode(op);
 	in.hasImm = hasImm;
 	in.imm = w.wr.ex;
+	in.hasInv = hasInv;
+	in.invRkey = w.wr.ex;
 	in.solicited = w.wr.send_flags & IB_SEND_SOLICITED;
 	in.psn = w.psn;
 	in.lastPsn = lastPsn;

@@ -33,6 +33,8 @@ struct FarRequest {
 	uint64_t swapAdd = 0, compare = 0;
 	bool hasImm = false;
 	uint32_t imm = 0; /* ImmDt as it came: network order */
+	bool hasInv = false;
+	uint32_t invRkey = 0; /* IETH */
 	std::vector<uint8_t> payload;
 };
 
@@ -118,6 +120,10 @@ bool readFarRequest(const fabric::DataPackets &packets, FarRequest &r)
 		     op == IB_OPCODE_RDMA_WRITE_ONLY_WITH_IMMEDIATE)) {
 			r.hasImm = true;
 			memcpy(&r.imm, eth + at, 4);
+		}
+		if (i + 1 == n && (op == IB_OPCODE_SEND_LAST_WITH_INVALIDATE || op == IB_OPCODE_SEND_ONLY_WITH_INVALIDATE)) {
+			r.hasInv = true;
+			r.invRkey = be32At(eth + at);
 		}
 		if (i + 1 == n) {
 			r.last = op;
@@ -255,7 +261,7 @@ Answer VerbsDevice::respond(Qp &rqp, fabric::Port &dst, const Inbound &in)
 		if ((isWrite && in.dmaLen != len) || (isRead && in.dmaLen > limits_.maxMsgSize))
 			return nak(IB_WC_REM_INV_REQ_ERR, IB_EVENT_QP_REQ_ERR);
 		Seg remote;
-		if (len && !resolveRemote(*this, rqp.pd, in.rkey, in.va, len, need, remote))
+		if (len && !resolveRemote(*this, rqp, in.rkey, in.va, len, need, remote))
 			return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
 		if (isWrite) {
 			int c = len ? copySegs(ua, in.data, { remote }, len) : 0;
@@ -351,6 +357,14 @@ Answer VerbsDevice::respond(Qp &rqp, fabric::Port &dst, const Inbound &in)
 			if (c != 0)
 				return recvError(IB_WC_LOC_PROT_ERR, IB_WC_REM_OP_ERR);
 		}
+		/* SEND with Invalidate (rxe's execute(), then do_complete()): the
+		 * rkey of a type 2 window here, else the receive fails (Class J) */
+		if (in.hasInv) {
+			if (localInvalidate(in.invRkey) != IB_WC_SUCCESS)
+				return recvError(IB_WC_REM_INV_REQ_ERR, IB_WC_REM_INV_REQ_ERR);
+			rwc.ex = in.invRkey;
+			rwc.wc_flags |= IB_WC_WITH_INVALIDATE;
+		}
 		rwc.status = IB_WC_SUCCESS;
 		complete(*rqp.recvCq, rwc, in.solicited);
 		if (rqp.srq)
@@ -438,6 +452,8 @@ void VerbsDevice::respondTo(Qp &rqp, fabric::Port &dst, const FarRequest &r)
 	in.op = r.first;
 	in.hasImm = r.hasImm;
 	in.imm = r.imm;
+	in.hasInv = r.hasInv;
+	in.invRkey = r.invRkey;
 	in.solicited = r.solicited;
 	in.len = isRead ? r.dmaLen : isAtomic ? 8 : r.payload.size();
 	in.psn = r.psn;

@@ -9,12 +9,13 @@
 # another's handles or pins past its RLIMIT_MEMLOCK, and, in the VM suite,
 # with rdma_rxe loaded, ibemu's devices (and only them) under `ibemu exec`
 # and the same probes' answers from rxe.
-# usage: verbs_tools.sh IBEMU_BINARY UVERBS_PROBE VERBS_REUSE VERBS_QUEUES
+# usage: verbs_tools.sh IBEMU_BINARY UVERBS_PROBE VERBS_REUSE VERBS_QUEUES VERBS_MW
 set -u
 ibemu=$1
 probe=$2
 reuse=$3
 queues=$4
+mw=$5
 . "$(dirname "$0")/lib.sh"
 e2e_setup verbs
 verbs_transport
@@ -211,6 +212,22 @@ expect_match "an SRQ of zeroed attributes: EINVAL" '^create_srq max_wr 0 max_sge
 # resizes and completions
 out=$(inst $V env -u RDMAV_DRIVERS "$queues" ibemu0 2>/dev/null | grep -E '^(create_cq|resize_cq|polled)')
 expect_eq "resize_cq through ipathverbs" "$(grep -E '^(create_cq|resize_cq|polled)' "$work/queues.out")" "$out"
+
+# memory windows: binds of both types, RDMA through their rkeys, LOCAL_INV,
+# SEND_WITH_INV, and the errors rxe gives (tests/tools/verbs_mw.cpp)
+out=$(inst $V "$mw" ibemu0 ibemu1 2>&1)
+expect_eq "memory windows as rxe answers them" 0 $?
+expect_match "a type 1 window carries an RDMA WRITE" \
+	'^RDMA WRITE through a type 1 window: success, bytes arrived$' "$out"
+expect_match "a type 2 window bound through ibv_wr_bind_mw carries one" \
+	'^RDMA WRITE through a window of ibv_wr_bind_mw: success, bytes arrived$' "$out"
+expect_match "an MR without MW_BIND: MW_BIND_ERR" \
+	'^bind_mw type 1 MR without MW_BIND: memory management operation error, opcode -$' "$out"
+expect_match "after LOCAL_INV: REM_ACCESS_ERR" '^RDMA WRITE after LOCAL_INV: remote access error$' "$out"
+expect_match "after dealloc_mw: REM_ACCESS_ERR" '^RDMA WRITE after dealloc_mw: remote access error$' "$out"
+expect_match "SEND_WITH_INV: the receive has WITH_INV and the rkey" \
+	'^SEND_WITH_INV: send success, receive success, WITH_INV of the window.s rkey$' "$out"
+expect_match "after SEND_WITH_INV: REM_ACCESS_ERR" '^RDMA WRITE after SEND_WITH_INV: remote access error$' "$out"
 
 # --- another process's handles, pinning, the ioctl fallback
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)

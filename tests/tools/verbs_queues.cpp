@@ -31,6 +31,8 @@
 // ibemu does); and receives posted to a QP already in Error never
 // complete there (ibemu flushes them, as the Error state asks): the tool posts
 // its receives before the Error state.
+#include "verbs_check.h"
+
 #include <infiniband/verbs.h>
 
 #include <cerrno>
@@ -42,31 +44,9 @@
 
 namespace {
 
-int failures = 0;
-
-void check(bool ok, const char *what)
-{
-	if (!ok) {
-		fprintf(stderr, "FAILED: %s\n", what);
-		failures++;
-	}
-}
-
-const char *errName(int e)
-{
-	switch (e) {
-	case 0:
-		return "ok";
-	case EINVAL:
-		return "EINVAL";
-	case EOPNOTSUPP:
-		return "EOPNOTSUPP";
-	case ENOMEM:
-		return "ENOMEM";
-	default:
-		return strerror(e);
-	}
-}
+using verbs_check::check;
+using verbs_check::errName;
+using verbs_check::failures;
 
 struct Dev {
 	ibv_context *ctx = nullptr;

@@ -33,7 +33,7 @@ TEST_CASE("uverbs write: header checks in ib_uverbs_write's order", "[uverbs]")
 	CHECK(w(raw(CMD_QUERY_DEVICE, 1, 0, 4)) == -EINVAL); /* count < 8 */
 	CHECK(w(raw(0x40000001, 4, 44, 16)) == -EINVAL); /* bits outside 0x800000ff */
 	CHECK(w(raw(CMD_OPEN_QP + 1, 4, 0, 16)) == -EOPNOTSUPP); /* unknown */
-	CHECK(w(raw(CMD_ALLOC_MW, 4, 4, 16)) == -EOPNOTSUPP); /* not on this device */
+	CHECK(w(raw(CMD_BIND_MW, 4, 4, 16)) == -EOPNOTSUPP); /* not on this device */
 	CHECK(w(raw(CMD_QUERY_DEVICE, 5, 44, 16)) == -EINVAL); /* in_words*4 != count */
 	CHECK(w(raw(CMD_QUERY_PORT, 3, 10, 12)) == -ENOSPC); /* request too short */
 	CHECK(w(raw(CMD_QUERY_DEVICE, 4, 43, 16)) == -ENOSPC); /* response too short */

@@ -42,6 +42,8 @@ int createOne(Client &c, UType t, uint32_t pd, uint32_t cq, uint16_t dlid, uint3
 		h = r.qp_handle;
 		return rc;
 	}
+	case UType::Mw: /* not among kKinds */
+		break;
 	}
 	return -EINVAL;
 }
@@ -61,6 +63,8 @@ uint32_t destroyCommand(UType t)
 		return CMD_DESTROY_SRQ;
 	case UType::Qp:
 		return CMD_DESTROY_QP;
+	case UType::Mw:
+		return CMD_DEALLOC_MW;
 	}
 	return 0;
 }

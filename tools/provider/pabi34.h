@@ -30,6 +30,7 @@ struct ibv_get_context : pabi_cmd<ib_uverbs_get_context> {};
 struct ibv_query_port : pabi_cmd<ib_uverbs_query_port> {};
 struct ibv_alloc_pd : pabi_cmd<ib_uverbs_alloc_pd> {};
 struct ibv_reg_mr : pabi_cmd<ib_uverbs_reg_mr> {};
+struct ibv_alloc_mw : pabi_cmd<ib_uverbs_alloc_mw> {};
 struct ibv_create_cq : pabi_cmd<ib_uverbs_create_cq> {};
 struct ibv_resize_cq : pabi_cmd<ib_uverbs_resize_cq> {};
 struct ibv_create_qp : pabi_cmd<ib_uverbs_create_qp> {};
@@ -139,11 +140,14 @@ using pabi_unused_op = void (*)();
 /* struct verbs_context_ops: 76 slots in alphabetical order; the ones this
  * provider fills are typed, the rest keep libibverbs' dummies. */
 struct verbs_context_ops {
-	pabi_unused_op advise_mr, alloc_dm, alloc_mw, alloc_null_mr, alloc_parent_domain;
+	pabi_unused_op advise_mr, alloc_dm;
+	ibv_mw *(*alloc_mw)(ibv_pd *pd, ibv_mw_type type);
+	pabi_unused_op alloc_null_mr, alloc_parent_domain;
 	ibv_pd *(*alloc_pd)(ibv_context *context);
 	pabi_unused_op alloc_td, async_event, attach_counters_point_flow;
 	int (*attach_mcast)(ibv_qp *qp, const ibv_gid *gid, uint16_t lid);
-	pabi_unused_op bind_mw, close_xrcd, cq_event;
+	int (*bind_mw)(ibv_qp *qp, ibv_mw *mw, ibv_mw_bind *mw_bind);
+	pabi_unused_op close_xrcd, cq_event;
 	ibv_ah *(*create_ah)(ibv_pd *pd, ibv_ah_attr *attr);
 	pabi_unused_op create_counters;
 	ibv_cq *(*create_cq)(ibv_context *context, int cqe, ibv_comp_channel *channel, int comp_vector);
@@ -153,7 +157,8 @@ struct verbs_context_ops {
 	ibv_qp *(*create_qp_ex)(ibv_context *context, ibv_qp_init_attr_ex *qp_init_attr_ex);
 	pabi_unused_op create_rwq_ind_table;
 	ibv_srq *(*create_srq)(ibv_pd *pd, ibv_srq_init_attr *srq_init_attr);
-	pabi_unused_op create_srq_ex, create_wq, dealloc_mw;
+	pabi_unused_op create_srq_ex, create_wq;
+	int (*dealloc_mw)(ibv_mw *mw);
 	int (*dealloc_pd)(ibv_pd *pd);
 	pabi_unused_op dealloc_td;
 	int (*dereg_mr)(verbs_mr *vmr);
@@ -211,6 +216,9 @@ int ibv_cmd_dealloc_pd(ibv_pd *pd);
 int ibv_cmd_reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t hca_va, int access, verbs_mr *vmr,
 		   struct ibv_reg_mr *cmd, size_t cmd_size, ib_uverbs_reg_mr_resp *resp, size_t resp_size);
 int ibv_cmd_dereg_mr(verbs_mr *vmr);
+int ibv_cmd_alloc_mw(ibv_pd *pd, ibv_mw_type type, ibv_mw *mw, struct ibv_alloc_mw *cmd, size_t cmd_size,
+		     ib_uverbs_alloc_mw_resp *resp, size_t resp_size);
+int ibv_cmd_dealloc_mw(ibv_mw *mw);
 int ibv_cmd_create_cq(ibv_context *context, int cqe, ibv_comp_channel *channel, int comp_vector, ibv_cq *cq,
 		      struct ibv_create_cq *cmd, size_t cmd_size, ib_uverbs_create_cq_resp *resp, size_t resp_size);
 int ibv_cmd_poll_cq(ibv_cq *cq, int ne, ibv_wc *wc);

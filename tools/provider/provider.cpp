@@ -155,7 +155,9 @@ int fetch(Cq *cq, int n, ibv_wc *wc)
 		w.imm_data = k.ex.imm_data;
 		w.qp_num = k.qp_num;
 		w.src_qp = k.src_qp;
-		w.wc_flags = k.wc_flags;
+		/* the kernel's IB_WC_WITH_INVALIDATE (1 << 2) is libibverbs'
+		 * IBV_WC_WITH_INV (1 << 3); GRH and WITH_IMM agree */
+		w.wc_flags = (k.wc_flags & 3) | (k.wc_flags & 4 ? IBV_WC_WITH_INV : 0);
 		w.pkey_index = k.pkey_index;
 		w.slid = k.slid;
 		w.sl = k.sl;
@@ -230,6 +232,52 @@ int deregMr(verbs_mr *vmr)
 	if (int ret = ibv_cmd_dereg_mr(vmr))
 		return ret;
 	delete vmr;
+	return 0;
+}
+
+/* Memory windows as rxe's provider has them: a type 1 bind is a BIND_MW
+ * work request with the next key, which the window takes once posted (a
+ * program that gets an error completion undoes it). */
+ibv_mw *allocMw(ibv_pd *pd, ibv_mw_type type)
+{
+	auto *mw = new (std::nothrow) ibv_mw{};
+	if (!mw) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	struct ibv_alloc_mw cmd;
+	ib_uverbs_alloc_mw_resp resp;
+	if (int ret = ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof cmd, &resp, sizeof resp)) {
+		delete mw;
+		errno = ret;
+		return nullptr;
+	}
+	return mw;
+}
+
+int deallocMw(ibv_mw *mw)
+{
+	if (int ret = ibv_cmd_dealloc_mw(mw))
+		return ret;
+	delete mw;
+	return 0;
+}
+
+int bindMw(ibv_qp *qp, ibv_mw *mw, ibv_mw_bind *bind)
+{
+	if (bind->bind_info.mw_access_flags & IBV_ACCESS_ZERO_BASED)
+		return errno = EINVAL;
+	ibv_send_wr wr{};
+	wr.wr_id = bind->wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = bind->send_flags;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = bind->bind_info;
+	ibv_send_wr *bad = nullptr;
+	if (int ret = postSend(qp, &wr, &bad))
+		return errno = ret;
+	mw->rkey = wr.bind_mw.rkey;
 	return 0;
 }
 
@@ -405,14 +453,17 @@ void freeContext(ibv_context *context)
 
 const verbs_context_ops kOps = [] {
 	verbs_context_ops o{};
+	o.alloc_mw = allocMw;
 	o.alloc_pd = allocPd;
 	o.attach_mcast = ibv_cmd_attach_mcast;
+	o.bind_mw = bindMw;
 	o.create_ah = createAh;
 	o.create_cq = createCq;
 	o.create_cq_ex = createCqEx;
 	o.create_qp = createQp;
 	o.create_qp_ex = createQpEx;
 	o.create_srq = createSrq;
+	o.dealloc_mw = deallocMw;
 	o.dealloc_pd = deallocPd;
 	o.dereg_mr = deregMr;
 	o.destroy_ah = destroyAh;

@@ -172,9 +172,8 @@ void wrAbort(ibv_qp_ex *qpx)
 	qp->lock.unlock();
 }
 
-/* Memory windows and invalidation: the work requests are built, and the
- * post refuses them (EINVAL), as POST_SEND does: ibemu has no memory
- * windows yet (docs/verbs.md). */
+/* Memory windows and invalidation: LOCAL_INV and BIND_MW go to the ring
+ * (POST_SEND refuses them, as the kernel's does), SEND_WITH_INV to either. */
 void wrSendInv(ibv_qp_ex *qpx, uint32_t rkey)
 {
 	newWr(qpx, IBV_WR_SEND_WITH_INV)->invalidate_rkey = rkey;

@@ -77,12 +77,24 @@ int checkSend(const Qp *qp, const ibv_send_wr *wr, uint32_t outstanding)
 		if (q.qp_type == IBV_QPT_UD)
 			return EINVAL;
 		break;
+	case IBV_WR_SEND_WITH_INV: /* the rkey goes where an immediate would */
+		if (q.qp_type != IBV_QPT_RC && q.qp_type != IBV_QPT_UC)
+			return EINVAL;
+		break;
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		if (q.qp_type != IBV_QPT_RC || r.maxRdAtomic == 0 || inl)
 			return EINVAL;
 		break;
+	case IBV_WR_BIND_MW: /* local operations: their checks are the device's, when it executes them */
+		if (!wr->bind_mw.mw)
+			return EINVAL;
+		[[fallthrough]];
+	case IBV_WR_LOCAL_INV:
+		if (q.qp_type != IBV_QPT_RC && q.qp_type != IBV_QPT_UC)
+			return EINVAL;
+		return outstanding >= r.maxSendWr ? ENOMEM : 0;
 	default:
 		return EINVAL;
 	}
@@ -111,6 +123,24 @@ void writeSend(const Qp *qp, const ibv_send_wr *wr, uint8_t *slot)
 	h.opcode = wr->opcode; /* IBV_WR_* and IB_WR_* agree for these */
 	h.send_flags = wr->send_flags;
 	h.imm_data = wr->imm_data;
+	if (wr->opcode == IBV_WR_BIND_MW) { /* as emu/ibemu_user_verbs.h lays a bind out */
+		const ibv_mw_bind_info &b = wr->bind_mw.bind_info;
+		h.ah = wr->bind_mw.mw->handle;
+		h.imm_data = wr->bind_mw.mw->rkey;
+		h.rkey = wr->bind_mw.rkey;
+		h.remote_qpn = b.mr ? b.mr->lkey : 0;
+		h.remote_qkey = b.mw_access_flags;
+		h.remote_addr = b.addr;
+		h.compare_add = b.length;
+		h.send_flags &= ~IBV_SEND_INLINE;
+		memcpy(slot, &h, sizeof h);
+		return;
+	}
+	if (wr->opcode == IBV_WR_LOCAL_INV) {
+		h.send_flags &= ~IBV_SEND_INLINE;
+		memcpy(slot, &h, sizeof h);
+		return;
+	}
 	if (qp->vqp.qp.qp_type == IBV_QPT_UD) {
 		h.ah = wr->wr.ud.ah->handle;
 		h.remote_qpn = wr->wr.ud.remote_qpn;
