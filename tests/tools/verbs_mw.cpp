@@ -388,6 +388,8 @@ int main(int argc, char **argv)
 
 	ibv_destroy_qp(a.qp);
 	ibv_destroy_qp(b.qp);
-	expect(ibv_dealloc_mw(mw1) == 0 && ibv_dereg_mr(mr) == 0, "teardown");
+	expect(ibv_dealloc_mw(mw1) == 0 && ibv_dereg_mr(mr) == 0 && ibv_dereg_mr(noBind) == 0 &&
+		       ibv_dereg_mr(readOnly) == 0,
+	       "teardown");
 	return failures ? 1 : 0;
 }
