@@ -129,3 +129,18 @@ TEST_CASE("no listing without the directory or with a path a driver line cannot 
 	CHECK(why.find("blank") != std::string::npos);
 	CHECK_FALSE(std::filesystem::exists(blank.path()));
 }
+
+TEST_CASE("down of a killed --global instance removes its listing, and no other", "[host_verbs]")
+{
+	TempDir d;
+	const std::string p = d.path + "/ibemu.driver";
+	put(p, "# written by ibemud for the --global instance \"g1\" and removed when it stops:\ndriver /x/libibemu\n");
+	CHECK_FALSE(forgetGlobalListing("g", d.path)); /* another instance's */
+	CHECK_FALSE(forgetGlobalListing("g1\" x", d.path));
+	CHECK(std::filesystem::exists(p));
+	CHECK(forgetGlobalListing("g1", d.path));
+	CHECK_FALSE(std::filesystem::exists(p));
+	put(p, "driver /x/libibemu\n"); /* by hand */
+	CHECK_FALSE(forgetGlobalListing("g1", d.path));
+	CHECK(std::filesystem::exists(p));
+}

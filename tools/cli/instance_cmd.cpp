@@ -65,6 +65,8 @@ int down(const Instance &inst, bool killClients, bool keepLogs)
 	int pid = runningPid(inst, &why);
 	if (!pid) {
 		fprintf(stderr, "ibemu down: %s\n", notRunning(inst, why, "").c_str());
+		if (why.empty() && tools::forgetGlobalListing(inst.name)) /* its daemon was killed */
+			fprintf(stderr, "ibemu down: removed /etc/libibverbs.d/ibemu.driver, left by its daemon\n");
 		return 1;
 	}
 	/* who still holds the devices (OpenSM is the daemon's to stop) */
@@ -100,7 +102,9 @@ int down(const Instance &inst, bool killClients, bool keepLogs)
 		       clients.size() == 1 ? "holds" : "hold");
 		printClients(clients);
 	}
-	if (!stopDaemon(pid, "down")) {
+	bool stopped = stopDaemon(pid, "down");
+	tools::forgetGlobalListing(inst.name); /* what a daemon killed on the way left */
+	if (!stopped) {
 		printf("ibemu down: logs kept in %s\n", inst.runDir.c_str());
 		return 1;
 	}

@@ -131,6 +131,14 @@ void GlobalVerbsDriver::remove()
 	wrote_.clear();
 }
 
+bool forgetGlobalListing(const std::string &instance, const std::string &dir)
+{
+	const std::string p = dir + "/ibemu.driver";
+	if (head(p).rfind(std::string(kMark) + " for the --global instance \"" + instance + "\" ", 0) != 0)
+		return false;
+	return unlink(p.c_str()) == 0;
+}
+
 bool rdmaNetlinkAnswers()
 {
 	/* asked of sysfs, not by opening the socket: that would make the

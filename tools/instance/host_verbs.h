@@ -48,6 +48,12 @@ private:
 	std::string wrote_; /* what install() wrote, if it did */
 };
 
+/* Removes <dir>/ibemu.driver if ibemud wrote it for this instance, whose
+ * daemon is gone (killed: its listing would otherwise stay until the next
+ * --global instance, every libibverbs program on the host loading it).
+ * true if it removed it. */
+bool forgetGlobalListing(const std::string &instance, const std::string &dir = "/etc/libibverbs.d");
+
 /* Whether ib_core is loaded here (/sys/module/ib_core), so that the
  * RDMA netlink socket libibverbs opens before it reads sysfs answers, and
  * programs see the kernel's RDMA devices only. Where ib_core is not loaded
