@@ -24,6 +24,9 @@ case ${1:-} in
 	;;
 esac
 tools/install-deps.sh || exit 1
+# each row's suites are its own ($suites, given per call below): never a
+# value the caller's environment happens to hold
+unset suites
 if [ $quick = 1 ]; then
 	echo "tests: --quick: the release build's unit and native suites (about 15 minutes on 2 cores)"
 else
