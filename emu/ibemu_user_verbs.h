@@ -26,7 +26,7 @@
 // ordering, and read by the other with acquire.
 //
 // Work queues in shared memory. After CREATE_QP, the provider attaches a
-// second sealed memfd to an RC, UC or UD QP with IBEMU_CMD_ATTACH_QP_RING:
+// second sealed memfd to an RC, UC, UD or XRC_INI QP with IBEMU_CMD_ATTACH_QP_RING:
 // a header (struct ibemu_qp_ring), then the send queue's slots, then the
 // receive queue's (none with an SRQ). ibv_post_send() writes work requests
 // there and rings the doorbell: one byte sent on an AF_UNIX stream pair
@@ -217,7 +217,8 @@ struct ibemu_send_wqe {
 	uint32_t ah; /* UD: the AH's handle */
 	uint32_t remote_qpn; /* UD */
 	uint32_t remote_qkey; /* UD */
-	uint32_t reserved[3];
+	uint32_t remote_srqn; /* XRC_INI: the remote XRC SRQ (the XRCETH) */
+	uint32_t reserved[2];
 };
 /* IB_WR_BIND_MW puts its bind in those fields: ah the window's handle,
  * imm_data its rkey as the program knows it, rkey the new one, remote_qpn

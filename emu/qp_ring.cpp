@@ -40,10 +40,11 @@ int QpRing::adopt(boost::asio::io_context &io, UserAccess &ua, const RingMemory 
 	    !strideOk(g.sqStride, kSendHead) || g.sqStride < kSendHead + size_t(caps.maxSendSge) * kSge ||
 	    g.sqStride < kSendHead + caps.maxInline)
 		return -EINVAL;
-	if (caps.srq ? (g.rqEntries || g.rqStride)
-		     : (g.rqEntries != ibemu_cq_ring_entries(caps.maxRecvWr) ||
-			g.rqEntries > IBEMU_QP_RING_MAX_ENTRIES || !strideOk(g.rqStride, kRecvHead) ||
-			g.rqStride < kRecvHead + size_t(caps.maxRecvSge) * kSge))
+	if ((caps.srq || caps.qpType == IB_QPT_XRC_INI)
+		    ? (g.rqEntries || g.rqStride) /* no receive queue */
+		    : (g.rqEntries != ibemu_cq_ring_entries(caps.maxRecvWr) ||
+		       g.rqEntries > IBEMU_QP_RING_MAX_ENTRIES || !strideOk(g.rqStride, kRecvHead) ||
+		       g.rqStride < kRecvHead + size_t(caps.maxRecvSge) * kSge))
 		return -EINVAL;
 	std::unique_ptr<QpRing> ring(new QpRing(io, ua, g, caps));
 	if (int ret = ring->mem_.attach(mem, ibemu_qp_ring_bytes(g.sqEntries, g.sqStride, g.rqEntries, g.rqStride)))
@@ -153,6 +154,7 @@ QpRing::Take QpRing::nextSend(SendWqe &out, size_t held)
 	out.wr.send_flags = h.send_flags;
 	out.wr.num_sge = h.num_sge;
 	out.wr.ex = h.imm_data;
+	out.xrcSrqn = h.remote_srqn; /* read by an XRC_INI QP's requester alone */
 	if (ud_) {
 		out.wr.wr.ud.ah = h.ah;
 		out.wr.wr.ud.remote_qpn = h.remote_qpn;

@@ -31,6 +31,11 @@ enum class FdKind {
 };
 /* Is fd of that kind? Safe on any descriptor: no filesystem calls. */
 bool descriptorIs(int fd, FdKind kind);
+/* The file behind descriptor fd of tid's process, as its mount and inode
+ * numbers, read from /proc/<tid>/fdinfo (procfs alone answers: nothing
+ * calls into the file's filesystem); -EBADF when there is no such
+ * descriptor. */
+int descriptorInode(pid_t tid, int fd, uint64_t &mnt, uint64_t &ino);
 
 /* Makes the unix socket fd refuse descriptors sent to it from now on
  * (SO_PASSRIGHTS off: the sender's sendmsg() fails with EPERM), where the

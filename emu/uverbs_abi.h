@@ -610,6 +610,42 @@ struct ib_uverbs_destroy_srq_resp {
 	uint32_t events_reported;
 };
 
+/* XRC domains, XRC SRQs and opening a shared QP */
+struct ib_uverbs_open_xrcd {
+	uint64_t response;
+	uint32_t fd; /* -1: a domain of its own */
+	uint32_t oflags; /* O_CREAT, O_EXCL */
+};
+static_assert(sizeof(ib_uverbs_open_xrcd) == 16);
+struct ib_uverbs_open_xrcd_resp {
+	uint32_t xrcd_handle;
+};
+struct ib_uverbs_close_xrcd {
+	uint32_t xrcd_handle;
+};
+struct ib_uverbs_create_xsrq {
+	uint64_t response;
+	uint64_t user_handle;
+	uint32_t srq_type; /* IB_SRQT_BASIC, _XRC, _TM */
+	uint32_t pd_handle;
+	uint32_t max_wr;
+	uint32_t max_sge;
+	uint32_t srq_limit;
+	uint32_t max_num_tags;
+	uint32_t xrcd_handle;
+	uint32_t cq_handle;
+};
+static_assert(sizeof(ib_uverbs_create_xsrq) == 48);
+struct ib_uverbs_open_qp {
+	uint64_t response;
+	uint64_t user_handle;
+	uint32_t pd_handle; /* the XRCD's handle */
+	uint32_t qpn;
+	uint8_t qp_type;
+	uint8_t reserved[7];
+};
+static_assert(sizeof(ib_uverbs_open_qp) == 32);
+
 /* Event records read from the async event fd and completion channels. */
 struct ib_uverbs_async_event_desc {
 	uint64_t element;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
 // The uverbs QP commands (the QP handlers of the kernel's uverbs_cmd.c,
-// uverbs_std_types_qp.c): CREATE_QP with rdmavt's limits, ibemu's
+// uverbs_std_types_qp.c): CREATE_QP with rdmavt's limits (RC, UC, UD and
+// XRC's initiator and target QPs), ibemu's
 // ATTACH_QP_RING for a QP whose work requests come through a shared ring
 // (emu/qp_ring.h), QUERY_QP, MODIFY_QP (the state machine is in
 // verbs_qp.cpp), DESTROY_QP, and ATTACH_MCAST / DETACH_MCAST of a UD QP to
@@ -30,10 +31,10 @@ int UverbsFile::createQp(Request &r)
 	case IB_QPT_RC:
 	case IB_QPT_UC:
 	case IB_QPT_UD:
+	case IB_QPT_XRC_INI:
+	case IB_QPT_XRC_TGT:
 		break;
 	case 8: /* RAW_PACKET: needs CAP_NET_RAW, then the driver lacks it */
-	case 9: /* XRC_INI */
-	case 10: /* XRC_TGT */
 	case 0xff: /* DRIVER */
 		return -EOPNOTSUPP;
 	default:
@@ -43,17 +44,37 @@ int UverbsFile::createQp(Request &r)
 	Srq *srq = nullptr;
 	Cq *rcq = nullptr, *scq = nullptr;
 	Pd *pd = nullptr;
-	if (cmd.is_srq)
-		if (int ret = get(cmd.srq_handle, srq))
+	Xrcd *xrcd = nullptr;
+	const bool ini = cmd.qp_type == IB_QPT_XRC_INI, tgt = cmd.qp_type == IB_QPT_XRC_TGT;
+	if (tgt) {
+		/* the XRCD's handle in pd_handle; no PD, CQs, SRQ or queues: the
+		 * QP belongs to the domain, and each request names the XRC SRQ
+		 * of that domain that serves it */
+		if (get(cmd.pd_handle, xrcd))
+			return -EINVAL;
+		cmd.max_send_wr = cmd.max_send_sge = cmd.max_inline_data = 0;
+	}
+	if (tgt || ini) { /* create_qp(): no receive side */
+		cmd.max_recv_wr = 0;
+		cmd.max_recv_sge = 0;
+	} else {
+		if (cmd.is_srq) {
+			if (int ret = get(cmd.srq_handle, srq))
+				return ret;
+			if (srq->xrcd) /* an XRC SRQ serves XRC target QPs alone */
+				return -EINVAL;
+		}
+		if (cmd.recv_cq_handle != cmd.send_cq_handle)
+			if (int ret = get(cmd.recv_cq_handle, rcq))
+				return ret;
+	}
+	if (!tgt) {
+		if (int ret = get(cmd.send_cq_handle, scq))
 			return ret;
-	if (cmd.recv_cq_handle != cmd.send_cq_handle)
-		if (int ret = get(cmd.recv_cq_handle, rcq))
+		rcq = rcq ? rcq : scq; /* an initiator's: its send CQ, counted twice as a shared one */
+		if (int ret = get(cmd.pd_handle, pd))
 			return ret;
-	if (int ret = get(cmd.send_cq_handle, scq))
-		return ret;
-	rcq = rcq ? rcq : scq;
-	if (int ret = get(cmd.pd_handle, pd))
-		return ret;
+	}
 	const VerbsLimits &lim = dev_.limits();
 	if (cmd.max_send_sge > lim.maxSge || cmd.max_send_wr > lim.maxQpWr || cmd.max_inline_data > lim.maxInline)
 		return -EINVAL;
@@ -70,16 +91,20 @@ int UverbsFile::createQp(Request &r)
 	qp->sendCq = scq;
 	qp->recvCq = rcq;
 	qp->srq = srq;
+	if (xrcd) {
+		qp->xrcd = xrcd->domain;
+		qp->xrcdHandle = xrcd;
+	}
 	/* the queues hold what rxe's rxe_queue_init() makes of the counts
 	 * (ibemu_queue_capacity(); rxe makes 0 of 0, ibemu 1); a send WQE
 	 * holds its SGEs or as many bytes inline, whichever is more, and rxe
 	 * grants both from that room (rxe_qp_init_req(): 1 SGE with 64 bytes
 	 * inline is 4 SGEs) */
-	qp->maxSendWr = ibemu_queue_capacity(std::max(cmd.max_send_wr, 1u));
+	qp->maxSendWr = tgt ? 0 : ibemu_queue_capacity(std::max(cmd.max_send_wr, 1u));
 	qp->maxInline = std::min(lim.maxInline, std::max(cmd.max_inline_data, cmd.max_send_sge * 16));
 	qp->maxSendSge = std::max(cmd.max_send_sge, qp->maxInline / 16);
-	qp->maxRecvWr = srq ? 0 : ibemu_queue_capacity(std::max(cmd.max_recv_wr, 1u));
-	qp->maxRecvSge = srq ? 0 : cmd.max_recv_sge;
+	qp->maxRecvWr = srq || ini || tgt ? 0 : ibemu_queue_capacity(std::max(cmd.max_recv_wr, 1u));
+	qp->maxRecvSge = srq || ini || tgt ? 0 : cmd.max_recv_sge;
 	qp->sqSigAll = cmd.sq_sig_all;
 	qp->userHandle = cmd.user_handle;
 	uint32_t qpn = dev_.addQp(qp.get());
@@ -89,9 +114,13 @@ int UverbsFile::createQp(Request &r)
 		dev_.removeQp(qp.get());
 		return ret;
 	}
-	pd->usecnt++;
-	scq->usecnt++;
-	rcq->usecnt++;
+	if (tgt) {
+		xrcd->usecnt++;
+	} else {
+		pd->usecnt++;
+		scq->usecnt++;
+		rcq->usecnt++;
+	}
 	if (srq)
 		srq->usecnt++;
 	commit(res, std::move(qp));
@@ -111,7 +140,8 @@ int UverbsFile::attachQpRing(Request &r)
 	if (int ret = get(cmd.qp_handle, qp))
 		return ret;
 	if (qp->ring || qp->state != IB_QPS_RESET || !qp->sq.empty() || !qp->rq.empty() ||
-	    (qp->qpType != IB_QPT_RC && qp->qpType != IB_QPT_UC && qp->qpType != IB_QPT_UD))
+	    (qp->qpType != IB_QPT_RC && qp->qpType != IB_QPT_UC && qp->qpType != IB_QPT_UD &&
+	     qp->qpType != IB_QPT_XRC_INI))
 		return -EINVAL;
 	size_t rings = 0;
 	idr_.forEach([&](const UObject &o) { rings += o.type == UType::Qp && static_cast<const Qp &>(o).ring; });

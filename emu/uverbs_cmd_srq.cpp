@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
 // The uverbs SRQ commands (the SRQ handlers of the kernel's uverbs_cmd.c,
-// uverbs_std_types_srq.c): CREATE_SRQ, MODIFY_SRQ (its limit),
+// uverbs_std_types_srq.c): CREATE_SRQ and CREATE_XSRQ (XRC SRQs too),
+// MODIFY_SRQ (its limit),
 // QUERY_SRQ and DESTROY_SRQ. Posting receives to an SRQ is in
 // uverbs_post.cpp.
 #include "emu/uverbs_file.h"
@@ -19,11 +20,34 @@ namespace ibemu::emu {
 
 int UverbsFile::createSrq(Request &r)
 {
-	auto cmd = r.cmd<ib_uverbs_create_srq>();
+	auto c = r.cmd<ib_uverbs_create_srq>();
+	return newSrq(
+		r,
+		{ c.response, c.user_handle, IB_SRQT_BASIC, c.pd_handle, c.max_wr, c.max_sge, c.srq_limit, 0, 0, 0 });
+}
+
+/* CREATE_XSRQ: a basic SRQ as CREATE_SRQ makes, or an XRC one, of an XRC
+ * domain, with the CQ its receives complete on (__uverbs_create_xsrq();
+ * a handle that names nothing of its type is EINVAL there). A tag
+ * matching SRQ is what rxe has not either. */
+int UverbsFile::createXsrq(Request &r)
+{
+	auto cmd = r.cmd<ib_uverbs_create_xsrq>();
+	if (cmd.srq_type != IB_SRQT_BASIC && cmd.srq_type != IB_SRQT_XRC)
+		return -EOPNOTSUPP;
+	return newSrq(r, cmd);
+}
+
+int UverbsFile::newSrq(Request &r, const ib_uverbs_create_xsrq &cmd)
+{
 	Reservation res = reserve();
+	Xrcd *xrcd = nullptr;
+	Cq *cq = nullptr;
 	Pd *pd;
+	if (cmd.srq_type == IB_SRQT_XRC && (get(cmd.xrcd_handle, xrcd) || get(cmd.cq_handle, cq)))
+		return -EINVAL;
 	if (int ret = get(cmd.pd_handle, pd))
-		return ret;
+		return xrcd ? -EINVAL : ret;
 	const VerbsLimits &lim = dev_.limits();
 	/* rxe_srq_chk_init(): max_wr 0 (zeroed attributes) is EINVAL, max_sge 0
 	 * is 1, and the limit is not checked; the queue is rounded as a QP's */
@@ -39,10 +63,20 @@ int UverbsFile::createSrq(Request &r)
 	srq->limit = cmd.srq_limit;
 	srq->userHandle = cmd.user_handle;
 	srq->srqn = dev_.nextSrqn();
+	if (xrcd) {
+		srq->xrcd = xrcd->domain;
+		srq->xrcdHandle = xrcd;
+		srq->cq = cq;
+	}
 	ib_uverbs_create_srq_resp resp{ res.handle(), srq->maxWr, srq->maxSge, srq->srqn };
 	if (int ret = respond(r, &resp, sizeof resp))
 		return ret;
 	pd->usecnt++;
+	if (xrcd) {
+		xrcd->usecnt++;
+		cq->usecnt++;
+	}
+	dev_.addSrq(srq.get());
 	commit(res, std::move(srq));
 	return 0;
 }
@@ -91,4 +125,3 @@ int UverbsFile::destroySrq(Request &r)
 }
 
 } /* namespace ibemu::emu */
-

@@ -36,7 +36,8 @@ UverbsFile::~UverbsFile()
 				progress = true;
 		if (!progress) { /* cannot happen with the usecnt rules; never leak, and
 				  * never touch a freed object: dependants first */
-			for (UType t : { UType::Qp, UType::Ah, UType::Mw, UType::Mr, UType::Srq, UType::Cq, UType::Pd })
+			for (UType t : { UType::Qp, UType::Ah, UType::Mw, UType::Mr, UType::Srq, UType::Cq, UType::Pd,
+					 UType::Xrcd })
 				for (UObject *&o : objs)
 					if (o && o->type == t) {
 						destroy(*o, true);
@@ -75,8 +76,17 @@ int UverbsFile::destroy(UObject &obj, bool force)
 		}
 		break;
 	}
-	case UType::Srq:
-		static_cast<Srq &>(obj).pd->usecnt--;
+	case UType::Srq: {
+		auto &srq = static_cast<Srq &>(obj);
+		dev_.removeSrq(&srq);
+		srq.pd->usecnt--;
+		if (srq.cq)
+			srq.cq->usecnt--;
+		if (srq.xrcdHandle)
+			srq.xrcdHandle->usecnt--;
+		break;
+	}
+	case UType::Xrcd:
 		break;
 	case UType::Ah:
 		static_cast<Ah &>(obj).pd->usecnt--;
@@ -93,6 +103,10 @@ int UverbsFile::destroy(UObject &obj, bool force)
 		dev_.forget(qp);
 		dev_.responderGone(qp);
 		dev_.removeQp(&qp);
+		if (qp.xrcdHandle) { /* an XRC target: nothing else */
+			qp.xrcdHandle->usecnt--;
+			break;
+		}
 		qp.pd->usecnt--;
 		qp.sendCq->usecnt--;
 		qp.recvCq->usecnt--; /* counted twice when it is the send CQ too */

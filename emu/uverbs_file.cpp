@@ -172,6 +172,11 @@ const UverbsFile::Method *UverbsFile::method(uint32_t command, bool &known)
 				       sizeof(ib_uverbs_destroy_srq_resp) };
 		t[CMD_POST_SRQ_RECV] = { &UverbsFile::postSrqRecv, sizeof(ib_uverbs_post_recv),
 					 sizeof(ib_uverbs_post_recv_resp) };
+		t[CMD_OPEN_XRCD] = { &UverbsFile::openXrcd, sizeof(ib_uverbs_open_xrcd),
+				     sizeof(ib_uverbs_open_xrcd_resp) };
+		t[CMD_CLOSE_XRCD] = { &UverbsFile::closeXrcd, sizeof(ib_uverbs_close_xrcd), 0 };
+		t[CMD_CREATE_XSRQ] = { &UverbsFile::createXsrq, sizeof(ib_uverbs_create_xsrq),
+				       sizeof(ib_uverbs_create_srq_resp) };
 		return t;
 	}();
 	static const Method addSpares = { &UverbsFile::addSpares, sizeof(ibemu_add_spares),

@@ -189,6 +189,11 @@ private:
 	int modifyQp(Request &r);
 	int destroyQp(Request &r);
 	int createSrq(Request &r);
+	int createXsrq(Request &r);
+	int newSrq(Request &r, const ib_uverbs_create_xsrq &cmd);
+	/* XRC domains (uverbs_cmd_xrc.cpp) */
+	int openXrcd(Request &r);
+	int closeXrcd(Request &r);
 	int modifySrq(Request &r);
 	int querySrq(Request &r);
 	int destroySrq(Request &r);

@@ -44,9 +44,9 @@ bool opcodeOk(QpType t, uint32_t op)
 	case IB_WR_RDMA_READ:
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
-		return t == IB_QPT_RC;
+		return t == IB_QPT_RC || t == IB_QPT_XRC_INI;
 	case IB_WR_SEND_WITH_INV:
-		return t == IB_QPT_RC || t == IB_QPT_UC;
+		return t == IB_QPT_RC || t == IB_QPT_UC || t == IB_QPT_XRC_INI;
 	case IB_WR_LOCAL_INV: /* from a ring only: see parseAddress */
 	case IB_WR_BIND_MW:
 		return t == IB_QPT_RC || t == IB_QPT_UC;
@@ -180,7 +180,9 @@ int UverbsFile::postSend(Request &r)
 	Qp *qp;
 	if (int ret = get(cmd.qp_handle, qp))
 		return ret;
-	if (qp->ring) /* its work requests come through the ring */
+	/* a ring QP's work requests come through the ring; an XRC target
+	 * QP has no send queue */
+	if (qp->ring || qp->qpType == IB_QPT_XRC_TGT)
 		return -EINVAL;
 	const uint8_t *wqes = r.in + sizeof cmd;
 	const uint8_t *sgls = wqes + size_t(cmd.wqe_size) * cmd.wr_count;
@@ -257,7 +259,8 @@ int UverbsFile::postRecv(Request &r)
 		return -EINVAL;
 	ib_uverbs_post_recv_resp resp{};
 	int ret = 0;
-	if (qp->srq || !(qpStateOps(qp->state) & kPostRecvOk)) {
+	if (qp->srq || qp->qpType == IB_QPT_XRC_INI || qp->qpType == IB_QPT_XRC_TGT ||
+	    !(qpStateOps(qp->state) & kPostRecvOk)) { /* XRC: no receive queue */
 		resp.bad_wr = 1;
 		ret = -EINVAL;
 	}

@@ -57,9 +57,9 @@ void VerbsDevice::queryDevice(ib_uverbs_query_device_resp &r) const
 	r.max_qp_wr = limits_.maxQpWr;
 	/* BAD_PKEY_CNTR | BAD_QKEY_CNTR | SHUTDOWN_PORT | SYS_IMAGE_GUID |
 	 * RC_RNR_NAK_GEN | PORT_ACTIVE_EVENT | SRQ_RESIZE | MEM_WINDOW |
-	 * MEM_WINDOW_TYPE_2B (rxe's memory window flags) */
+	 * MEM_WINDOW_TYPE_2B (rxe's memory window flags) | XRC (rxe has none) */
 	r.device_cap_flags = (1u << 1) | (1u << 2) | (1u << 7) | (1u << 10) | (1u << 12) | (1u << 14) | (1u << 13) |
-		(1u << 17) | (1u << 24);
+		(1u << 17) | (1u << 24) | (1u << 20);
 	r.max_sge = limits_.maxSge;
 	r.max_sge_rd = limits_.maxSge;
 	r.max_cq = limits_.maxCq;
@@ -165,6 +165,9 @@ int VerbsDevice::room(UType t, uid_t owner) const
 		break;
 	case UType::Mw:
 		limit = limits_.maxMw;
+		break;
+	case UType::Xrcd:
+		limit = limits_.maxPd;
 		break;
 	}
 	size_t i = static_cast<size_t>(t);

@@ -30,6 +30,7 @@
 #include <array>
 #include <list>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -138,6 +139,26 @@ public:
 	WcStatus bindMw(const Qp &qp, const SendWqe &w);
 	WcStatus localInvalidate(uint32_t rkey);
 	uint32_t nextSrqn() { return nextSrqn_++; }
+	/* SRQs by number (an XRC request names one), and the XRC domains
+	 * opened with a file, by its inode (ib_uverbs_device's xrcd tree): a
+	 * domain stays findable while anything holds it */
+	void addSrq(Srq *srq) { srqs_[srq->srqn] = srq; }
+	void removeSrq(Srq *srq) { srqs_.erase(srq->srqn); }
+	Srq *srqByNum(uint32_t srqn) const
+	{
+		auto it = srqs_.find(srqn);
+		return it == srqs_.end() ? nullptr : it->second;
+	}
+	std::shared_ptr<XrcDomain> xrcdByInode(uint64_t dev, uint64_t ino) const
+	{
+		auto it = xrcds_.find({ dev, ino });
+		return it == xrcds_.end() ? nullptr : it->second.lock();
+	}
+	void addXrcd(const std::shared_ptr<XrcDomain> &d)
+	{
+		std::erase_if(xrcds_, [](const auto &kv) { return kv.second.expired(); });
+		xrcds_[{ d->dev, d->ino }] = d;
+	}
 	/* Objects of a type on this device against its limit (max_qp, ...):
 	 * 0 when a file of user `owner` may make one more; -ENOMEM on a full
 	 * device, as the drivers answer; -EAGAIN past the user's share, as the
@@ -243,13 +264,15 @@ private:
 	};
 	std::vector<PortSeen> seen_; /* index = port number - 1 */
 	uint32_t nextQpn_ = 0x11;
-	long objects_[7] = {};
-	std::map<uid_t, std::array<long, 7>> byUser_; /* but root's */
+	long objects_[kUTypes] = {};
+	std::map<uid_t, std::array<long, kUTypes>> byUser_; /* but root's */
 	uint32_t nextKey_ = 0x1000;
 	std::map<uint32_t, Mw *> mws_; /* by index */
 	uint32_t nextMwIndex_ = kMwIndexBase;
 	uint8_t nextMwKey_ = 0;
 	uint32_t nextSrqn_ = 1;
+	std::map<uint32_t, Srq *> srqs_;
+	std::map<std::pair<uint64_t, uint64_t>, std::weak_ptr<XrcDomain>> xrcds_;
 };
 
 } /* namespace ibemu::emu */

@@ -10,7 +10,9 @@
 
 namespace ibemu::emu {
 
-enum QpType : uint8_t { IB_QPT_RC = 2, IB_QPT_UC = 3, IB_QPT_UD = 4 };
+enum QpType : uint8_t { IB_QPT_RC = 2, IB_QPT_UC = 3, IB_QPT_UD = 4, IB_QPT_XRC_INI = 9, IB_QPT_XRC_TGT = 10 };
+/* enum ib_srq_type */
+enum SrqType : uint32_t { IB_SRQT_BASIC = 0, IB_SRQT_XRC = 1, IB_SRQT_TM = 2 };
 
 enum QpState : uint8_t {
 	IB_QPS_RESET = 0,

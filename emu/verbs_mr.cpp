@@ -87,13 +87,13 @@ bool resolveLocal(const VerbsDevice &dev, const Pd *pd, const std::vector<Sge> &
  * A window's rkey (rxe_lookup_mw) must be its current one, in the QP's PD,
  * bound (a type 2 one to this QP) with that access; then, as rxe has it,
  * the bounds checked are its MR's, not the window's. */
-bool resolveRemote(const VerbsDevice &dev, const Qp &qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t access,
-		   Seg &out)
+bool resolveRemote(const VerbsDevice &dev, const Qp &qp, const Pd *pd, uint32_t rkey, uint64_t va, uint64_t len,
+		   uint32_t access, Seg &out)
 {
 	const Mr *mr = nullptr;
 	if (VerbsDevice::isMwKey(rkey)) {
 		const Mw *mw = dev.mwByKey(rkey);
-		if (!mw || mw->rkey != rkey || mw->pd != qp.pd || !mw->valid || !mw->mr || !mw->length ||
+		if (!mw || mw->rkey != rkey || mw->pd != pd || !mw->valid || !mw->mr || !mw->length ||
 		    (mw->mwType == IB_MW_TYPE_2 && mw->qp != &qp) || !(mw->access & access))
 			return false;
 		mr = mw->mr;
@@ -101,7 +101,7 @@ bool resolveRemote(const VerbsDevice &dev, const Qp &qp, uint32_t rkey, uint64_t
 			va += mw->addr;
 	} else {
 		mr = dev.mrByKey(rkey);
-		if (!mr || mr->pd != qp.pd || mr->rkey != rkey || !(mr->access & access))
+		if (!mr || mr->pd != pd || mr->rkey != rkey || !(mr->access & access))
 			return false;
 	}
 	if (va < mr->iova || va + len > mr->iova + mr->length || va + len < va)
@@ -138,8 +138,9 @@ WcStatus VerbsDevice::bindMw(const Qp &qp, const SendWqe &w)
 		    !(mr->access & IB_ACCESS_LOCAL_WRITE))
 			return IB_WC_MW_BIND_ERR;
 		const uint64_t end = w.bind.addr + w.bind.length;
-		if ((access & IB_ZERO_BASED) ? w.bind.length > mr->length
-					     : w.bind.addr < mr->iova || end > mr->iova + mr->length || end < w.bind.addr)
+		if ((access & IB_ZERO_BASED)
+			    ? w.bind.length > mr->length
+			    : w.bind.addr < mr->iova || end > mr->iova + mr->length || end < w.bind.addr)
 			return IB_WC_MW_BIND_ERR;
 	}
 	unbindMw(*mw);

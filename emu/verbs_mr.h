@@ -36,10 +36,11 @@ int copySegs(UserAccess &ua, const std::vector<Seg> &src, const std::vector<Seg>
 /* Local SGEs: lkey, PD, bounds and (for writes) IB_ACCESS_LOCAL_WRITE. */
 bool resolveLocal(const VerbsDevice &dev, const Pd *pd, const std::vector<Sge> &sges, bool write, std::vector<Seg> &out,
 		  uint64_t &total);
-/* A remote address: rkey (an MR's or a window's), the QP's PD, bounds and
- * the access the operation needs. */
-bool resolveRemote(const VerbsDevice &dev, const Qp &qp, uint32_t rkey, uint64_t va, uint64_t len, uint32_t access,
-		   Seg &out);
+/* A remote address: rkey (an MR's or a window's) in pd (the QP's, or for
+ * XRC the SRQ's the request names), bounds and the access the operation
+ * needs; a type 2 window must be bound to qp. */
+bool resolveRemote(const VerbsDevice &dev, const Qp &qp, const Pd *pd, uint32_t rkey, uint64_t va, uint64_t len,
+		   uint32_t access, Seg &out);
 /* The first len bytes the pieces hold, into out: 0, kSourceFault or kSourceGone */
 int gather(UserAccess &ua, const std::vector<Seg> &segs, uint64_t len, std::vector<uint8_t> &out);
 /* The same, for a capture: an unreadable piece reads as zeros */

@@ -32,7 +32,8 @@ class VerbsDevice;
 class CompChannel;
 class QpRing;
 
-enum class UType : uint8_t { Pd, Mr, Cq, Qp, Srq, Ah, Mw };
+enum class UType : uint8_t { Pd, Mr, Cq, Qp, Srq, Ah, Mw, Xrcd };
+constexpr size_t kUTypes = 8;
 
 struct UObject {
 	explicit UObject(UType t) : type(t) {}
@@ -50,6 +51,23 @@ struct UObject {
 struct Pd final : UObject {
 	static constexpr UType kType = UType::Pd;
 	Pd() : UObject(kType) {}
+};
+
+/* An XRC domain (ib_xrcd): what XRC SRQs and XRC target QPs belong to.
+ * One opened with a file's descriptor is the device's for that inode,
+ * shared by every uverbs file that opens the same file (the device's
+ * table holds it weakly); each open is an Xrcd handle of its own. The
+ * domain lives while a handle, an XRC SRQ or a target QP holds it. */
+struct XrcDomain {
+	uint64_t dev = 0, ino = 0; /* the file's inode; both 0: none */
+};
+
+struct Xrcd final : UObject {
+	static constexpr UType kType = UType::Xrcd;
+	Xrcd() : UObject(kType) {}
+	/* usecnt: the SRQs and QPs made through this handle (uxrcd->refcnt):
+	 * CLOSE_XRCD is EBUSY while there are any */
+	std::shared_ptr<XrcDomain> domain;
 };
 
 struct Mr final : UObject {
@@ -122,6 +140,11 @@ struct Srq final : UObject {
 	uint32_t maxWr = 0;
 	uint32_t maxSge = 0;
 	uint32_t limit = 0; /* armed limit event, 0: off */
+	/* an XRC SRQ (IB_SRQT_XRC): its domain, the handle it was made
+	 * through, and the CQ its receives complete on */
+	std::shared_ptr<XrcDomain> xrcd;
+	Xrcd *xrcdHandle = nullptr;
+	Cq *cq = nullptr;
 	std::deque<RecvWqe> queue;
 	uint32_t eventsReported = 0;
 };
@@ -156,6 +179,7 @@ struct SendWqe {
 		uint32_t mwHandle = 0, mwRkey = 0, rkey = 0, mrLkey = 0, access = 0;
 		uint64_t addr = 0, length = 0;
 	} bind;
+	uint32_t xrcSrqn = 0; /* XRC_INI: the remote SRQ (the XRCETH) */
 	WcStatus failStatus = IB_WC_SUCCESS; /* a ring slot that failed its checks: completes so */
 	unsigned retriesLeft = 0;
 	unsigned rnrRetriesLeft = 0;
@@ -180,6 +204,10 @@ struct Qp final : UObject {
 	Cq *sendCq = nullptr;
 	Cq *recvCq = nullptr;
 	Srq *srq = nullptr;
+	/* XRC_TGT: its domain (no PD, CQs or SRQ: a request names the SRQ,
+	 * whose PD and CQ serve it) and the handle it was made through */
+	std::shared_ptr<XrcDomain> xrcd;
+	Xrcd *xrcdHandle = nullptr;
 
 	/* capabilities */
 	uint32_t maxSendWr = 0, maxRecvWr = 0, maxSendSge = 0, maxRecvSge = 0, maxInline = 0;

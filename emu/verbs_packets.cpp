@@ -36,14 +36,24 @@ uint32_t psnsFor(uint32_t wrOpcode, uint64_t len, unsigned mtu)
 }
 
 WirePackets requestPackets(const PacketHeaders &base, const ib_uverbs_send_wr &wr, uint32_t qkey, uint32_t srcQp,
-			   uint32_t firstPsn, unsigned mtu, uint64_t len, std::span<const uint8_t> payload)
+			   uint32_t firstPsn, unsigned mtu, uint64_t len, std::span<const uint8_t> payload,
+			   uint32_t xrcSrqn)
 {
 	const uint8_t transport = base.opcode & 0xe0;
 	const uint32_t op = wr.opcode;
 	WirePackets out;
 	PacketHeaders h = base;
 	h.psn = firstPsn & 0xffffff;
-	h.ackReq = transport == IB_OPCODE_RC;
+	const bool reliable = transport == IB_OPCODE_RC || transport == IB_OPCODE_XRC;
+	h.ackReq = reliable;
+	auto xrceth = [&](std::vector<uint8_t> &eth) { /* first, right after the BTH */
+						       if (transport ==
+							   IB_OPCODE_XRC) /* 8 reserved bits, the 24-bit SRQ number */
+							       for (int s = 24; s >= 0; s -= 8)
+								       eth.push_back(static_cast<uint8_t>(
+									       (xrcSrqn & 0xffffff) >> s));
+	};
+	xrceth(h.eth);
 
 	if (op == IB_WR_RDMA_READ) {
 		h.opcode = transport | IB_OPCODE_RDMA_READ_REQUEST;
@@ -68,7 +78,7 @@ WirePackets requestPackets(const PacketHeaders &base, const ib_uverbs_send_wr &w
 		PacketHeaders p = base;
 		p.psn = (firstPsn + i) & 0xffffff;
 		const bool last = i + 1 == n;
-		p.ackReq = transport == IB_OPCODE_RC && last;
+		p.ackReq = reliable && last;
 		p.solicited = last && (wr.send_flags & IB_SEND_SOLICITED);
 		uint8_t code = write ? position(IB_OPCODE_RDMA_WRITE_FIRST, IB_OPCODE_RDMA_WRITE_ONLY, i, n)
 				     : position(IB_OPCODE_SEND_FIRST, IB_OPCODE_SEND_ONLY, i, n);
@@ -77,6 +87,7 @@ WirePackets requestPackets(const PacketHeaders &base, const ib_uverbs_send_wr &w
 		if (last && inv)
 			code = n == 1 ? IB_OPCODE_SEND_ONLY_WITH_INVALIDATE : IB_OPCODE_SEND_LAST_WITH_INVALIDATE;
 		p.opcode = transport | code;
+		xrceth(p.eth);
 		if (transport == IB_OPCODE_UD)
 			appendDeth(p.eth, qkey, srcQp);
 		if (write && i == 0)

@@ -29,10 +29,11 @@ uint32_t psnsFor(uint32_t wrOpcode, uint64_t len, unsigned mtu);
 /* A request of `len` bytes. `base` holds the LRH, GRH and BTH fields
  * every packet of the message shares (transport bits in base.opcode);
  * `qkey` and `srcQp` go into a UD message's DETH; `payload` is what a
- * SEND or WRITE carries (a READ or an atomic carries none). */
+ * SEND or WRITE carries (a READ or an atomic carries none); an XRC
+ * request (IB_OPCODE_XRC) carries `xrcSrqn` in its XRCETH. */
 WirePackets requestPackets(const fabric::PacketHeaders &base, const ib_uverbs_send_wr &wr, uint32_t qkey,
 			   uint32_t srcQp, uint32_t firstPsn, unsigned mtu, uint64_t len,
-			   std::span<const uint8_t> payload);
+			   std::span<const uint8_t> payload, uint32_t xrcSrqn = 0);
 
 enum class WireReply { Ack, Nak, RnrNak, ReadResponse, AtomicAck };
 

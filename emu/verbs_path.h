@@ -45,7 +45,7 @@ inline uint32_t sendQkey(const Qp &qp, const SendWqe &w)
  * (connected), which name the same fields. */
 template <typename Route>
 inline fabric::PacketHeaders wireBase(const fabric::Port &src, uint16_t slid, uint16_t dlid, uint8_t sl, uint16_t pkey,
-			       uint32_t destQp, uint8_t transport, bool global, const Route &grh)
+				      uint32_t destQp, uint8_t transport, bool global, const Route &grh)
 {
 	fabric::PacketHeaders h;
 	h.sl = sl & 0xf;
@@ -173,6 +173,12 @@ inline WcStatus nakStatus(uint8_t syndrome)
 /* Inbound::srcQp of a connected request: the responder QP's destination */
 constexpr uint32_t kQpnOfPath = 0xffffffff;
 
+/* RC, and XRC's two halves: acknowledged, retried, NAKed */
+inline bool reliable(QpType t)
+{
+	return t == IB_QPT_RC || t == IB_QPT_XRC_INI || t == IB_QPT_XRC_TGT;
+}
+
 /* One request as the responder takes it (rxe's rxe_pkt_info), whoever
  * sent it: a requester of this daemon, of another, or a multicast send */
 struct Inbound {
@@ -187,6 +193,7 @@ struct Inbound {
 	uint16_t pkey = 0, slid = 0, dlid = 0;
 	uint8_t sl = 0;
 	uint32_t qkey = 0, srcQp = kQpnOfPath; /* DETH */
+	uint32_t xrcSrqn = 0; /* XRC (type XRC_TGT): the XRCETH's SRQ */
 	const uint8_t *grh = nullptr; /* UD: the 40 bytes of its GRH, null: none */
 	uint64_t va = 0, len = 0, swapAdd = 0, compare = 0; /* RETH or AtomicETH */
 	uint32_t rkey = 0, dmaLen = 0;

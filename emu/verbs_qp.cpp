@@ -29,7 +29,19 @@ struct Transition {
 
 unsigned typeIndex(QpType t)
 {
-	return t == IB_QPT_RC ? 0 : t == IB_QPT_UC ? 1 : 2;
+	return t == IB_QPT_RC || t == IB_QPT_XRC_INI || t == IB_QPT_XRC_TGT ? 0 : t == IB_QPT_UC ? 1 : 2;
+}
+
+/* XRC's halves take RC's attributes but those of the half they lack
+ * (ib_modify_qp_is_ok()'s table): the initiator no responder's at RTR,
+ * the target no requester's at RTS. ibemu takes them as optional. */
+uint32_t xrcOptional(QpType t, QpState cur, QpState next)
+{
+	if (t == IB_QPT_XRC_INI && cur == IB_QPS_INIT && next == IB_QPS_RTR)
+		return IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER;
+	if (t == IB_QPT_XRC_TGT && cur == IB_QPS_RTR && next == IB_QPS_RTS)
+		return IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_MAX_QP_RD_ATOMIC;
+	return 0;
 }
 
 constexpr uint32_t kAlt = IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE;
@@ -110,10 +122,10 @@ bool qpTransitionOk(QpState cur, QpState next, QpType type, uint32_t mask)
 	if (!tr.valid)
 		return false;
 	/* RC cannot leave SQE (it never enters it) */
-	if (cur == IB_QPS_SQE && next == IB_QPS_RTS && type == IB_QPT_RC)
+	if (cur == IB_QPS_SQE && next == IB_QPS_RTS && typeIndex(type) == 0)
 		return false;
-	uint32_t req = tr.req[typeIndex(type)];
-	uint32_t opt = tr.opt[typeIndex(type)];
+	uint32_t req = tr.req[typeIndex(type)] & ~xrcOptional(type, cur, next);
+	uint32_t opt = tr.opt[typeIndex(type)] | xrcOptional(type, cur, next);
 	if ((mask & req) != req)
 		return false;
 	return (mask & ~(req | opt | IB_QP_STATE)) == 0;

@@ -160,7 +160,8 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 {
 	UserAccess &ua = host_.access();
 	const uint32_t op = w.wr.opcode;
-	const bool rc = qp.qpType == IB_QPT_RC;
+	const bool rc = reliable(qp.qpType);
+	const bool xrc = qp.qpType == IB_QPT_XRC_INI;
 	const bool ud = qp.qpType == IB_QPT_UD;
 	const bool isRead = op == IB_WR_RDMA_READ;
 	const bool isAtomic = op == IB_WR_ATOMIC_CMP_AND_SWP || op == IB_WR_ATOMIC_FETCH_AND_ADD;
@@ -214,7 +215,9 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	uint32_t reqPackets = (isRead || isAtomic) ? 1 : packetsFor(len, mtu);
 	uint64_t reqBytes = isRead ? wireBytes(0, 1, 16, 0)
 		: isAtomic         ? wireBytes(0, 1, 28, 0)
-				   : wireBytes(len, reqPackets, (isWrite ? 16 : 0) + (hasImm || hasInv ? 4 : 0), ud ? 8 : 0);
+			   : wireBytes(len, reqPackets, (isWrite ? 16 : 0) + (hasImm || hasInv ? 4 : 0), ud ? 8 : 0);
+	if (xrc) /* the XRCETH in every packet */
+		reqBytes += uint64_t(reqPackets) * fabric::kXrcethBytes;
 
 	/* RC: the local ACK timer runs out after every lost try; after the
 	 * retry_cnt-th retry has timed out too, the WQE fails. */
@@ -253,7 +256,10 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	}
 
 	fabric::Subnet &subnet = host_.subnet();
-	const uint8_t transport = rc ? fabric::IB_OPCODE_RC : ud ? fabric::IB_OPCODE_UD : fabric::IB_OPCODE_UC;
+	const uint8_t transport = xrc ? fabric::IB_OPCODE_XRC
+		: rc                  ? fabric::IB_OPCODE_RC
+		: ud                  ? fabric::IB_OPCODE_UD
+				      : fabric::IB_OPCODE_UC;
 	const uint16_t slid = static_cast<uint16_t>(src->lid | pathBits);
 	fabric::PacketHeaders base; /* for a capture only */
 	WirePackets reqWire;
@@ -262,10 +268,13 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 		base = ud ? wireBase(*src, slid, dlid, sl, pkey, dqpn, transport, w.ah.is_global, w.ah.grh)
 			  : wireBase(*src, slid, dlid, sl, pkey, dqpn, transport, qp.av.is_global, qp.av);
 		reqWire = requestPackets(base, w.wr, sendQkey(qp, w), qp.qpn, w.psn, mtu, len,
-					 isRead || isAtomic ? std::vector<uint8_t>() : gather(ua, local, len));
+					 isRead || isAtomic ? std::vector<uint8_t>() : gather(ua, local, len),
+					 w.xrcSrqn);
 	}
 	fabric::Away away;
 	fabric::Port *dst = subnet.routeData(*src, dlid, reqPackets, reqBytes, reqWire, &away);
+	if (!dst && away.far && xrc) /* not read back across daemons yet (docs/verbs.md) */
+		return lost();
 	if (!dst && away.far) { /* to a node another daemon simulates: as packets */
 		if (!subnet.tappingData()) {
 			const uint16_t pkey = pkeyAt(*src, qp.pkeyIndex);
@@ -302,7 +311,8 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 
 	/* --- the responder (verbs_resp.cpp), on the message as it arrives --- */
 	Inbound in;
-	in.type = qp.qpType;
+	in.type = xrc ? IB_QPT_XRC_TGT : qp.qpType;
+	in.xrcSrqn = w.xrcSrqn;
 	in.op = requestOpcode(op);
 	in.hasImm = hasImm;
 	in.imm = w.wr.ex;

@@ -121,7 +121,8 @@ bool readFarRequest(const fabric::DataPackets &packets, FarRequest &r)
 			r.hasImm = true;
 			memcpy(&r.imm, eth + at, 4);
 		}
-		if (i + 1 == n && (op == IB_OPCODE_SEND_LAST_WITH_INVALIDATE || op == IB_OPCODE_SEND_ONLY_WITH_INVALIDATE)) {
+		if (i + 1 == n &&
+		    (op == IB_OPCODE_SEND_LAST_WITH_INVALIDATE || op == IB_OPCODE_SEND_ONLY_WITH_INVALIDATE)) {
 			r.hasInv = true;
 			r.invRkey = be32At(eth + at);
 		}
@@ -178,7 +179,7 @@ Answer VerbsDevice::respond(Qp &rqp, fabric::Port &dst, const Inbound &in)
 			dst.pkeyViolations++;
 		return a;
 	}
-	const bool rc = in.type == IB_QPT_RC, ud = in.type == IB_QPT_UD;
+	const bool rc = reliable(in.type), ud = in.type == IB_QPT_UD;
 	if (ud && in.qkey != rqp.qkey) {
 		if (dst.qkeyViolations < 0xffff)
 			dst.qkeyViolations++;
@@ -221,6 +222,19 @@ Answer VerbsDevice::respond(Qp &rqp, fabric::Port &dst, const Inbound &in)
 		rqp.rqPsn = (in.lastPsn + 1) & 0xffffff;
 	};
 
+	/* XRC: the XRCETH names the SRQ that serves the request, with its PD
+	 * and CQ; one that is not an XRC SRQ of the target QP's domain is an
+	 * invalid request (IBA 9.9.3.1.3, class C) */
+	Srq *srq = rqp.srq;
+	const Pd *pd = rqp.pd;
+	if (in.type == IB_QPT_XRC_TGT) {
+		srq = srqByNum(in.xrcSrqn);
+		if (!srq || !srq->xrcd || srq->xrcd != rqp.xrcd)
+			return nak(IB_WC_REM_INV_REQ_ERR, IB_EVENT_QP_REQ_ERR);
+		pd = srq->pd;
+	}
+	Cq &recvCq = in.type == IB_QPT_XRC_TGT ? *srq->cq : *rqp.recvCq;
+
 	/* a duplicate: executed before, and its answer was lost */
 	const bool duplicate = rc && psnDiff(in.lastPsn, rqp.rqPsn) < 0;
 	if (duplicate) {
@@ -235,7 +249,7 @@ Answer VerbsDevice::respond(Qp &rqp, fabric::Port &dst, const Inbound &in)
 		/* a READ is read again */
 	}
 
-	std::deque<RecvWqe> *rq = rqp.srq ? &rqp.srq->queue : &rqp.rq;
+	std::deque<RecvWqe> *rq = srq ? &srq->queue : &rqp.rq;
 	if (consumesRecv && rq->empty())
 		takeRecvs(rqp);
 	if (consumesRecv && rq->empty() && rc && rqp.ring && !rqp.srq) {
@@ -261,7 +275,7 @@ Answer VerbsDevice::respond(Qp &rqp, fabric::Port &dst, const Inbound &in)
 		if ((isWrite && in.dmaLen != len) || (isRead && in.dmaLen > limits_.maxMsgSize))
 			return nak(IB_WC_REM_INV_REQ_ERR, IB_EVENT_QP_REQ_ERR);
 		Seg remote;
-		if (len && !resolveRemote(*this, rqp, in.rkey, in.va, len, need, remote))
+		if (len && !resolveRemote(*this, rqp, pd, in.rkey, in.va, len, need, remote))
 			return nak(IB_WC_REM_ACCESS_ERR, IB_EVENT_QP_ACCESS_ERR);
 		if (isWrite) {
 			int c = len ? copySegs(ua, in.data, { remote }, len) : 0;
@@ -315,7 +329,9 @@ Answer VerbsDevice::respond(Qp &rqp, fabric::Port &dst, const Inbound &in)
 		rwc.src_qp = in.srcQp == kQpnOfPath ? rqp.destQpn : in.srcQp;
 		rwc.slid = in.slid;
 		rwc.sl = in.sl;
-		rwc.dlid_path_bits = in.dlid >= IB_MULTICAST_LID_BASE ? 0 : static_cast<uint8_t>(in.dlid & ((1u << dst.lmc) - 1));
+		rwc.dlid_path_bits = in.dlid >= IB_MULTICAST_LID_BASE
+			? 0
+			: static_cast<uint8_t>(in.dlid & ((1u << dst.lmc) - 1));
 		rwc.port_num = rqp.portNum;
 		rwc.pkey_index = rqp.pkeyIndex;
 		rwc.opcode = isWrite ? IB_WC_RECV_RDMA_WITH_IMM : IB_WC_RECV;
@@ -328,7 +344,7 @@ Answer VerbsDevice::respond(Qp &rqp, fabric::Port &dst, const Inbound &in)
 		 * requester has its answer (it may be the requester itself) */
 		auto recvError = [&](WcStatus rs, WcStatus requesterStatus) {
 			rwc.status = rs;
-			complete(*rqp.recvCq, rwc);
+			complete(recvCq, rwc);
 			a.toError = true;
 			if (requesterStatus != IB_WC_SUCCESS)
 				reply(WireReply::Nak, nakSyndrome(requesterStatus));
@@ -337,7 +353,7 @@ Answer VerbsDevice::respond(Qp &rqp, fabric::Port &dst, const Inbound &in)
 		if (recv.bad) /* the responder's own receive is broken */
 			return recvError(IB_WC_LOC_QP_OP_ERR, IB_WC_REM_OP_ERR);
 		if (!isWrite) {
-			Pd *rpd = rqp.srq ? rqp.srq->pd : rqp.pd;
+			const Pd *rpd = srq ? srq->pd : pd;
 			std::vector<Seg> dstSegs;
 			uint64_t room = 0;
 			if (!resolveLocal(*this, rpd, recv.sges, true, dstSegs, room))
@@ -366,9 +382,9 @@ Answer VerbsDevice::respond(Qp &rqp, fabric::Port &dst, const Inbound &in)
 			rwc.wc_flags |= IB_WC_WITH_INVALIDATE;
 		}
 		rwc.status = IB_WC_SUCCESS;
-		complete(*rqp.recvCq, rwc, in.solicited);
-		if (rqp.srq)
-			srqConsumed(*this, *rqp.srq);
+		complete(recvCq, rwc, in.solicited);
+		if (srq)
+			srqConsumed(*this, *srq);
 	}
 	executed();
 	return reply(WireReply::Ack);
@@ -443,6 +459,8 @@ void VerbsDevice::respondRemote(fabric::Port &dst, const fabric::DataPackets &pa
 void VerbsDevice::respondTo(Qp &rqp, fabric::Port &dst, const FarRequest &r)
 {
 	using namespace fabric;
+	if (r.transport != IB_OPCODE_RC && r.transport != IB_OPCODE_UC && r.transport != IB_OPCODE_UD)
+		return; /* XRC is not read back from packets yet */
 	Inbound in;
 	in.type = r.transport == IB_OPCODE_RC ? IB_QPT_RC : r.transport == IB_OPCODE_UC ? IB_QPT_UC : IB_QPT_UD;
 	const bool ud = in.type == IB_QPT_UD;

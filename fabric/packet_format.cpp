@@ -219,6 +219,12 @@ int ethBytesFor(uint8_t opcode)
 			return kDethBytes + kImmBytes;
 		return -1;
 	}
+	if (transport == IB_OPCODE_XRC) { /* RC's headers, a request's after its XRCETH */
+		const int rc = ethBytesFor(IB_OPCODE_RC | op);
+		const bool response = op == IB_OPCODE_ACKNOWLEDGE || op == IB_OPCODE_ATOMIC_ACKNOWLEDGE ||
+			(op >= IB_OPCODE_RDMA_READ_RESPONSE_FIRST && op <= IB_OPCODE_RDMA_READ_RESPONSE_ONLY);
+		return rc < 0 || response ? rc : rc + int(kXrcethBytes);
+	}
 	if (transport != IB_OPCODE_RC && transport != IB_OPCODE_UC)
 		return -1;
 	switch (op) {

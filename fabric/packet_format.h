@@ -22,6 +22,7 @@ enum : uint8_t {
 	IB_OPCODE_UC = 0x20,
 	IB_OPCODE_RD = 0x40,
 	IB_OPCODE_UD = 0x60,
+	IB_OPCODE_XRC = 0xa0, /* requests carry an XRCETH (the SRQ) after the BTH */
 
 	IB_OPCODE_SEND_FIRST = 0x00,
 	IB_OPCODE_SEND_MIDDLE = 0x01,
@@ -57,7 +58,8 @@ enum : uint8_t {
 };
 
 constexpr size_t kLrhBytes = 8, kGrhBytes = 40, kBthBytes = 12, kDethBytes = 8, kRethBytes = 16, kAethBytes = 4,
-		 kAtomicEthBytes = 28, kAtomicAckEthBytes = 8, kImmBytes = 4, kIcrcBytes = 4, kVcrcBytes = 2;
+		 kAtomicEthBytes = 28, kAtomicAckEthBytes = 8, kImmBytes = 4, kXrcethBytes = 4, kIcrcBytes = 4,
+		 kVcrcBytes = 2;
 
 /* The fields of one packet's headers. The extended transport headers
  * (DETH, RETH, AETH, ImmDt, ...) come pre-built in `eth`, in the order

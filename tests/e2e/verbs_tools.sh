@@ -9,13 +9,14 @@
 # another's handles or pins past its RLIMIT_MEMLOCK, and, in the VM suite,
 # with rdma_rxe loaded, ibemu's devices (and only them) under `ibemu exec`
 # and the same probes' answers from rxe.
-# usage: verbs_tools.sh IBEMU_BINARY UVERBS_PROBE VERBS_REUSE VERBS_QUEUES VERBS_MW
+# usage: verbs_tools.sh IBEMU_BINARY UVERBS_PROBE VERBS_REUSE VERBS_QUEUES VERBS_MW VERBS_XRC
 set -u
 ibemu=$1
 probe=$2
 reuse=$3
 queues=$4
 mw=$5
+xrc=$6
 . "$(dirname "$0")/lib.sh"
 e2e_setup verbs
 verbs_transport
@@ -228,6 +229,22 @@ expect_match "after dealloc_mw: REM_ACCESS_ERR" '^RDMA WRITE after dealloc_mw: r
 expect_match "SEND_WITH_INV: the receive has WITH_INV and the rkey" \
 	'^SEND_WITH_INV: send success, receive success, WITH_INV of the window.s rkey$' "$out"
 expect_match "after SEND_WITH_INV: REM_ACCESS_ERR" '^RDMA WRITE after SEND_WITH_INV: remote access error$' "$out"
+
+# XRC: domains shared by file, XRC SRQs, an initiator on ibemu0 sending to
+# a target on ibemu1, each SEND landing in the SRQ it names
+# (tests/tools/verbs_xrc.cpp)
+out=$(inst $V "$xrc" ibemu0 ibemu1 2>&1)
+expect_eq "XRC as the kernel and IBA answer" 0 $?
+expect_match "ibv_query_device: IBV_DEVICE_XRC" '^query_device: IBV_DEVICE_XRC set$' "$out"
+expect_match "two opens of one file share a domain" \
+	'^open_xrcd of the same file through another descriptor and context: ok$' "$out"
+expect_match "open_xrcd O_EXCL of a file with a domain: EINVAL" \
+	'^open_xrcd O_CREAT\|O_EXCL of a file that has one: EINVAL$' "$out"
+expect_match "close_xrcd with an XRC SRQ: EBUSY" '^close_xrcd with an XRC SRQ: Device or resource busy$' "$out"
+expect_match "an XRC SEND lands in the SRQ it names" \
+	"^XRC SEND to the second SRQ: receive success, its SRQ's buffer, wr_id and CQ$" "$out"
+expect_match "an SRQ of another domain: REM_INV_REQ_ERR" \
+	'^XRC SEND to an XRC SRQ of another domain: remote invalid request error$' "$out"
 
 # --- another process's handles, pinning, the ioctl fallback
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)

@@ -41,6 +41,8 @@ namespace {
 using verbs_check::errName;
 using verbs_check::failures;
 const auto expect = verbs_check::check;
+using verbs_check::pollOne;
+using verbs_check::status;
 
 struct Side {
 	ibv_context *ctx = nullptr;
@@ -56,33 +58,9 @@ alignas(4096) uint8_t bufB[4096];
 
 bool modify(ibv_qp *qp, uint32_t destQpn, uint16_t dlid)
 {
-	ibv_qp_attr x{};
-	x.qp_state = IBV_QPS_INIT;
-	x.port_num = 1;
-	x.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-	if (ibv_modify_qp(qp, &x, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return false;
-	x = {};
-	x.qp_state = IBV_QPS_RTR;
-	x.path_mtu = IBV_MTU_1024;
-	x.dest_qp_num = destQpn;
-	x.max_dest_rd_atomic = 1;
-	x.min_rnr_timer = 12;
-	x.ah_attr.dlid = dlid;
-	x.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &x,
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return false;
-	x = {};
-	x.qp_state = IBV_QPS_RTS;
-	x.timeout = 14;
-	x.retry_cnt = 7;
-	x.rnr_retry = 7;
-	x.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &x,
-			     IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-				     IBV_QP_MAX_QP_RD_ATOMIC) == 0;
+	return verbs_check::toRts(qp, destQpn, dlid,
+				  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+				  verbs_check::kRcRtr, verbs_check::kRcRts);
 }
 
 /* A new connection: an error leaves both QPs in the Error state. A's QP
@@ -112,24 +90,6 @@ void connect()
 	}
 }
 
-/* one completion, or a status no verbs gives when none comes */
-ibv_wc poll(ibv_cq *cq)
-{
-	ibv_wc wc{};
-	for (int i = 0; i < 2000; i++) {
-		if (ibv_poll_cq(cq, 1, &wc) == 1)
-			return wc;
-		usleep(1000);
-	}
-	wc.status = static_cast<ibv_wc_status>(-1);
-	return wc;
-}
-
-const char *status(const ibv_wc &wc)
-{
-	return int(wc.status) == -1 ? "no completion" : ibv_wc_status_str(wc.status);
-}
-
 /* B's RDMA WRITE (or READ) of len bytes at addr through rkey, or its
  * SEND_WITH_INV of rkey: the completion */
 ibv_wc rdma(ibv_wr_opcode op, uint32_t rkey, uint64_t addr, uint32_t len)
@@ -147,7 +107,7 @@ ibv_wc rdma(ibv_wr_opcode op, uint32_t rkey, uint64_t addr, uint32_t len)
 		wr.wr.rdma = { addr, rkey };
 	if (ibv_post_send(b.qp, &wr, &bad))
 		return {};
-	return poll(b.cq);
+	return pollOne(b.cq);
 }
 
 /* B writes 16 bytes of text at A's buf + off through rkey: did they arrive */
@@ -174,7 +134,7 @@ void bind1(ibv_mw *mw, ibv_mr *mr, uint64_t addr, uint64_t len, unsigned access,
 		expect(ret == wantErr, what);
 		return;
 	}
-	ibv_wc wc = poll(a.cq);
+	ibv_wc wc = pollOne(a.cq);
 	printf("bind_mw type 1 %s: %s, opcode %s\n", what, status(wc),
 	       wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW ? "BIND_MW" : "-");
 	expect(wantErr == 0 && wc.status == want && (want != IBV_WC_SUCCESS || wc.opcode == IBV_WC_BIND_MW), what);
@@ -202,7 +162,7 @@ ibv_wc_status bind2(ibv_mw *mw, ibv_mr *mr, uint64_t addr, uint64_t len, unsigne
 		if (ibv_post_send(a.qp, &wr, &bad))
 			return static_cast<ibv_wc_status>(-2);
 	}
-	ibv_wc wc = poll(a.cq);
+	ibv_wc wc = pollOne(a.cq);
 	if (wc.status == IBV_WC_SUCCESS) {
 		mw->rkey = rkey; /* the program's to keep */
 		if (wc.opcode != IBV_WC_BIND_MW)
@@ -220,7 +180,7 @@ ibv_wc localInv(uint32_t rkey)
 	wr.invalidate_rkey = rkey;
 	if (ibv_post_send(a.qp, &wr, &bad))
 		return {};
-	return poll(a.cq);
+	return pollOne(a.cq);
 }
 
 bool open(Side &s, const char *name)
@@ -255,7 +215,8 @@ int main(int argc, char **argv)
 	}
 	ibv_device_attr da;
 	expect(ibv_query_device(a.ctx, &da) == 0, "query_device");
-	bool caps = (da.device_cap_flags & IBV_DEVICE_MEM_WINDOW) && (da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	bool caps = (da.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
+		(da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B);
 	printf("query_device: max_mw %s, MEM_WINDOW and MEM_WINDOW_TYPE_2B %s\n", da.max_mw ? "nonzero" : "0",
 	       caps ? "set" : "not set");
 	expect(da.max_mw && caps, "query_device advertises memory windows");
@@ -363,9 +324,9 @@ int main(int argc, char **argv)
 	rwr.num_sge = 1;
 	expect(ibv_post_recv(a.qp, &rwr, &badRecv) == 0, "post_recv");
 	wc = rdma(IBV_WR_SEND_WITH_INV, sent, 0, 16);
-	ibv_wc recvWc = poll(a.cq);
-	bool inv = recvWc.status == IBV_WC_SUCCESS && recvWc.opcode == IBV_WC_RECV && (recvWc.wc_flags & IBV_WC_WITH_INV) &&
-		recvWc.invalidated_rkey == sent;
+	ibv_wc recvWc = pollOne(a.cq);
+	bool inv = recvWc.status == IBV_WC_SUCCESS && recvWc.opcode == IBV_WC_RECV &&
+		(recvWc.wc_flags & IBV_WC_WITH_INV) && recvWc.invalidated_rkey == sent;
 	printf("SEND_WITH_INV: send %s, receive %s, %s\n", status(wc), status(recvWc),
 	       inv ? "WITH_INV of the window's rkey" : "no invalidation");
 	expect(wc.status == IBV_WC_SUCCESS && inv, "SEND_WITH_INV");

@@ -153,7 +153,8 @@ TEST_CASE("create_qp: types and capabilities", "[qp]")
 	REQUIRE(c.createCq(16, cq) == 0);
 	ib_uverbs_create_qp_resp qp{};
 	CHECK(c.createQp(pd, cq, cq, 0 /* SMI */, qp) == -EINVAL);
-	CHECK(c.createQp(pd, cq, cq, 9 /* XRC_INI */, qp) == -EOPNOTSUPP);
+	CHECK(c.createQp(pd, cq, cq, 8 /* RAW_PACKET */, qp) == -EOPNOTSUPP);
+	CHECK(c.createQp(pd, cq, cq, IB_QPT_XRC_TGT, qp) == -EINVAL); /* a PD's handle, not an XRCD's */
 	CHECK(c.createQp(pd, cq, cq, IB_QPT_RC, qp, -1, 1u << 20) == -EINVAL); /* max_send_wr */
 	CHECK(c.createQp(pd, cq, cq, IB_QPT_RC, qp, -1, 16, 16, 4096) == -EINVAL); /* inline */
 	CHECK(c.createQp(pd, cq, cq, IB_QPT_UD, qp) == 0);

@@ -43,6 +43,7 @@ int createOne(Client &c, UType t, uint32_t pd, uint32_t cq, uint16_t dlid, uint3
 		return rc;
 	}
 	case UType::Mw: /* not among kKinds */
+	case UType::Xrcd:
 		break;
 	}
 	return -EINVAL;
@@ -65,6 +66,8 @@ uint32_t destroyCommand(UType t)
 		return CMD_DESTROY_QP;
 	case UType::Mw:
 		return CMD_DEALLOC_MW;
+	case UType::Xrcd:
+		return CMD_CLOSE_XRCD;
 	}
 	return 0;
 }
@@ -195,7 +198,8 @@ TEST_CASE("verbs limits: a user holds 3/4 of each limit, EAGAIN past it; root an
 		INFO("object type " << int(type) << ", limit " << limit);
 		VerbsFixture fx;
 		/* two files of user 1000, one of user 1001, one of root */
-		auto a = std::make_unique<Maker>(fx, 100, 1000, type), a2 = std::make_unique<Maker>(fx, 101, 1000, type);
+		auto a = std::make_unique<Maker>(fx, 100, 1000, type),
+		     a2 = std::make_unique<Maker>(fx, 101, 1000, type);
 		Maker b(fx, 200, 1001, type), root(fx, 300, 0, type);
 		uint32_t share = limit / 4 * 3, h = 0;
 		int rc = 0;

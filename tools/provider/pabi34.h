@@ -39,6 +39,8 @@ struct ibv_modify_qp : pabi_cmd<ib_uverbs_modify_qp> {};
 struct ibv_create_srq : pabi_cmd<ib_uverbs_create_srq> {};
 struct ibv_modify_srq : pabi_cmd<ib_uverbs_modify_srq> {};
 struct ibv_query_srq : pabi_cmd<ib_uverbs_query_srq> {};
+struct ibv_open_xrcd : pabi_cmd<ib_uverbs_open_xrcd> {};
+struct ibv_create_xsrq : pabi_cmd<ib_uverbs_create_xsrq> {};
 
 extern "C" {
 
@@ -127,6 +129,12 @@ struct verbs_cq {
 	};
 };
 
+struct verbs_xrcd {
+	ibv_xrcd xrcd;
+	uint32_t comp_mask; /* VERBS_XRCD_HANDLE */
+	uint32_t handle;
+};
+
 struct verbs_srq {
 	ibv_srq srq;
 	int srq_type;
@@ -147,7 +155,8 @@ struct verbs_context_ops {
 	pabi_unused_op alloc_td, async_event, attach_counters_point_flow;
 	int (*attach_mcast)(ibv_qp *qp, const ibv_gid *gid, uint16_t lid);
 	int (*bind_mw)(ibv_qp *qp, ibv_mw *mw, ibv_mw_bind *mw_bind);
-	pabi_unused_op close_xrcd, cq_event;
+	int (*close_xrcd)(ibv_xrcd *xrcd);
+	pabi_unused_op cq_event;
 	ibv_ah *(*create_ah)(ibv_pd *pd, ibv_ah_attr *attr);
 	pabi_unused_op create_counters;
 	ibv_cq *(*create_cq)(ibv_context *context, int cqe, ibv_comp_channel *channel, int comp_vector);
@@ -157,7 +166,8 @@ struct verbs_context_ops {
 	ibv_qp *(*create_qp_ex)(ibv_context *context, ibv_qp_init_attr_ex *qp_init_attr_ex);
 	pabi_unused_op create_rwq_ind_table;
 	ibv_srq *(*create_srq)(ibv_pd *pd, ibv_srq_init_attr *srq_init_attr);
-	pabi_unused_op create_srq_ex, create_wq;
+	ibv_srq *(*create_srq_ex)(ibv_context *context, ibv_srq_init_attr_ex *srq_init_attr_ex);
+	pabi_unused_op create_wq;
 	int (*dealloc_mw)(ibv_mw *mw);
 	int (*dealloc_pd)(ibv_pd *pd);
 	pabi_unused_op dealloc_td;
@@ -172,11 +182,14 @@ struct verbs_context_ops {
 	pabi_unused_op destroy_wq;
 	int (*detach_mcast)(ibv_qp *qp, const ibv_gid *gid, uint16_t lid);
 	void (*free_context)(ibv_context *context);
-	pabi_unused_op free_dm, get_srq_num, import_dm, import_mr, import_pd, modify_cq, modify_flow_action_esp;
+	pabi_unused_op free_dm;
+	int (*get_srq_num)(ibv_srq *srq, uint32_t *srq_num);
+	pabi_unused_op import_dm, import_mr, import_pd, modify_cq, modify_flow_action_esp;
 	int (*modify_qp)(ibv_qp *qp, ibv_qp_attr *attr, int attr_mask);
 	pabi_unused_op modify_qp_rate_limit;
 	int (*modify_srq)(ibv_srq *srq, ibv_srq_attr *srq_attr, int srq_attr_mask);
-	pabi_unused_op modify_wq, open_qp, open_xrcd;
+	pabi_unused_op modify_wq, open_qp;
+	ibv_xrcd *(*open_xrcd)(ibv_context *context, ibv_xrcd_init_attr *xrcd_init_attr);
 	int (*poll_cq)(ibv_cq *cq, int num_entries, ibv_wc *wc);
 	int (*post_recv)(ibv_qp *qp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr);
 	int (*post_send)(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad_wr);
@@ -232,6 +245,12 @@ int ibv_cmd_modify_srq(ibv_srq *srq, ibv_srq_attr *srq_attr, int srq_attr_mask, 
 		       size_t cmd_size);
 int ibv_cmd_query_srq(ibv_srq *srq, ibv_srq_attr *srq_attr, struct ibv_query_srq *cmd, size_t cmd_size);
 int ibv_cmd_destroy_srq(ibv_srq *srq);
+int ibv_cmd_open_xrcd(ibv_context *context, verbs_xrcd *xrcd, int vxrcd_size, ibv_xrcd_init_attr *attr,
+		      struct ibv_open_xrcd *cmd, size_t cmd_size, ib_uverbs_open_xrcd_resp *resp, size_t resp_size);
+int ibv_cmd_close_xrcd(verbs_xrcd *xrcd);
+int ibv_cmd_create_srq_ex(ibv_context *context, verbs_srq *srq, ibv_srq_init_attr_ex *attr_ex,
+			  struct ibv_create_xsrq *cmd, size_t cmd_size, ib_uverbs_create_srq_resp *resp,
+			  size_t resp_size);
 int ibv_cmd_create_qp_ex(ibv_context *context, verbs_qp *qp, ibv_qp_init_attr_ex *attr_ex, struct ibv_create_qp *cmd,
 			 size_t cmd_size, ib_uverbs_create_qp_resp *resp, size_t resp_size);
 int ibv_cmd_query_qp(ibv_qp *qp, ibv_qp_attr *qp_attr, int attr_mask, ibv_qp_init_attr *qp_init_attr,
@@ -262,7 +281,11 @@ static_assert(offsetof(verbs_context_ops, alloc_pd) == 5 * 8);
 static_assert(offsetof(verbs_context_ops, create_ah) == 13 * 8);
 static_assert(offsetof(verbs_context_ops, create_cq) == 15 * 8);
 static_assert(offsetof(verbs_context_ops, create_qp) == 19 * 8);
+static_assert(offsetof(verbs_context_ops, close_xrcd) == 11 * 8);
 static_assert(offsetof(verbs_context_ops, create_srq) == 22 * 8);
+static_assert(offsetof(verbs_context_ops, create_srq_ex) == 23 * 8);
+static_assert(offsetof(verbs_context_ops, get_srq_num) == 41 * 8);
+static_assert(offsetof(verbs_context_ops, open_xrcd) == 52 * 8);
 static_assert(offsetof(verbs_context_ops, dealloc_pd) == 26 * 8);
 static_assert(offsetof(verbs_context_ops, dereg_mr) == 28 * 8);
 static_assert(offsetof(verbs_context_ops, destroy_cq) == 31 * 8);
@@ -284,5 +307,6 @@ static_assert(sizeof(verbs_mr) == 56);
 static_assert(offsetof(verbs_qp, comp_mask) == 352 && sizeof(verbs_qp) == 368);
 static_assert(sizeof(verbs_cq) == 288);
 static_assert(sizeof(verbs_srq) == 160);
+static_assert(sizeof(verbs_xrcd) == 16);
 static_assert(sizeof(struct ibv_get_context) == 16 && sizeof(struct ibv_create_cq) == 40 &&
 	      sizeof(struct ibv_create_qp) == 64);

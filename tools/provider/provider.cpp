@@ -401,21 +401,66 @@ int destroyQp(ibv_qp *qp)
 	return 0;
 }
 
-ibv_srq *createSrq(ibv_pd *pd, ibv_srq_init_attr *attr)
+/* A new T, kept when command(T *) answers 0; else null with its errno. */
+template <typename T, typename Command> T *made(Command command)
 {
-	auto *srq = new (std::nothrow) verbs_srq{};
-	if (!srq) {
+	auto *o = new (std::nothrow) T{};
+	if (!o) {
 		errno = ENOMEM;
 		return nullptr;
 	}
-	struct ibv_create_srq cmd;
-	ib_uverbs_create_srq_resp resp;
-	if (int ret = ibv_cmd_create_srq(pd, &srq->srq, attr, &cmd, sizeof cmd, &resp, sizeof resp)) {
-		delete srq;
+	if (int ret = command(o)) {
+		delete o;
 		errno = ret;
 		return nullptr;
 	}
-	return &srq->srq;
+	return o;
+}
+
+ibv_srq *createSrq(ibv_pd *pd, ibv_srq_init_attr *attr)
+{
+	verbs_srq *srq = made<verbs_srq>([&](verbs_srq *s) {
+		struct ibv_create_srq cmd;
+		ib_uverbs_create_srq_resp resp;
+		return ibv_cmd_create_srq(pd, &s->srq, attr, &cmd, sizeof cmd, &resp, sizeof resp);
+	});
+	return srq ? &srq->srq : nullptr;
+}
+
+/* XRC SRQs (and basic ones this way too): CREATE_XSRQ */
+ibv_srq *createSrqEx(ibv_context *context, ibv_srq_init_attr_ex *attr)
+{
+	verbs_srq *srq = made<verbs_srq>([&](verbs_srq *s) {
+		struct ibv_create_xsrq cmd;
+		ib_uverbs_create_srq_resp resp;
+		return ibv_cmd_create_srq_ex(context, s, attr, &cmd, sizeof cmd, &resp, sizeof resp);
+	});
+	return srq ? &srq->srq : nullptr;
+}
+
+int getSrqNum(ibv_srq *srq, uint32_t *num)
+{
+	*num = reinterpret_cast<verbs_srq *>(srq)->srq_num;
+	return 0;
+}
+
+ibv_xrcd *openXrcd(ibv_context *context, ibv_xrcd_init_attr *attr)
+{
+	verbs_xrcd *xrcd = made<verbs_xrcd>([&](verbs_xrcd *x) {
+		struct ibv_open_xrcd cmd;
+		ib_uverbs_open_xrcd_resp resp;
+		return ibv_cmd_open_xrcd(context, x, sizeof *x, attr, &cmd, sizeof cmd, &resp, sizeof resp);
+	});
+	return xrcd ? &xrcd->xrcd : nullptr;
+}
+
+int closeXrcd(ibv_xrcd *ibxrcd)
+{
+	auto *xrcd = reinterpret_cast<verbs_xrcd *>(ibxrcd);
+	if (int ret = ibv_cmd_close_xrcd(xrcd))
+		return ret;
+	delete xrcd;
+	return 0;
 }
 
 int modifySrq(ibv_srq *srq, ibv_srq_attr *attr, int mask)
@@ -463,6 +508,10 @@ const verbs_context_ops kOps = [] {
 	o.create_qp = createQp;
 	o.create_qp_ex = createQpEx;
 	o.create_srq = createSrq;
+	o.create_srq_ex = createSrqEx;
+	o.close_xrcd = closeXrcd;
+	o.get_srq_num = getSrqNum;
+	o.open_xrcd = openXrcd;
 	o.dealloc_mw = deallocMw;
 	o.dealloc_pd = deallocPd;
 	o.dereg_mr = deregMr;

@@ -92,6 +92,12 @@ void setUdAddr(ibv_qp_ex *qpx, ibv_ah *ah, uint32_t qpn, uint32_t qkey)
 		wr->wr.ud = { ah, qpn, qkey };
 }
 
+void setXrcSrqn(ibv_qp_ex *qpx, uint32_t srqn)
+{
+	if (ibv_send_wr *wr = lastWr(qpx))
+		wr->qp_type.xrc.remote_srqn = srqn;
+}
+
 void setSgeList(ibv_qp_ex *qpx, size_t n, const ibv_sge *list)
 {
 	ibv_send_wr *wr = lastWr(qpx);
@@ -206,17 +212,18 @@ constexpr uint64_t kRcOps = kUcOps | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_A
  * type: EOPNOTSUPP. */
 int checkQpInit(const ibv_qp_init_attr_ex &a)
 {
-	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+		IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	if (a.comp_mask & ~known)
 		return EOPNOTSUPP;
 	if ((a.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a.create_flags)
 		return EOPNOTSUPP;
 	if (!(a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
 		return 0;
-	uint64_t ops = a.qp_type == IBV_QPT_RC ? kRcOps
-		: a.qp_type == IBV_QPT_UC      ? kUcOps
-		: a.qp_type == IBV_QPT_UD      ? kUdOps
-					       : 0;
+	uint64_t ops = a.qp_type == IBV_QPT_RC || a.qp_type == IBV_QPT_XRC_SEND ? kRcOps
+		: a.qp_type == IBV_QPT_UC                                       ? kUcOps
+		: a.qp_type == IBV_QPT_UD                                       ? kUdOps
+										: 0;
 	return ops && !(a.send_ops_flags & ~ops) ? 0 : EOPNOTSUPP;
 }
 
@@ -375,6 +382,7 @@ ibv_qp *createQpEx(ibv_context *context, ibv_qp_init_attr_ex *attr)
 	x.wr_local_inv = wrLocalInv;
 	x.wr_bind_mw = wrBindMw;
 	x.wr_set_ud_addr = setUdAddr;
+	x.wr_set_xrc_srqn = setXrcSrqn;
 	x.wr_set_sge = setSge;
 	x.wr_set_sge_list = setSgeList;
 	x.wr_set_inline_data = setInlineData;

@@ -78,13 +78,13 @@ int checkSend(const Qp *qp, const ibv_send_wr *wr, uint32_t outstanding)
 			return EINVAL;
 		break;
 	case IBV_WR_SEND_WITH_INV: /* the rkey goes where an immediate would */
-		if (q.qp_type != IBV_QPT_RC && q.qp_type != IBV_QPT_UC)
+		if (q.qp_type != IBV_QPT_RC && q.qp_type != IBV_QPT_UC && q.qp_type != IBV_QPT_XRC_SEND)
 			return EINVAL;
 		break;
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		if (q.qp_type != IBV_QPT_RC || r.maxRdAtomic == 0 || inl)
+		if ((q.qp_type != IBV_QPT_RC && q.qp_type != IBV_QPT_XRC_SEND) || r.maxRdAtomic == 0 || inl)
 			return EINVAL;
 		break;
 	case IBV_WR_BIND_MW: /* local operations: their checks are the device's, when it executes them */
@@ -123,6 +123,8 @@ void writeSend(const Qp *qp, const ibv_send_wr *wr, uint8_t *slot)
 	h.opcode = wr->opcode; /* IBV_WR_* and IB_WR_* agree for these */
 	h.send_flags = wr->send_flags;
 	h.imm_data = wr->imm_data;
+	if (qp->vqp.qp.qp_type == IBV_QPT_XRC_SEND)
+		h.remote_srqn = wr->qp_type.xrc.remote_srqn;
 	if (wr->opcode == IBV_WR_BIND_MW) { /* as emu/ibemu_user_verbs.h lays a bind out */
 		const ibv_mw_bind_info &b = wr->bind_mw.bind_info;
 		h.ah = wr->bind_mw.mw->handle;
@@ -175,7 +177,8 @@ void writeSend(const Qp *qp, const ibv_send_wr *wr, uint8_t *slot)
 
 void attachRing(ibv_context *context, Qp *qp, const ibv_qp_init_attr_ex &granted)
 {
-	if (granted.qp_type != IBV_QPT_RC && granted.qp_type != IBV_QPT_UC && granted.qp_type != IBV_QPT_UD)
+	if (granted.qp_type != IBV_QPT_RC && granted.qp_type != IBV_QPT_UC && granted.qp_type != IBV_QPT_UD &&
+	    granted.qp_type != IBV_QPT_XRC_SEND)
 		return;
 	QpRing r;
 	r.maxSendWr = granted.cap.max_send_wr;
@@ -183,7 +186,7 @@ void attachRing(ibv_context *context, Qp *qp, const ibv_qp_init_attr_ex &granted
 	r.maxInline = granted.cap.max_inline_data;
 	r.sqEntries = powerOfTwo(r.maxSendWr);
 	r.sqStride = round16(sizeof(ibemu_send_wqe) + std::max<uint64_t>(uint64_t(r.maxSendSge) * kSge, r.maxInline));
-	if (!granted.srq) {
+	if (!granted.srq && granted.qp_type != IBV_QPT_XRC_SEND) { /* an initiator receives nothing */
 		r.maxRecvWr = granted.cap.max_recv_wr;
 		r.maxRecvSge = granted.cap.max_recv_sge;
 		r.rqEntries = powerOfTwo(r.maxRecvWr);
