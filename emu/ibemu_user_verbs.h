@@ -169,11 +169,12 @@ struct ibemu_add_spares_resp {
 };
 
 /* IBEMU_CMD_ATTACH_QP_RING: no response. The QP must be in RESET with
- * nothing posted. Slot counts are powers of two, at least the QP's
- * max_send_wr / max_recv_wr; a send slot holds a struct ibemu_send_wqe
- * then max(max_send_sge SGEs, max_inline_data bytes), a receive slot a
- * struct ibemu_recv_wqe then max_recv_sge SGEs (struct ib_uverbs_sge);
- * strides are multiples of 16. */
+ * nothing posted. Slot counts are ibemu_cq_ring_entries() of the QP's
+ * max_send_wr / max_recv_wr (the power of two above: 2 slots for 1 WR);
+ * none for the receive queue with an SRQ or of an XRC send QP. A send
+ * slot holds a struct ibemu_send_wqe then max(max_send_sge SGEs,
+ * max_inline_data bytes), a receive slot a struct ibemu_recv_wqe then
+ * max_recv_sge SGEs (struct ib_uverbs_sge); strides are multiples of 16. */
 struct ibemu_attach_qp_ring {
 	uint32_t qp_handle;
 	int32_t ring_fd; /* the memfd (header, send slots, receive slots) or IBEMU_RING_IN_AREA */

@@ -2,7 +2,7 @@
 # Stock librdmacm programs over ibemu's rdma_cm device, on the transport
 # IBEMU_TRANSPORT names (lib.sh's verbs_transport: seccomp natively, CUSE in
 # the VM suite): the device and its sysfs entry, then rping, ucmatose, rdma_server /
-# rdma_client, rdma_xserver / rdma_xclient, udaddy (UD, SIDR), mckey
+# rdma_client, rdma_xserver / rdma_xclient (RC and XRC), udaddy (UD, SIDR), mckey
 # (multicast through the SA and the MFTs), perftest's -R mode, and two
 # middlewares (UCX's verbs transports, libfabric's verbs provider) between
 # the two local CAs (addresses 10.200.N.1, routes from OpenSM, the IB CM on
@@ -91,6 +91,13 @@ expect_match "rdma_client: end 0" 'rdma_client: end 0' "$(cat "$work/rdma_server
 
 rcs=$(pair rdma_xserver rdma_xserver -c r -- rdma_xclient -c r -s 10.200.1.1)
 expect_eq "rdma_xserver / rdma_xclient (RC, inline send): exit 0" "0 0" "$rcs"
+
+# XRC: the server's XRC SRQ (in a domain of no file) and receive QP, the
+# client's send QP with one work request in its ring, the SRQ's number in
+# the REP's private data, an inline SEND that names it
+rcs=$(pair rdma_xserver_x rdma_xserver -c x -p 7472 -- rdma_xclient -c x -s 10.200.1.1 -p 7472)
+expect_eq "rdma_xserver / rdma_xclient -c x (XRC): exit 0" "0 0" "$rcs"
+expect_match "rdma_xserver -c x: its receive completed" 'rdma_xserver: end 0' "$(cat "$work/rdma_xserver_x.server")"
 
 rcs=$(pair udaddy udaddy -b 10.200.1.1 -- udaddy -s 10.200.1.1 -b 10.200.0.1)
 expect_eq "udaddy (UD, SIDR): client and server exit 0" "0 0" "$rcs"

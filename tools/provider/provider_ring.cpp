@@ -24,14 +24,6 @@ namespace {
 
 constexpr uint32_t kSge = sizeof(ib_uverbs_sge);
 
-uint32_t powerOfTwo(uint32_t n)
-{
-	uint32_t p = 1;
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 uint32_t round16(uint64_t n)
 {
 	return static_cast<uint32_t>((n + 15) & ~uint64_t(15));
@@ -184,12 +176,12 @@ void attachRing(ibv_context *context, Qp *qp, const ibv_qp_init_attr_ex &granted
 	r.maxSendWr = granted.cap.max_send_wr;
 	r.maxSendSge = granted.cap.max_send_sge;
 	r.maxInline = granted.cap.max_inline_data;
-	r.sqEntries = powerOfTwo(r.maxSendWr);
+	r.sqEntries = ibemu_cq_ring_entries(r.maxSendWr); /* what the device checks: 2 for 1 WR */
 	r.sqStride = round16(sizeof(ibemu_send_wqe) + std::max<uint64_t>(uint64_t(r.maxSendSge) * kSge, r.maxInline));
 	if (!granted.srq && granted.qp_type != IBV_QPT_XRC_SEND) { /* an initiator receives nothing */
 		r.maxRecvWr = granted.cap.max_recv_wr;
 		r.maxRecvSge = granted.cap.max_recv_sge;
-		r.rqEntries = powerOfTwo(r.maxRecvWr);
+		r.rqEntries = ibemu_cq_ring_entries(r.maxRecvWr);
 		r.rqStride = round16(sizeof(ibemu_recv_wqe) + uint64_t(r.maxRecvSge) * kSge);
 	}
 	if (r.sqEntries > IBEMU_QP_RING_MAX_ENTRIES || r.rqEntries > IBEMU_QP_RING_MAX_ENTRIES ||
