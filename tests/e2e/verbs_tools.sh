@@ -243,6 +243,8 @@ expect_match "open_xrcd O_EXCL of a file with a domain: EINVAL" \
 expect_match "close_xrcd with an XRC SRQ: EBUSY" '^close_xrcd with an XRC SRQ: Device or resource busy$' "$out"
 expect_match "an XRC SEND lands in the SRQ it names" \
 	"^XRC SEND to the second SRQ: receive success, its SRQ's buffer, wr_id and CQ$" "$out"
+expect_match "an XRC RDMA WRITE takes the named SRQ's PD" \
+	"^XRC RDMA WRITE with an rkey of the SRQ's PD: success, bytes arrived$" "$out"
 expect_match "an SRQ of another domain: REM_INV_REQ_ERR" \
 	'^XRC SEND to an XRC SRQ of another domain: remote invalid request error$' "$out"
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
 // XRC (issue 40, item 4): ibv_open_xrcd and its sharing by file, XRC SRQs,
-// XRC send (initiator) and receive (target) QPs, and XRC SENDs landing in
-// the SRQ their XRCETH names.
+// XRC send (initiator) and receive (target) QPs, XRC SENDs landing in the
+// SRQ their XRCETH names, and XRC RDMA WRITEs checked against that SRQ's PD.
 //
 // usage: verbs_xrc DEV_A DEV_B
 // A's initiator QP sends to B's target QP (the ports must be active). B
@@ -98,9 +98,10 @@ ibv_srq *xrcSrq(ibv_xrcd *x, ibv_cq *cq)
 bool modify(ibv_qp *qp, uint32_t destQpn, uint16_t dlid, bool target)
 {
 	using verbs_check::kRcRtr, verbs_check::kRcRts;
-	return verbs_check::toRts(
-		qp, destQpn, dlid, 0, target ? kRcRtr : kRcRtr & ~(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
-		target ? kRcRts & ~(IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) : kRcRts);
+	return verbs_check::toRts(qp, destQpn, dlid, target ? IBV_ACCESS_REMOTE_WRITE : 0,
+				  target ? kRcRtr : kRcRtr & ~(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+				  target ? kRcRts & ~(IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)
+					 : kRcRts);
 }
 
 /* A new initiator on A and target on B (of the domain x1): an error leaves both in Error. */
@@ -129,8 +130,9 @@ void connect()
 	}
 }
 
-/* A sends 16 bytes of text to B's SRQ srqn (through ibv_wr_* if wrApi): its completion */
-ibv_wc send(uint32_t srqn, const char *text, bool wrApi)
+/* A sends 16 bytes of text to B's SRQ srqn (through ibv_wr_* if wrApi),
+ * or with an rkey writes them at B's addr: its completion */
+ibv_wc send(uint32_t srqn, const char *text, bool wrApi, uint32_t rkey = 0, uint8_t *addr = nullptr)
 {
 	memcpy(bufA, text, 16);
 	if (wrApi) {
@@ -147,7 +149,8 @@ ibv_wc send(uint32_t srqn, const char *text, bool wrApi)
 		ibv_sge sge{ uintptr_t(bufA), 16, 0 };
 		ibv_send_wr wr{}, *bad;
 		wr.wr_id = 7;
-		wr.opcode = IBV_WR_SEND;
+		wr.opcode = rkey ? IBV_WR_RDMA_WRITE : IBV_WR_SEND;
+		wr.wr.rdma = { uintptr_t(addr), rkey };
 		wr.sg_list = &sge;
 		wr.num_sge = 1;
 		wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
@@ -285,6 +288,21 @@ int main(int argc, char **argv)
 	expect(wc.status == IBV_WC_SUCCESS, "ibv_wr_set_xrc_srqn");
 	landed(cq1, 101, 0, "to the first   .", "XRC SEND to the first SRQ");
 
+	/* an RDMA WRITE names an SRQ too, whose PD its rkey must be of */
+	ibv_pd *otherPd = ibv_alloc_pd(ctxB2);
+	const int remote = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	ibv_mr *inPd = ibv_reg_mr(pdB2, bufB + 1024, 64, remote),
+	       *outside = ibv_reg_mr(otherPd, bufB + 2048, 64, remote);
+	wc = send(n1, "written through.", false, inPd->rkey, bufB + 1024);
+	bool moved = wc.status == IBV_WC_SUCCESS && memcmp(bufB + 1024, "written through.", 16) == 0;
+	printf("XRC RDMA WRITE with an rkey of the SRQ's PD: %s, bytes %s\n", status(wc),
+	       moved ? "arrived" : "missing");
+	expect(moved, "XRC RDMA WRITE");
+	wc = send(n1, "not in that PD..", false, outside->rkey, bufB + 2048);
+	printf("XRC RDMA WRITE with an rkey of another PD: %s\n", status(wc));
+	expect(wc.status == IBV_WC_REM_ACCESS_ERR, "XRC RDMA WRITE, another PD");
+	connect();
+
 	/* an SRQ of another domain, and a number no SRQ has: Invalid Request */
 	postRecv(foreign, mrB, 128, 303);
 	wc = send(nf, "to another domain", false);
@@ -305,7 +323,9 @@ int main(int argc, char **argv)
 	printf("close_xrcd once its SRQs are gone: %s\n", errName(ret));
 	expect(ret == 0, "close_xrcd");
 	expect(ibv_close_xrcd(x1) == 0 && ibv_close_xrcd(own) == 0, "close the other domains");
-	expect(ibv_dereg_mr(mrA) == 0 && ibv_dereg_mr(mrB) == 0, "dereg_mr");
+	expect(ibv_dereg_mr(mrA) == 0 && ibv_dereg_mr(mrB) == 0 && ibv_dereg_mr(inPd) == 0 &&
+		       ibv_dereg_mr(outside) == 0 && ibv_dealloc_pd(otherPd) == 0,
+	       "dereg_mr");
 	close(fd1);
 	close(fd2);
 	close(fd3);
