@@ -129,8 +129,12 @@ bool Daemon::startTransport()
 			opts_.spinUs);
 	if (seccomp_ && !cuse_) /* the data path reaches programs through it */
 		host_->setAccess(&seccomp_->access());
-	if (seccomp_) /* a cluster host's programs: its HCAs only */
-		seccomp_->setHostOf([this](pid_t tid) { return hostNs_.hostOf(tid); });
+	/* a cluster host's programs: its HCAs only */
+	auto hostOf = [this](pid_t tid) { return hostNs_.hostOf(tid); };
+	if (seccomp_)
+		seccomp_->setHostOf(hostOf);
+	if (cuse_)
+		cuse_->setHostOf(hostOf);
 	cuse_dev::FuseFs::Options fsOpts;
 	fsOpts.deviceFiles = !useCuse_;
 	fsOpts.pciIdentity = !verbsDriver_;
