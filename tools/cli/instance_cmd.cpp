@@ -196,7 +196,8 @@ int hostHolder(const Instance &inst, int pid, const nlohmann::json &ready, const
 			}
 		if (holder > 0 && atoi(status.c_str() + std::min<size_t>(status.size(), 5)) == pid)
 			return holder;
-		why = "host \"" + host + "\" of instance \"" + inst.name + "\" has no namespaces (its holder is gone)";
+		why = "host \"" + host + "\" of instance \"" + inst.name +
+			"\" has no namespaces of its own (a --global instance has none; otherwise their holder is gone)";
 		code = 1;
 		return 0;
 	}
