@@ -6,8 +6,9 @@
 # device and sysfs directories) and refused another host's device paths
 # (ENOENT, also where the seccomp transport serves them); two programs of
 # one host share its namespace, plain `exec` keeps the instance's; rping
-# between two programs of one host; rdma_cm binds only the host's
-# addresses; an unknown host is an error (exit 2).
+# between two programs of one host; rdma_cm binds and listens per host;
+# an unknown host is an error (exit 2). Natively on the seccomp
+# transport (e2e-hosts), on CUSE in the VM (vm-cuse-hosts).
 # usage: hosts.sh IBEMU_BINARY TOPOLOGY_DIR
 set -u
 ibemu=$1
@@ -31,6 +32,9 @@ hostb
 out=$("$ibemu" hosts --instance $H --json |
 	python3 -c 'import json,sys; print(*("%s=%s" % (h["name"], ",".join(c["name"] + "/" + c["node_guid"] for c in h["hcas"])) for h in json.load(sys.stdin)["hosts"]))')
 expect_eq "ibemu hosts --json" "hosta=ibemu0/0x0002c90300000100,ibemu1/0x0002c90300000200 hostb=ibemu2/0x0002c90300000300" "$out"
+
+expect_match "ibemu status names the hosts" '^  hosts \(ibemu exec --host\): hosta: ibemu0 ibemu1; hostb: ibemu2$' \
+	"$("$ibemu" status --instance $H)"
 
 # on_host HOST CMD...: a tool run on one of the instance's hosts
 on_host() { local h=$1; shift; timeout "$tool_timeout" "$ibemu" exec --instance $H --host "$h" -- "$@" 2>&1; }
