@@ -123,4 +123,20 @@ expect_eq "both hosts listened on port 7471 (no rdma_bind_addr or rdma_listen er
 	"$(cat "$work/any.hosta" "$work/any.hostb" | grep -c 'rdma_')"
 
 stop_opensm $H
+
+# a killed daemon leaves no host namespaces behind: their holders end
+# with it (bounded wait: a killed daemon takes a moment to go)
+K=hosts-kill-$$
+"$ibemu" up --instance $K >/dev/null 2>&1
+expect_eq "up (default fabric)" 0 $?
+holders=$("$ibemu" status --instance $K --json | python3 -c 'import json,sys; print(*(h["holder"] for h in json.load(sys.stdin)["hosts"]))')
+expect_match "two hosts, each with a holder" '^[0-9]+ [0-9]+$' "$holders"
+kill -9 "$(cat "$IBEMU_RUN_DIR/$K/pid")"
+for _ in $(seq 100); do
+	left=$(for p in $holders; do [ -d /proc/$p ] && echo "$p"; done)
+	[ -z "$left" ] && break
+	sleep 0.1
+done
+expect_eq "the holders end with a killed daemon" "" "$left"
+rm -rf "${IBEMU_RUN_DIR:?}/$K"
 e2e_done
