@@ -65,6 +65,19 @@ issm2 ENOENT
 uverbs1 opened
 rdma_cm opened" "$out"
 
+# a program of a host holding a device is one of the instance's clients
+"$ibemu" exec --instance $H --host hostb -- python3 -c '
+import os, time
+fd = os.open("/dev/infiniband/uverbs2", os.O_RDWR)
+print("open", flush=True)
+time.sleep(60)' >"$work/holder.out" 2>&1 &
+holder=$!
+for _ in $(seq 100); do grep -q open "$work/holder.out" && break; sleep 0.1; done
+out=$("$ibemu" status --instance $H --json | python3 -c 'import json,sys; print(*(c["pid"] for c in json.load(sys.stdin)["clients"]))')
+expect_eq "ibemu status names a host's program holding a device" "$holder" "$out"
+kill $holder
+wait $holder 2>/dev/null
+
 # one network namespace per host, shared by its programs; plain exec's is
 # the instance's (this shell's)
 a1=$(on_host hosta readlink /proc/self/ns/net)
