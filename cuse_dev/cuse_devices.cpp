@@ -280,6 +280,11 @@ void CuseDevices::setRdmaCmNode(std::string p)
 	impl_->cmFiles.setNode(std::move(p));
 }
 
+void CuseDevices::setHostOf(std::function<std::string(pid_t tid)> hostOf)
+{
+	impl_->cmFiles.setHostOf(std::move(hostOf));
+}
+
 void CuseDevices::openers(std::map<pid_t, unsigned> &out) const
 {
 	impl_->files.openers(out);

@@ -13,6 +13,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -48,6 +49,9 @@ public:
 	/* where the rdma_cm node is reachable in the daemon's own namespace
 	 * (its /dev/infiniband may be covered), for MIGRATE_ID's check */
 	void setRdmaCmNode(std::string path);
+	/* which cluster host a caller (by thread id) belongs to, "" for the
+	 * whole instance: the rdma_cm files it opens keep to that host's HCAs */
+	void setHostOf(std::function<std::string(pid_t tid)> hostOf);
 
 	struct Impl;
 

@@ -265,6 +265,7 @@ FuseFs::FuseFs(boost::asio::io_context &io, emu::Host &host, const Options &opts
 	numbers.uverbs = opts.uverbsNumbers;
 	numbers.rdmaCm = opts.rdmaCmNumbers;
 	buildSysfs(s.root, host, numbers, opts.pciIdentity);
+	buildHostSysfs(s.root, host, numbers, opts.pciIdentity);
 	if (opts.status) {
 		auto render = opts.status;
 		s.root.addFile("status.json", [render] { return SysfsValue{ 0, render() }; });

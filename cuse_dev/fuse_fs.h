@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
 // The FUSE transport, for machines without /dev/cuse: one FUSE filesystem
-// per instance serving the sysfs view (class/...) and the device files
+// per instance serving the sysfs view (class/..., and each cluster host's
+// in hosts/NAME/class/..., docs/cluster.md) and the device files
 // (dev/umadN, dev/issmN) as regular files. tools/instance/namespace.cpp makes them
 // appear at /sys/class and /dev/infiniband inside the instance's mount
 // namespace.

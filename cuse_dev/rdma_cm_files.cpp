@@ -53,6 +53,8 @@ void RdmaCmFiles::open(fuse_req_t req, fuse_file_info *fi)
 		return (void)fuse_reply_err(req, EMFILE);
 	pid_t opener = open_files::callerProcess(req);
 	o->file = std::make_unique<emu::UcmaFile>(host_.cma(), host_.access(), opener);
+	if (hostOf_)
+		o->file->setHostScope(hostOf_(fuse_req_ctx(req)->pid));
 	/* the opener waits in open(): its ID is still its own */
 	if (uint64_t id = processIdentity(opener))
 		o->file->setOpenerIdentity(id);

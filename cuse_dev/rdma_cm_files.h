@@ -13,6 +13,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -28,6 +29,9 @@ public:
 	RdmaCmFiles(boost::asio::io_context &io, emu::Host &host);
 	/* the device node, which MIGRATE_ID's descriptor must be */
 	void setNode(std::string node) { node_ = std::move(node); }
+	/* which cluster host a caller (by thread id) belongs to, "" for the
+	 * whole instance: its files' IDs keep to that host's HCAs */
+	void setHostOf(std::function<std::string(pid_t tid)> hostOf) { hostOf_ = std::move(hostOf); }
 	~RdmaCmFiles();
 	RdmaCmFiles(const RdmaCmFiles &) = delete;
 	RdmaCmFiles &operator=(const RdmaCmFiles &) = delete;
@@ -54,6 +58,7 @@ private:
 	emu::Host &host_;
 	OpenFiles<Open> opens_;
 	std::string node_;
+	std::function<std::string(pid_t tid)> hostOf_;
 	/* the node's device and inode, once found */
 	dev_t nodeDev_ = 0;
 	ino_t nodeIno_ = 0;

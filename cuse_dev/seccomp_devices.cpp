@@ -280,6 +280,7 @@ struct SeccompDevices::Impl {
 	Current current;
 	emu::RequestWork *turnWork = nullptr; /* readable()'s, while it runs */
 	bool stopping = false;
+	std::function<std::string(pid_t)> hostOf; /* setHostOf() */
 
 	/* --- listeners --- */
 	void arm(Listener &l);
@@ -778,16 +779,25 @@ void SeccompDevices::Impl::openDevice(const Notification &n, int base, NodeKind 
 	if (stopping)
 		return (void)n.fail(ENXIO);
 	emu::UmadPort *port = nullptr;
-	emu::Hca *hca = nullptr;
+	emu::Hca *hca = nullptr, *portHca = nullptr;
 	for (const auto &h : host.hcas()) {
 		if (kind == NodeKind::Uverbs && h->verbsNum == num && h->verbs)
 			hca = h.get();
 		for (const auto &u : h->umadPorts)
-			if (u->devNum() == num)
+			if (u->devNum() == num) {
 				port = u.get();
+				portHca = h.get();
+			}
 	}
 	if ((kind == NodeKind::Uverbs && !hca) || ((kind == NodeKind::Umad || kind == NodeKind::Issm) && !port))
 		return (void)n.proceed(); /* no such device: the kernel's ENOENT */
+	/* a program of a cluster host has its host's devices only: another
+	 * host's path is left to the kernel, which finds no such file in the
+	 * host's /dev/infiniband (ENOENT) */
+	std::string scope = hostOf ? hostOf(n.tid()) : std::string();
+	emu::Hca *owner = kind == NodeKind::Uverbs ? hca : kind == NodeKind::RdmaCm ? nullptr : portHca;
+	if (owner && !scope.empty() && owner->hostName != scope)
+		return (void)n.proceed();
 	/* an issm claim taken for this open, given back unless the file gets it */
 	struct Claim {
 		emu::UmadPort *port = nullptr;
@@ -869,6 +879,7 @@ void SeccompDevices::Impl::openDevice(const Notification &n, int base, NodeKind 
 		break;
 	case NodeKind::RdmaCm: /* ucma_open() */
 		f->ucma = std::make_unique<emu::UcmaFile>(host.cma(), access, tgid);
+		f->ucma->setHostScope(scope);
 		f->ucma->setWakeup(wake);
 		/* the very file behind fd, as the kernel's check */
 		f->ucma->setCmFileOf([this](pid_t tid, int fd, const emu::UcmaFile *&file) {
@@ -1268,6 +1279,11 @@ int SeccompDevices::adopt(int listener, int base)
 	s.listeners.emplace(listener, std::move(l));
 	s.arm(ref);
 	return 0;
+}
+
+void SeccompDevices::setHostOf(std::function<std::string(pid_t tid)> hostOf)
+{
+	impl_->hostOf = std::move(hostOf);
 }
 
 emu::UserAccess &SeccompDevices::access()

@@ -57,6 +57,11 @@ public:
 	 * no block. */
 	int adopt(int listener, int base);
 
+	/* Which cluster host thread tid belongs to (emu::Hca::hostName), ""
+	 * for the whole instance: its opens find only that host's devices,
+	 * and its rdma_cm files bind and listen on that host's addresses. */
+	void setHostOf(std::function<std::string(pid_t tid)> hostOf);
+
 	/* How emu/ reaches the programs served here (the host's, for the data
 	 * path, where no other transport gave it one). */
 	emu::UserAccess &access();

@@ -269,7 +269,10 @@ std::string formatGid(const uint8_t *gid)
 	return s;
 }
 
-void buildSysfs(SysfsNode &root, emu::Host &host, const DevNumbers &numbers, bool pciIdentity)
+namespace {
+
+void buildClasses(SysfsNode &root, emu::Host &host, const DevNumbers &numbers, bool pciIdentity,
+		  const std::string &onlyHost)
 {
 	SysfsNode *cls = root.child("class") ? root.child("class") : root.addDir("class");
 	SysfsNode *ib = cls->addDir("infiniband");
@@ -291,10 +294,31 @@ void buildSysfs(SysfsNode &root, emu::Host &host, const DevNumbers &numbers, boo
 		});
 	}
 	for (const auto &hca : host.hcas()) {
+		if (!onlyHost.empty() && hca->hostName != onlyHost)
+			continue;
 		SysfsNode &d = buildDevice(*ib, *hca);
 		if (verbs)
 			buildVerbs(d, *verbs, *hca, numbers, pciIdentity);
 		buildUmad(*mad, *hca, numbers);
+	}
+}
+
+} /* namespace */
+
+void buildSysfs(SysfsNode &root, emu::Host &host, const DevNumbers &numbers, bool pciIdentity)
+{
+	buildClasses(root, host, numbers, pciIdentity, {});
+}
+
+void buildHostSysfs(SysfsNode &root, emu::Host &host, const DevNumbers &numbers, bool pciIdentity)
+{
+	DevNumbers noCm = numbers; /* misc/rdma_cm stays the instance's */
+	noCm.rdmaCm = nullptr;
+	for (const auto &hca : host.hcas()) {
+		SysfsNode *hosts = root.child("hosts") ? root.child("hosts") : root.addDir("hosts");
+		if (hca->hostName.empty() || hosts->child(hca->hostName))
+			continue;
+		buildClasses(*hosts->addDir(hca->hostName), host, noCm, pciIdentity, hca->hostName);
 	}
 }
 

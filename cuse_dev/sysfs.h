@@ -65,6 +65,12 @@ struct DevNumbers {
  * matches by name, can (docs/verbs.md). */
 void buildSysfs(SysfsNode &root, emu::Host &host, const DevNumbers &numbers, bool pciIdentity = true);
 
+/* The same classes (not misc) under root/hosts/NAME/class for each
+ * cluster host (emu::Hca::hostName), with that host's HCAs only, under
+ * the instance's names and numbers: what a host's mount namespace shows
+ * (docs/cluster.md). */
+void buildHostSysfs(SysfsNode &root, emu::Host &host, const DevNumbers &numbers, bool pciIdentity = true);
+
 /* Kernel formats, shared with tests */
 std::string formatGuid(uint64_t guid); /* 0002:c903:0000:1001 */
 std::string formatGid(const uint8_t *gid); /* fe80:0000:...:1001 */

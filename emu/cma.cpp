@@ -244,6 +244,8 @@ bool Cma::portInUse(const CmaId &id, uint16_t port) const
 		const CmaId *o = it->second;
 		if (o == &id)
 			continue;
+		if (apart(*o, id))
+			continue;
 		bool overlap;
 		if (o->src.family() != id.src.family()) { /* an IPv6 wildcard takes IPv4 too, unless AFONLY */
 			const CmaId *v6 = o->src.family() == AF_INET6 ? o : &id;
@@ -288,7 +290,7 @@ int Cma::bind(CmaId &id, const CmaAddr &addr)
 	if (!addr.isAny()) {
 		Hca *h;
 		uint8_t p;
-		if (!localPort(addr, h, p))
+		if (!localPort(addr, h, p, id.hostScope)) /* another host's address: not ours to bind */
 			return -EADDRNOTAVAIL;
 		id.hca = h;
 		id.portNum = p;

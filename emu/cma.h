@@ -39,6 +39,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string>
 
 namespace ibemu::fabric {
 struct Node;
@@ -149,6 +150,9 @@ struct CmaId {
 	int64_t saQuery = 0;
 	std::unique_ptr<Timer> addrTimer;
 	std::vector<CmaMc *> mcs; /* its joins, in Cma::mcs_ */
+	/* the cluster host whose rdma_cm file made it (Hca::hostName): it
+	 * binds, listens and leaves through that host's HCAs only; "": any */
+	std::string hostScope;
 };
 
 class Cma final : public CmHandler {
@@ -219,13 +223,19 @@ public:
 
 private:
 	MadPort *madPort(const CmaId &id) const;
-	/* the local port with this address: true and the port, or false */
-	bool localPort(const CmaAddr &addr, Hca *&hca, uint8_t &port) const;
+	/* the local port with this address (of host `scope`'s HCAs, "": any):
+	 * true and the port, or false */
+	bool localPort(const CmaAddr &addr, Hca *&hca, uint8_t &port, const std::string &scope = {}) const;
 	/* in a split subnet, the port of another host's CA with this address */
 	const fabric::Port *farPort(const CmaAddr &addr) const;
 	/* a local HCA port that is Active, for a destination with no port
 	 * of its own here: false if none */
-	bool activePort(Hca *&hca, uint8_t &port) const;
+	bool activePort(Hca *&hca, uint8_t &port, const std::string &scope = {}) const;
+	/* IDs of two cluster hosts: two port spaces, as on two nodes */
+	static bool apart(const CmaId &a, const CmaId &b)
+	{
+		return !a.hostScope.empty() && !b.hostScope.empty() && a.hostScope != b.hostScope;
+	}
 	int bindPort(CmaId &id);
 	bool portInUse(const CmaId &id, uint16_t port) const;
 	void post(CmaId &id, uint32_t event, int status);

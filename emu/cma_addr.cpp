@@ -146,9 +146,11 @@ bool CmaAddr::isMulticast() const
 	return false;
 }
 
-bool Cma::localPort(const CmaAddr &addr, Hca *&hca, uint8_t &port) const
+bool Cma::localPort(const CmaAddr &addr, Hca *&hca, uint8_t &port, const std::string &scope) const
 {
 	for (const auto &h : host_.hcas()) {
+		if (!scope.empty() && h->hostName != scope)
+			continue;
 		for (unsigned p = 1; p <= h->madPorts.size(); p++) {
 			const MadPort &mp = *h->madPorts[p - 1];
 			bool match = false;
@@ -214,10 +216,10 @@ const fabric::Port *Cma::farPort(const CmaAddr &addr) const
 	return port;
 }
 
-bool Cma::activePort(Hca *&hca, uint8_t &port) const
+bool Cma::activePort(Hca *&hca, uint8_t &port, const std::string &scope) const
 {
 	for (const auto &h : host_.hcas())
-		for (unsigned p = 1; p <= h->madPorts.size(); p++)
+		for (unsigned p = 1; p <= h->madPorts.size() && (scope.empty() || h->hostName == scope); p++)
 			if (queryPort(*h->madPorts[p - 1]).state == fabric::PortState::Active) {
 				hca = h.get();
 				port = uint8_t(p);
@@ -280,17 +282,19 @@ int Cma::resolveAddr(CmaId &id, const CmaAddr *src, const CmaAddr &dst, uint32_t
 	if (found && queryPort(*h->madPorts[p - 1]).state != fabric::PortState::Active)
 		found = false;
 	if (!found && dst.family() == kAfIb) /* AF_IB needs no ARP: an active port will do */
-		found = activePort(h, p);
-	if (!found && farPort(dst)) {
-		/* another daemon's CA: answered from the topology, through the
-		 * ID's port, or the first active one as the route out of the
-		 * host's first IPoIB interface would go */
+		found = activePort(h, p, id.hostScope);
+	bool elsewhere = found && !id.hostScope.empty() && h->hostName != id.hostScope;
+	if ((!found && farPort(dst)) || elsewhere) {
+		/* another daemon's CA, or another cluster host's of this daemon:
+		 * answered from the topology, through the ID's port, or the
+		 * first active one of its host, as the route out of the host's
+		 * first IPoIB interface would go */
 		if (id.hca) {
 			h = id.hca;
 			p = id.portNum;
 			found = queryPort(*h->madPorts[p - 1]).state == fabric::PortState::Active;
 		} else {
-			found = activePort(h, p);
+			found = activePort(h, p, id.hostScope);
 		}
 	}
 	uint32_t handle = id.handle;

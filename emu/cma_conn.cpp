@@ -82,7 +82,7 @@ int Cma::listen(CmaId &id, uint32_t backlog)
 	auto [from, to] = byPort_.equal_range(portKey(id.ps, id.src.port()));
 	for (auto it = from; it != to; ++it) { /* a second listener on the port */
 		const CmaId *o = it->second;
-		if (o == &id || o->state != CmaState::Listen)
+		if (o == &id || o->state != CmaState::Listen || apart(*o, id))
 			continue;
 		if (o->src.isAny() || id.src.isAny() || memcmp(o->src.ss.data, id.src.ss.data, id.src.size()) == 0)
 			return -EADDRINUSE;
@@ -357,6 +357,8 @@ void Cma::onRequest(const CmEvent &ev)
 			continue;
 		if (o->hca && (o->hca != rxHca || o->portNum != rxPort))
 			continue;
+		if (!o->hostScope.empty() && rxHca && rxHca->hostName != o->hostScope)
+			continue; /* a wildcard listener hears its own host's ports only */
 		listener = o;
 		if (!o->src.isAny())
 			break; /* the specific address wins over the wildcard */
@@ -368,6 +370,7 @@ void Cma::onRequest(const CmEvent &ev)
 		return;
 	}
 	CmaId *id = create(listener->sink, listener->owner, 0, listener->ps, listener->qpType);
+	id->hostScope = listener->hostScope;
 	id->listener = listener;
 	id->visible = false;
 	id->hca = rxHca;

@@ -42,6 +42,9 @@ struct Hca {
 	std::vector<std::unique_ptr<UmadPort>> umadPorts; /* index = port number - 1 */
 	std::unique_ptr<VerbsDevice> verbs;
 	unsigned verbsNum = 0; /* N of uverbsN */
+	/* the cluster host it sits in (docs/cluster.md): its programs see
+	 * only their host's HCAs and bind only their addresses */
+	std::string hostName;
 };
 
 class Host {

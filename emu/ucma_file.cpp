@@ -137,6 +137,7 @@ ssize_t UcmaFile::createId(Request &r)
 	if (cma_.countOf(this) >= kMaxIds)
 		return -ENOMEM;
 	CmaId *id = cma_.create(this, this, cmd.uid, cmd.ps, qpType);
+	id->hostScope = hostScope_;
 	rdma_ucm_create_id_resp resp{ id->handle };
 	if (int rc = respond(r.tid, cmd.response, &resp, sizeof resp)) {
 		cma_.destroy(id);

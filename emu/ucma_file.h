@@ -22,6 +22,7 @@
 
 #include <deque>
 #include <functional>
+#include <string>
 #include <sys/types.h>
 
 namespace ibemu::emu {
@@ -45,6 +46,10 @@ public:
 	/* called when an event is queued; must not call back synchronously */
 	void setWakeup(std::function<void()> fn) { wakeup_ = std::move(fn); }
 	pid_t opener() const { return opener_; }
+	/* the cluster host the file was opened from (Hca::hostName; "": the
+	 * whole instance): its IDs bind, listen and resolve through that
+	 * host's HCAs only */
+	void setHostScope(std::string host) { hostScope_ = std::move(host); }
 	/* a number naming the opener that is never another process's (its
 	 * ID is, once it has ended); the opener's ID until set */
 	void setOpenerIdentity(uint64_t id) { openerId_ = id; }
@@ -120,6 +125,7 @@ private:
 	Cma &cma_;
 	UserAccess &ua_;
 	pid_t opener_;
+	std::string hostScope_;
 	uint64_t openerId_;
 	std::deque<Event> events_;
 	std::function<void()> wakeup_;

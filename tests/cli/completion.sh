@@ -42,6 +42,9 @@ expect "link down NODE: the running instance's nodes" "ibemu-sw1 ibemu-sw2 " \
 	"$(complete_line "ibemu link down --instance $I ibemu-sw")"
 expect "CAs by host name" "ibemu-host1 ibemu-host2 ibemu-host3 ibemu-host4 " \
 	"$(complete_line "ibemu link down --instance $I ibemu-h")"
+expect "exec --host: the instance's hosts" "ibemu-host1 ibemu-host2 " \
+	"$(complete_line "ibemu exec --instance $I --host ibemu-h")"
+expect "exec --host H -- offers commands" 1 "$(complete_line "ibemu exec --instance $I --host ibemu-host1 -- ibsta" | grep -c 'ibstat ')"
 expect "errors NODE" "ibemu-sw1 ibemu-sw2 " "$(complete_line "ibemu errors --instance $I ibemu-s")"
 expect "after NODE, options" 1 "$(complete_line "ibemu link flap --instance $I ibemu-sw1 --" | grep -c -- '--count')"
 

@@ -13,11 +13,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -162,7 +165,65 @@ int throughSeccomp(int door, std::string &why)
 	return 0;
 }
 
-int exec(const Instance &inst, const std::vector<std::string> &cmd)
+/* The names of the instance's cluster hosts, for a message: "a, b" */
+std::string hostNames(const nlohmann::json &ready)
+{
+	std::string names;
+	for (const auto &h : ready.value("hosts", nlohmann::json::array()))
+		names += (names.empty() ? "" : ", ") + h.value("name", "");
+	return names;
+}
+
+/* The holder of cluster host `host`'s namespaces (a child of the daemon
+ * pid, tools/daemon/host_namespaces.h): its pid, or 0 with why set and
+ * the exit code in code. */
+int hostHolder(const Instance &inst, int pid, const nlohmann::json &ready, const std::string &host, std::string &why,
+	       int &code)
+{
+	for (const auto &h : ready.value("hosts", nlohmann::json::array())) {
+		if (h.value("name", "") != host)
+			continue;
+		int holder = h.value("holder", 0);
+		/* only the daemon's own child: no file can point us elsewhere */
+		std::string status;
+		if (holder > 0)
+			if (FILE *f = fopen(("/proc/" + std::to_string(holder) + "/status").c_str(), "re")) {
+				char line[256];
+				while (fgets(line, sizeof line, f))
+					if (strncmp(line, "PPid:", 5) == 0)
+						status = line;
+				fclose(f);
+			}
+		if (holder > 0 && atoi(status.c_str() + std::min<size_t>(status.size(), 5)) == pid)
+			return holder;
+		why = "host \"" + host + "\" of instance \"" + inst.name +
+			"\" has no namespaces of its own (a --global instance has none; otherwise their holder is gone)";
+		code = 1;
+		return 0;
+	}
+	std::string names = hostNames(ready);
+	why = "instance \"" + inst.name + "\" has no host \"" + host + "\"" +
+		(names.empty() ? "" : " (its hosts: " + names + "; `ibemu hosts` lists them)");
+	code = 2;
+	return 0;
+}
+
+/* Joins the network namespace of process pid. */
+int joinNetNamespace(int pid, std::string &why)
+{
+	std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
+	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+		why = "join " + path + ": " + strerror(errno);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::string &host = {})
 {
 	std::string why;
 	int pid = runningPid(inst, &why);
@@ -176,6 +237,16 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd)
 	 * before joining the instance's namespace, where /proc/self is not ours) */
 	nlohmann::json ready;
 	bool haveReady = loadReady(inst, ready);
+	int nsPid = pid; /* whose namespaces the command joins: a host's holder, or the daemon's */
+	if (!host.empty()) {
+		int code = 1;
+		nsPid = haveReady ? hostHolder(inst, pid, ready, host, why, code) : 0;
+		if (!nsPid) {
+			fprintf(stderr, "ibemu exec: %s\n",
+				haveReady ? why.c_str() : "the instance is not ready yet: no hosts to join");
+			return code;
+		}
+	}
 	if (haveReady && ready.value("verbs_provider", "ibemu") == "ibemu") {
 		std::string provider = providerPath();
 		if (provider.empty()) {
@@ -204,13 +275,22 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd)
 	if (!getcwd(cwd, sizeof(cwd)))
 		strcpy(cwd, "/");
 	std::string err;
-	if (tools::joinMountNamespace(pid, err) != 0) {
+	/* a host's network namespace first: /proc is still the one we know */
+	if (nsPid != pid && joinNetNamespace(nsPid, err) != 0) {
+		fprintf(stderr, "ibemu exec: %s\n", err.c_str());
+		return 1;
+	}
+	if (tools::joinMountNamespace(nsPid, err) != 0) {
 		fprintf(stderr, "ibemu exec: %s\n", err.c_str());
 		return 1;
 	}
 	if (chdir(cwd) != 0 && chdir("/") != 0)
 		perror("ibemu exec: chdir");
 	setenv("IBEMU_INSTANCE", inst.name.c_str(), 1);
+	if (!host.empty())
+		setenv("IBEMU_HOST", host.c_str(), 1);
+	else
+		unsetenv("IBEMU_HOST");
 	if (tools::hideRdmaNetlink(err) != 0) {
 		fprintf(stderr, "ibemu exec: %s\n", err.c_str());
 		return 1;
@@ -230,6 +310,42 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd)
 	execvp(argv[0], argv.data());
 	fprintf(stderr, "ibemu exec: %s: %s\n", argv[0], strerror(errno));
 	return 127;
+}
+
+/* `ibemu hosts`: the cluster hosts and their HCAs, from the ready file */
+int hosts(const Instance &inst, bool json)
+{
+	std::string why;
+	int pid = runningPid(inst, &why);
+	nlohmann::json ready;
+	if (!pid || !loadReady(inst, ready)) {
+		fprintf(stderr, "ibemu hosts: %s\n", notRunning(inst, why, " (`ibemu up` first)").c_str());
+		return pid ? 1 : 3;
+	}
+	nlohmann::ordered_json out;
+	out["instance"] = inst.name;
+	out["hosts"] = nlohmann::ordered_json::array();
+	for (const auto &h : ready.value("hosts", nlohmann::json::array())) {
+		nlohmann::ordered_json e;
+		e["name"] = h.value("name", "");
+		e["hcas"] = nlohmann::ordered_json::array();
+		for (const auto &c : h.value("hcas", nlohmann::json::array()))
+			e["hcas"].push_back({ { "name", c.value("name", "") },
+					      { "node_desc", c.value("node_desc", "") },
+					      { "node_guid", c.value("node_guid", "") } });
+		out["hosts"].push_back(e);
+	}
+	if (json) {
+		printf("%s\n", jsonText(out).c_str());
+		return 0;
+	}
+	for (const auto &h : out["hosts"]) {
+		printf("%s\n", h["name"].get<std::string>().c_str());
+		for (const auto &c : h["hcas"])
+			printf("  %-8s %s  \"%s\"\n", c["name"].get<std::string>().c_str(),
+			       c["node_guid"].get<std::string>().c_str(), c["node_desc"].get<std::string>().c_str());
+	}
+	return 0;
 }
 
 int status(const Instance &inst, bool json)
@@ -277,25 +393,48 @@ int status(const Instance &inst, bool json)
 	return 0;
 }
 
+/* A command that reports on an instance, as text or --json. */
+void addReport(CLI::App &app, const char *name, const char *what, const std::string &instanceHelp,
+	       int (*report)(const Instance &, bool json), int &exitCode)
+{
+	struct Opts {
+		std::string instance = defaultInstance();
+		bool json = false;
+	};
+	auto o = std::make_shared<Opts>();
+	CLI::App *cmd = app.add_subcommand(name, what);
+	cmd->add_option("--instance", o->instance, instanceHelp);
+	cmd->add_flag("--json", o->json, "JSON output");
+	cmd->callback([o, report, &exitCode] {
+		Instance inst;
+		exitCode = instanceOf(o->instance, inst) ? report(inst, o->json) : 2;
+	});
+}
+
 } /* namespace */
 
 bool execDirect(int argc, char **argv, int &exitCode)
 {
 	if (argc < 4 || strcmp(argv[1], "exec") != 0)
 		return false;
-	std::string name = defaultInstance();
+	std::string name = defaultInstance(), host;
 	int i = 2;
-	if (strcmp(argv[i], "--instance") == 0 && argc > i + 1 && argv[i + 1][0] != '-') {
-		name = argv[i + 1];
-		i += 2;
-	} else if (strncmp(argv[i], "--instance=", 11) == 0) {
-		name = argv[i] + 11;
-		i++;
+	for (auto [opt, val] : { std::pair{ "--instance", &name }, std::pair{ "--host", &host } }) {
+		size_t len = strlen(opt);
+		if (i >= argc)
+			break;
+		if (strcmp(argv[i], opt) == 0 && argc > i + 1 && argv[i + 1][0] != '-') {
+			*val = argv[i + 1];
+			i += 2;
+		} else if (strncmp(argv[i], opt, len) == 0 && argv[i][len] == '=') {
+			*val = argv[i] + len + 1;
+			i++;
+		}
 	}
 	if (i + 1 >= argc || strcmp(argv[i], "--") != 0)
 		return false;
 	Instance inst;
-	exitCode = instanceOf(name, inst) ? exec(inst, std::vector<std::string>(argv + i + 1, argv + argc)) : 2;
+	exitCode = instanceOf(name, inst) ? exec(inst, std::vector<std::string>(argv + i + 1, argv + argc), host) : 2;
 	return true;
 }
 
@@ -432,42 +571,38 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 		exitCode = instanceOf(d->instance, inst) ? down(inst, d->killClients, d->keepLogs) : 2;
 	});
 
+	const std::string hostHelp = "Run it on this cluster host of the instance (`ibemu hosts`): its own network "
+				     "namespace, and only its HCAs in /dev/infiniband and /sys/class/infiniband*";
 	struct ExecOpts {
-		std::string instance;
+		std::string instance, host;
 		std::vector<std::string> cmd;
 	};
 	auto e = std::make_shared<ExecOpts>();
 	e->instance = defaultInstance();
 	CLI::App *execCmd = app.add_subcommand("exec", "Run a command that sees the instance's devices and sysfs");
 	execCmd->add_option("--instance", e->instance, instanceHelp);
+	execCmd->add_option("--host", e->host, hostHelp);
 	execCmd->add_option("cmd", e->cmd, "Command and arguments (after --)")->required();
 	execCmd->callback([e, &exitCode] {
 		Instance inst;
-		exitCode = instanceOf(e->instance, inst) ? exec(inst, e->cmd) : 2;
+		exitCode = instanceOf(e->instance, inst) ? exec(inst, e->cmd, e->host) : 2;
 	});
 
-	auto shellName = std::make_shared<std::string>(defaultInstance());
+	auto sh = std::make_shared<ExecOpts>();
+	sh->instance = defaultInstance();
 	CLI::App *shellCmd = app.add_subcommand("shell", "An interactive shell that sees the instance's devices");
-	shellCmd->add_option("--instance", *shellName, instanceHelp);
-	shellCmd->callback([shellName, &exitCode] {
+	shellCmd->add_option("--instance", sh->instance, instanceHelp);
+	shellCmd->add_option("--host", sh->host, hostHelp);
+	shellCmd->callback([sh, &exitCode] {
 		Instance inst;
-		const char *sh = getenv("SHELL");
-		exitCode = instanceOf(*shellName, inst) ? exec(inst, { sh && *sh ? sh : "/bin/bash" }) : 2;
+		const char *shell = getenv("SHELL");
+		exitCode = instanceOf(sh->instance, inst) ? exec(inst, { shell && *shell ? shell : "/bin/bash" }, sh->host)
+							  : 2;
 	});
 
-	struct StatusOpts {
-		std::string instance;
-		bool json = false;
-	};
-	auto st = std::make_shared<StatusOpts>();
-	st->instance = defaultInstance();
-	CLI::App *statusCmd = app.add_subcommand("status", "Is an instance running, what does it expose, who uses it");
-	statusCmd->add_option("--instance", st->instance, instanceHelp);
-	statusCmd->add_flag("--json", st->json, "JSON output");
-	statusCmd->callback([st, &exitCode] {
-		Instance inst;
-		exitCode = instanceOf(st->instance, inst) ? status(inst, st->json) : 2;
-	});
+	addReport(app, "hosts", "The instance's cluster hosts and their HCAs", instanceHelp, hosts, exitCode);
+	addReport(app, "status", "Is an instance running, what does it expose, who uses it", instanceHelp, status,
+		  exitCode);
 }
 
 } /* namespace ibemu::tools */

@@ -132,6 +132,17 @@ void printDevices(const nlohmann::json &j)
 	}
 	if (j.contains("web"))
 		printf("  live view: %s\n", j.value("web", "").c_str());
+	if (j.contains("hosts") && !j["hosts"].empty()) { /* docs/cluster.md */
+		printf("  hosts (ibemu exec --host):");
+		const char *sep = " ";
+		for (const auto &h : j["hosts"]) {
+			printf("%s%s:", sep, h.value("name", "").c_str());
+			for (const auto &c : h.value("hcas", nlohmann::json::array()))
+				printf(" %s", c.value("name", "").c_str());
+			sep = "; ";
+		}
+		printf("\n");
+	}
 	if (j.contains("sm")) {
 		const auto &sm = j["sm"];
 		printf("  OpenSM: %s", sm.value("state", "").c_str());

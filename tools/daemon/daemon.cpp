@@ -160,6 +160,7 @@ int Daemon::run()
 	io_.run();
 	if (mounter_.joinable())
 		mounter_.join();
+	hostNs_.stop();
 	sm_.reset();
 	peers_.reset();
 	scenarios_.clear();

@@ -24,6 +24,7 @@
 #include "tools/control/control_socket.h"
 #include "tools/control/fabric_control.h"
 #include "tools/control/scenario.h"
+#include "tools/daemon/host_namespaces.h"
 #include "tools/daemon/seccomp_door.h"
 #include "tools/daemon/sm_process.h"
 #include "tools/daemon/uring_switch.h"
@@ -113,6 +114,8 @@ private:
 	bool startTransport();
 	bool chooseFuseUring();
 	Links linkTable() const;
+	/* what each cluster host's mount namespace shows, from the links */
+	std::vector<tools::HostView> hostViews(const Links &t) const;
 	int mountAll(const Links &t, std::string &err) const;
 	void startMounter();
 	void awaitStop();
@@ -120,6 +123,7 @@ private:
 	void teardown();
 	void ready();
 	nlohmann::ordered_json describe() const;
+	nlohmann::ordered_json hostsJson() const;
 	nlohmann::ordered_json globalVerbsWarnings() const;
 	std::string liveStatus() const;
 
@@ -157,6 +161,9 @@ private:
 	std::string providerWhy_;
 	std::unique_ptr<tools::GlobalVerbsDriver> verbsDriver_; /* --global: ibemu's listed */
 	std::thread mounter_;
+	/* the cluster hosts' namespaces (docs/cluster.md); netns() gives a
+	 * host's network namespace */
+	tools::HostNamespaces hostNs_;
 	tools::UringSwitch uringSwitch_; /* --fuse-uring=on: held while we run */
 	bool stopping_ = false;
 	int exitCode_ = 0;

@@ -12,6 +12,7 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <sys/stat.h>
@@ -128,6 +129,12 @@ bool Daemon::startTransport()
 			opts_.spinUs);
 	if (seccomp_ && !cuse_) /* the data path reaches programs through it */
 		host_->setAccess(&seccomp_->access());
+	/* a cluster host's programs: its HCAs only */
+	auto hostOf = [this](pid_t tid) { return hostNs_.hostOf(tid); };
+	if (seccomp_)
+		seccomp_->setHostOf(hostOf);
+	if (cuse_)
+		cuse_->setHostOf(hostOf);
 	cuse_dev::FuseFs::Options fsOpts;
 	fsOpts.deviceFiles = !useCuse_;
 	fsOpts.pciIdentity = !verbsDriver_;
@@ -215,6 +222,39 @@ Daemon::Links Daemon::linkTable() const
 	return t;
 }
 
+/* A host's mount namespace: the instance's, with its own classes in the
+ * sysfs view (the FUSE filesystem's hosts/NAME/class) and in
+ * /dev/infiniband the links of its HCAs' devices and rdma_cm. */
+std::vector<tools::HostView> Daemon::hostViews(const Links &t) const
+{
+	std::vector<tools::HostView> views;
+	if (opts_.global)
+		return views; /* no namespace of its own to start from */
+	for (const auto &h : host_->hcas()) {
+		auto it = std::find_if(views.begin(), views.end(),
+				       [&h](const tools::HostView &v) { return v.name == h->hostName; });
+		if (it == views.end()) {
+			views.push_back({ h->hostName, {}, {} });
+			it = views.end() - 1;
+			for (const char *cls : { "infiniband", "infiniband_mad", "infiniband_verbs" })
+				if (std::string cl = cls; cl != "infiniband_verbs" || useCuse_ || seccomp_)
+					it->binds.emplace_back(inst_.fsDir() + "/hosts/" + h->hostName + "/class/" + cl,
+							       "/sys/class/" + cl);
+			for (const auto &l : t.links)
+				if (l.first == "rdma_cm")
+					it->links.push_back(l);
+		}
+		std::vector<std::string> mine = { "uverbs" + std::to_string(h->verbsNum) };
+		for (const auto &u : h->umadPorts)
+			for (const char *stem : { "umad", "issm" })
+				mine.push_back(stem + std::to_string(u->devNum()));
+		for (const auto &l : t.links)
+			if (std::find(mine.begin(), mine.end(), l.first) != mine.end())
+				it->links.push_back(l);
+	}
+	return views;
+}
+
 /* On the mounter thread: waits for the CUSE nodes, then mounts the sysfs
  * view and the device links. 0 or a negative errno with err set. */
 int Daemon::mountAll(const Links &t, std::string &err) const
@@ -260,9 +300,12 @@ void Daemon::startMounter()
 			node = inst_.scratchDir() + "/dev-infiniband" + node.substr(strlen("/dev/infiniband"));
 		cuse_->setRdmaCmNode(node);
 	}
-	mounter_ = std::thread([this, links = linkTable()] {
+	Links links = linkTable();
+	mounter_ = std::thread([this, links, views = hostViews(links)] {
 		std::string e;
 		int rc = mountAll(links, e);
+		if (rc == 0) /* made from the instance's namespace, as mounted */
+			rc = hostNs_.start(views, e);
 		boost::asio::post(io_, [this, rc, e] {
 			if (rc) {
 				spdlog::error("{}", e);

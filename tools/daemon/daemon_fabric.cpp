@@ -193,11 +193,19 @@ bool Daemon::chooseLocal()
 	}
 	for (fabric::Node *n : chosen) {
 		std::string name = "ibemu" + std::to_string(host_->hcas().size());
-		if (!host_->addHca(*n, name)) {
+		emu::Hca *hca = host_->addHca(*n, name);
+		if (!hca) {
 			spdlog::error("--local: \"{}\" is named twice", n->desc);
 			return false;
 		}
-		spdlog::info("local HCA {}: \"{}\" (node GUID 0x{:016x})", name, n->desc, n->nodeGuid);
+		/* the cluster host it sits in: its description's first word, as
+		 * `--local` names hosts ("ibemu-host1 HCA-1": ibemu-host1); one
+		 * without a description is a host of its own, named after it */
+		hca->hostName = n->desc.substr(0, n->desc.find(' '));
+		if (hca->hostName.empty())
+			hca->hostName = name;
+		spdlog::info("local HCA {}: \"{}\" (node GUID 0x{:016x}), host {}", name, n->desc, n->nodeGuid,
+			     hca->hostName);
 	}
 	return true;
 }

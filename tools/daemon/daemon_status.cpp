@@ -9,6 +9,7 @@
 #include "emu/hca_attrs.h"
 #include "tools/instance/host_verbs.h"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cinttypes>
 #include <cstdio>
@@ -37,6 +38,27 @@ nlohmann::ordered_json Daemon::globalVerbsWarnings() const
 				"ibemu exec, or keep ib_core from loading: an `install ib_core /bin/false` "
 				"line in /etc/modprobe.d, and modprobe -r the modules that use it" } });
 	return w;
+}
+
+/* The cluster hosts (docs/cluster.md): each with its HCAs and the holder
+ * of its namespaces, which `ibemu exec --host` joins. */
+nlohmann::ordered_json Daemon::hostsJson() const
+{
+	nlohmann::ordered_json hosts = nlohmann::ordered_json::array();
+	for (const auto &h : host_->hcas()) {
+		auto it = std::find_if(hosts.begin(), hosts.end(),
+				       [&h](const auto &e) { return e["name"] == h->hostName; });
+		if (it == hosts.end()) {
+			hosts.push_back({ { "name", h->hostName },
+					  { "holder", hostNs_.holder(h->hostName) },
+					  { "hcas", nlohmann::ordered_json::array() } });
+			it = hosts.end() - 1;
+		}
+		char guid[24];
+		snprintf(guid, sizeof guid, "0x%016" PRIx64, h->node->nodeGuid);
+		(*it)["hcas"].push_back({ { "name", h->name }, { "node_desc", h->node->desc }, { "node_guid", guid } });
+	}
+	return hosts;
 }
 
 nlohmann::ordered_json Daemon::describe() const
@@ -70,6 +92,7 @@ nlohmann::ordered_json Daemon::describe() const
 				 "the fuse transport serves umad and issm files only; uverbs and rdma_cm need "
 				 "the seccomp transport or CUSE" },
 			       { "fix", "ibemu down, then ibemu up --transport auto" } };
+	j["hosts"] = hostsJson();
 	j["topology"] = !opts_.gen.empty() ? "gen " + opts_.gen
 		: opts_.topology.empty()   ? "(built-in default)"
 					   : opts_.topology;

@@ -132,20 +132,28 @@ bool holdsDevices(int pid, const std::vector<std::string> &marks)
 	return found;
 }
 
-/* Whether pid lives in the mount namespace of the daemon daemonPid (where
- * `ibemu exec` puts its programs): how a program holding the seccomp
- * transport's files, which are sockets, is told from another that took
- * its pid since */
-bool inInstanceNamespace(int pid, int daemonPid)
+/* Whether pid lives in the mount namespace of the daemon (where `ibemu
+ * exec` puts its programs) or of one of its cluster hosts (`exec --host`;
+ * the live status names each host's holder): how a program holding the
+ * seccomp transport's files, which are sockets, is told from another that
+ * took its pid since */
+bool inInstanceNamespace(int pid, const nlohmann::json &live)
 {
 	auto ns = [](int p) {
 		char target[64];
 		std::string link = "/proc/" + std::to_string(p) + "/ns/mnt";
-		ssize_t n = readlink(link.c_str(), target, sizeof target);
+		ssize_t n = p > 0 ? readlink(link.c_str(), target, sizeof target) : -1;
 		return n > 0 ? std::string(target, size_t(n)) : std::string();
 	};
-	std::string ours = ns(daemonPid);
-	return !ours.empty() && ns(pid) == ours;
+	std::string theirs = ns(pid);
+	if (theirs.empty())
+		return false;
+	if (theirs == ns(live.value("pid", 0)))
+		return true;
+	for (const auto &h : live.value("hosts", nlohmann::json::array()))
+		if (theirs == ns(h.value("holder", 0)))
+			return true;
+	return false;
 }
 
 } /* namespace */
@@ -288,7 +296,7 @@ std::vector<Client> clientsOf(const Instance &inst, const nlohmann::json &live, 
 		if (pid <= 0 || pid == except || pid == getpid())
 			continue;
 		if (!holdsDevices(pid, marks) &&
-		    !(live.value("exec_transport", "") == "seccomp" && inInstanceNamespace(pid, live.value("pid", 0))))
+		    !(live.value("exec_transport", "") == "seccomp" && inInstanceNamespace(pid, live)))
 			continue;
 		std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
 		std::string name;

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The cluster hosts' namespaces (tools/daemon/host_namespaces.h): a holder
+// child per host. The daemon has threads, so a child does nothing but
+// system calls on what was prepared before the fork (no allocation): it
+// unshares a mount and a network namespace, mounts the host's view over
+// the instance's, brings its loopback up, says so on a pipe, closes
+// everything else and waits on a pidfd of the daemon.
+#include "tools/daemon/host_namespaces.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace ibemu::tools {
+
+namespace {
+
+/* What a holder reports: the step that failed (0: none) and its errno. */
+struct Report {
+	int step = 0;
+	int err = 0;
+};
+
+constexpr const char *kSteps[] = { "", "unshare(CLONE_NEWNS | CLONE_NEWNET)", "a bind mount", "tmpfs on /dev/infiniband",
+				   "a link in /dev/infiniband", "bringing lo up", "pidfd_open of the daemon" };
+
+[[noreturn]] void holderFail(int rep, int step)
+{
+	Report r{ step, errno };
+	(void)!write(rep, &r, sizeof r);
+	_exit(1);
+}
+
+/* In the child: system calls only. */
+[[noreturn]] void hold(int rep, pid_t daemon, const std::vector<const char *> &binds,
+		       const std::vector<const char *> &links)
+{
+	struct sigaction dfl {};
+	dfl.sa_handler = SIG_DFL;
+	for (int sig : { SIGTERM, SIGINT, SIGHUP, SIGCHLD })
+		sigaction(sig, &dfl, nullptr);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, nullptr);
+	prctl(PR_SET_NAME, "ibemu-host", 0, 0, 0);
+	if (unshare(CLONE_NEWNS | CLONE_NEWNET) != 0)
+		holderFail(rep, 1);
+	for (size_t i = 0; i + 1 < binds.size(); i += 2)
+		if (mount(binds[i], binds[i + 1], nullptr, MS_BIND, nullptr) != 0)
+			holderFail(rep, 2);
+	if (mount("tmpfs", "/dev/infiniband", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755") != 0)
+		holderFail(rep, 3);
+	for (size_t i = 0; i + 1 < links.size(); i += 2)
+		if (symlink(links[i + 1], links[i]) != 0)
+			holderFail(rep, 4);
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ifreq ifr{};
+	memcpy(ifr.ifr_name, "lo", 3);
+	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) != 0)
+		holderFail(rep, 5);
+	ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP);
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) != 0)
+		holderFail(rep, 5);
+	close(s);
+	int pidfd = static_cast<int>(syscall(SYS_pidfd_open, daemon, 0));
+	if (pidfd < 0 || getppid() != daemon)
+		holderFail(rep, 6);
+	Report ok;
+	(void)!write(rep, &ok, sizeof ok);
+	/* nothing of the daemon's stays open here: its sockets, its lock */
+	if (pidfd > 0)
+		syscall(SYS_close_range, 0u, static_cast<unsigned>(pidfd - 1), 0u);
+	syscall(SYS_close_range, static_cast<unsigned>(pidfd + 1), ~0u, 0u);
+	pollfd p{ pidfd, POLLIN, 0 };
+	while (poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
+	_exit(0);
+}
+
+} /* namespace */
+
+HostNamespaces::~HostNamespaces()
+{
+	stop();
+}
+
+int HostNamespaces::start(const std::vector<HostView> &views, std::string &err)
+{
+	pid_t daemon = getpid();
+	for (const auto &v : views) {
+		std::vector<std::string> linkPaths;
+		for (const auto &[name, target] : v.links)
+			linkPaths.push_back("/dev/infiniband/" + name);
+		std::vector<const char *> binds, links;
+		for (const auto &[from, to] : v.binds)
+			binds.insert(binds.end(), { from.c_str(), to.c_str() });
+		for (size_t i = 0; i < v.links.size(); i++)
+			links.insert(links.end(), { linkPaths[i].c_str(), v.links[i].second.c_str() });
+		int rep[2];
+		if (pipe2(rep, O_CLOEXEC) != 0) {
+			err = "host " + v.name + ": pipe: " + strerror(errno);
+			stop();
+			return -EIO;
+		}
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(rep[0]);
+			hold(rep[1], daemon, binds, links);
+		}
+		int e = errno;
+		close(rep[1]);
+		Report r{ 0, 0 };
+		bool said = pid > 0 && read(rep[0], &r, sizeof r) == sizeof r;
+		close(rep[0]);
+		Entry en;
+		en.name = v.name;
+		en.pid = pid > 0 ? pid : 0;
+		std::string ns = "/proc/" + std::to_string(pid) + "/ns/net";
+		struct stat st {};
+		if (said && r.step == 0) {
+			en.netFd = open(ns.c_str(), O_RDONLY | O_CLOEXEC);
+			if (en.netFd < 0 || fstat(en.netFd, &st) != 0)
+				r = { -1, errno };
+		}
+		en.netDev = st.st_dev;
+		en.netIno = st.st_ino;
+		hosts_.push_back(std::move(en));
+		if (pid < 0 || !said || r.step != 0) {
+			err = "host " + v.name + ": " +
+				(pid < 0       ? std::string("fork: ") + strerror(e)
+				 : !said       ? std::string("its namespaces' holder ended at start")
+				 : r.step > 0  ? std::string(kSteps[r.step]) + ": " + strerror(r.err)
+					       : "open " + ns + ": " + strerror(r.err));
+			stop();
+			return -(r.err ? r.err : EIO);
+		}
+	}
+	ready_.store(true, std::memory_order_release);
+	return 0;
+}
+
+void HostNamespaces::stop()
+{
+	ready_.store(false, std::memory_order_release);
+	for (auto &h : hosts_) {
+		if (h.netFd >= 0)
+			close(h.netFd);
+		if (h.pid > 0) {
+			kill(h.pid, SIGKILL);
+			while (waitpid(h.pid, nullptr, 0) < 0 && errno == EINTR)
+				;
+		}
+	}
+	hosts_.clear();
+}
+
+int HostNamespaces::netns(const std::string &name) const
+{
+	if (!ready_.load(std::memory_order_acquire))
+		return -1;
+	for (const auto &h : hosts_)
+		if (h.name == name)
+			return h.netFd;
+	return -1;
+}
+
+pid_t HostNamespaces::holder(const std::string &name) const
+{
+	if (!ready_.load(std::memory_order_acquire))
+		return 0;
+	for (const auto &h : hosts_)
+		if (h.name == name)
+			return h.pid;
+	return 0;
+}
+
+std::string HostNamespaces::hostOf(pid_t tid) const
+{
+	if (!ready_.load(std::memory_order_acquire) || hosts_.empty())
+		return {};
+	struct stat st;
+	std::string ns = "/proc/" + std::to_string(tid) + "/ns/net";
+	if (stat(ns.c_str(), &st) != 0)
+		return {};
+	for (const auto &h : hosts_)
+		if (h.netDev == st.st_dev && h.netIno == st.st_ino)
+			return h.name;
+	return {};
+}
+
+} /* namespace ibemu::tools */
