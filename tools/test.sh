@@ -86,9 +86,11 @@ fi
 # most of the run's time: the release build runs them, the ASan build runs
 # every native suite, the verbs ones through the seccomp transport, but
 # those of packages and images (the same daemon code, in a package or a
-# container), which one build proves (docs/ci.md)
+# container) and the repeats (the same hostile checks over FUSE on
+# io_uring, a transport e2e-fuse-uring runs here), which one build proves
+# (docs/ci.md)
 if [ $quick = 0 ]; then
-	suites="--no-suite vm --no-suite image" run_suite build-asan "ASan+UBSan" \
+	suites="--no-suite vm --no-suite image --no-suite repeat" run_suite build-asan "ASan+UBSan" \
 		-Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
 	CXX=clang++ suites="--suite fuzz" run_suite build-fuzz "libFuzzer" \
 		-Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized

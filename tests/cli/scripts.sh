@@ -106,6 +106,8 @@ expect "three builds" "build build-asan build-fuzz" "$(awk '/^setup/ {print $2}'
 expect "the release build runs every suite" "test -C build --print-errorlogs --no-rebuild" \
 	"$(grep '^test -C build ' "$calls")"
 expect "the ASan build leaves out the VM suites" 1 "$(grep -c '^test -C build-asan .*--no-suite vm' "$calls")"
+expect "the ASan build leaves out the repeats" 1 "$(grep -c '^test -C build-asan .*--no-suite repeat' "$calls")"
+expect "the release build runs the repeats" 0 "$(grep -c '^test -C build .*--no-suite repeat' "$calls")"
 expect "the fuzz build runs the fuzzers" 1 "$(grep -c '^test -C build-fuzz .*--suite fuzz' "$calls")"
 expect "the whole run's counts" "tests: 6 passed, 0 failed, 0 skipped" "$(tail -1 <<<"$out")"
 
