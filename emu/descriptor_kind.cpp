@@ -75,20 +75,31 @@ int descriptorInode(pid_t tid, int fd, uint64_t &mnt, uint64_t &ino)
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return errno == ENOENT ? -EBADF : -errno;
+	/* pos:, flags:, mnt_id: and ino: come first (fs/proc/fd.c); the lines
+	 * after are the file's driver's, some of them set by the user (a
+	 * dma-buf's name): the first of each, nothing after ino: */
 	unsigned found = 0;
+	unsigned long long flags = 0;
 	char line[128];
 	while (fgets(line, sizeof line, f)) {
 		unsigned long long v;
-		if (sscanf(line, "mnt_id: %llu", &v) == 1) {
+		if (!(found & 4) && sscanf(line, "flags: %llo", &v) == 1) {
+			flags = v;
+			found |= 4;
+		} else if (!(found & 1) && sscanf(line, "mnt_id: %llu", &v) == 1) {
 			mnt = v;
 			found |= 1;
 		} else if (sscanf(line, "ino: %llu", &v) == 1) {
 			ino = v;
 			found |= 2;
+			break;
 		}
 	}
 	fclose(f);
-	return found == 3 ? 0 : -EBADF;
+	/* fdget() does not give an O_PATH file to a system call: EBADF */
+	if (found != 7 || (flags & O_PATH))
+		return -EBADF;
+	return 0;
 }
 
 } /* namespace ibemu::emu */

@@ -230,6 +230,11 @@ int main(int argc, char **argv)
 	ret = openXrcd(ctxB2, 1000, O_CREAT);
 	printf("open_xrcd of a descriptor the process lacks: %s\n", errName(ret));
 	expect(ret == EBADF, "open_xrcd bad fd");
+	int opath = ::open("/tmp", O_PATH | O_CLOEXEC); /* fdget() refuses it */
+	ret = openXrcd(ctxB2, opath, O_CREAT);
+	printf("open_xrcd of an O_PATH descriptor: %s\n", errName(ret));
+	expect(ret == EBADF, "open_xrcd O_PATH");
+	close(opath);
 	ibv_xrcd *own = nullptr;
 	ret = openXrcd(ctxB2, -1, 0, &own);
 	printf("open_xrcd of no file: %s\n", errName(ret));
