@@ -149,15 +149,15 @@ public:
 		auto it = srqs_.find(srqn);
 		return it == srqs_.end() ? nullptr : it->second;
 	}
-	std::shared_ptr<XrcDomain> xrcdByInode(uint64_t dev, uint64_t ino) const
+	std::shared_ptr<XrcDomain> xrcdByInode(uint64_t mnt, uint64_t ino) const
 	{
-		auto it = xrcds_.find({ dev, ino });
+		auto it = xrcds_.find({ mnt, ino });
 		return it == xrcds_.end() ? nullptr : it->second.lock();
 	}
 	void addXrcd(const std::shared_ptr<XrcDomain> &d)
 	{
 		std::erase_if(xrcds_, [](const auto &kv) { return kv.second.expired(); });
-		xrcds_[{ d->dev, d->ino }] = d;
+		xrcds_[{ d->mnt, d->ino }] = d;
 	}
 	/* Objects of a type on this device against its limit (max_qp, ...):
 	 * 0 when a file of user `owner` may make one more; -ENOMEM on a full

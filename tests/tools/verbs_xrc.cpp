@@ -235,6 +235,23 @@ int main(int argc, char **argv)
 	printf("open_xrcd of an O_PATH descriptor: %s\n", errName(ret));
 	expect(ret == EBADF, "open_xrcd O_PATH");
 	close(opath);
+	{ /* a domain keeps its file (the kernel's igrab()): a new file cannot
+	   * take its inode number, and with it the domain */
+		char gone[] = "/tmp/verbs_xrc.XXXXXX", fresh[] = "/tmp/verbs_xrc.XXXXXX";
+		int f = mkstemp(gone);
+		ibv_xrcd *held = nullptr;
+		ret = openXrcd(ctxB2, f, O_CREAT, &held);
+		close(f);
+		unlink(gone);
+		int g = mkstemp(fresh); /* ext4 would give it the freed inode */
+		unlink(fresh);
+		int again = openXrcd(ctxB2, g, 0);
+		printf("open_xrcd without O_CREAT of a new file after another's domain: %s\n", errName(again));
+		expect(ret == 0 && again == EAGAIN, "a domain keeps its inode");
+		close(g);
+		if (held)
+			ibv_close_xrcd(held);
+	}
 	ibv_xrcd *own = nullptr;
 	ret = openXrcd(ctxB2, -1, 0, &own);
 	printf("open_xrcd of no file: %s\n", errName(ret));

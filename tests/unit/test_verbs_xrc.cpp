@@ -4,7 +4,12 @@
 // way (tests/tools/verbs_xrc.cpp runs XRC end to end).
 #include "tests/unit/verbs_helpers.h"
 
+#include "cuse_dev/process_access.h"
+
 #include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <string>
 
 using namespace ibemu::test;
 
@@ -32,4 +37,31 @@ TEST_CASE_METHOD(XrcFixture, "xrc: POST_SEND refuses an XRC initiator (its reque
 	ib_uverbs_send_wr wr{};
 	wr.opcode = IB_WR_SEND;
 	CHECK(c.postSend(ini.qp_handle, wr, {}) == -EINVAL);
+}
+
+namespace {
+
+/* fdinfoInode() of a text: its answer, the numbers in mnt and ino */
+int parseFdinfo(std::string text, uint64_t &mnt, uint64_t &ino)
+{
+	FILE *f = fmemopen(text.data(), text.size(), "r");
+	REQUIRE(f);
+	int rc = ibemu::cuse_dev::fdinfoInode(f, mnt, ino);
+	fclose(f);
+	return rc;
+}
+
+} /* namespace */
+
+TEST_CASE("xrc: a domain's file from fdinfo: the first numbers, never a driver's lines, no O_PATH", "[verbs][xrc]")
+{
+	uint64_t mnt = 0, ino = 0;
+	/* a dma-buf's name is the user's, printed after ino: */
+	CHECK(parseFdinfo("pos:\t0\nflags:\t02000002\nmnt_id:\t15\nino:\t1234\nsize:\t4096\ncount:\t1\n"
+			  "exp_name:\tsystem\nname:\tx\nmnt_id: 99\nino: 7\n",
+			  mnt, ino) == 0);
+	CHECK(mnt == 15);
+	CHECK(ino == 1234);
+	CHECK(parseFdinfo("pos:\t0\nflags:\t012000000\nmnt_id:\t15\nino:\t1234\n", mnt, ino) == -EBADF); /* O_PATH */
+	CHECK(parseFdinfo("pos:\t0\nflags:\t02\nmnt_id:\t15\n", mnt, ino) == -EBADF); /* before 5.14: no ino: */
 }
