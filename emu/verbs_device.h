@@ -138,7 +138,15 @@ public:
 	/* the data path's BIND_MW and LOCAL_INV (rxe_bind_mw, rxe_invalidate_mw): IB_WC_SUCCESS or the status */
 	WcStatus bindMw(const Qp &qp, const SendWqe &w);
 	WcStatus localInvalidate(uint32_t rkey);
-	uint32_t nextSrqn() { return nextSrqn_++; }
+	/* a free SRQ number: 24 bits (an XRCETH's), never 0 */
+	uint32_t nextSrqn()
+	{
+		while (nextSrqn_ == 0 || srqs_.count(nextSrqn_))
+			nextSrqn_ = (nextSrqn_ + 1) & 0xffffff;
+		uint32_t n = nextSrqn_;
+		nextSrqn_ = (nextSrqn_ + 1) & 0xffffff;
+		return n;
+	}
 	/* SRQs by number (an XRC request names one), and the XRC domains
 	 * opened with a file, by its inode (ib_uverbs_device's xrcd tree): a
 	 * domain stays findable while anything holds it */
