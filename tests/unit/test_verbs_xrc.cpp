@@ -65,3 +65,15 @@ TEST_CASE("xrc: a domain's file from fdinfo: the first numbers, never a driver's
 	CHECK(parseFdinfo("pos:\t0\nflags:\t012000000\nmnt_id:\t15\nino:\t1234\n", mnt, ino) == -EBADF); /* O_PATH */
 	CHECK(parseFdinfo("pos:\t0\nflags:\t02\nmnt_id:\t15\n", mnt, ino) == -EBADF); /* before 5.14: no ino: */
 }
+
+TEST_CASE_METHOD(XrcFixture, "xrc: CREATE_SRQ and CREATE_QP of handles the file lacks: EINVAL, as the kernel's",
+		 "[verbs][xrc]")
+{
+	uint32_t srq = 0;
+	CHECK(c.createSrq(pd + 40, 4, srq) == -EINVAL); /* __uverbs_create_xsrq(), a basic SRQ too */
+	ib_uverbs_create_qp_resp qp{};
+	CHECK(c.createQp(pd + 40, cq, cq, IB_QPT_XRC_INI, qp) == -EINVAL);
+	CHECK(c.createQp(pd, cq + 40, cq + 40, IB_QPT_XRC_INI, qp) == -EINVAL);
+	CHECK(c.createQp(pd, cq, cq + 40, IB_QPT_RC, qp) == -EINVAL);
+	CHECK(c.createQp(pd, cq, cq, IB_QPT_RC, qp, 40) == -EINVAL);
+}
