@@ -134,6 +134,8 @@ void connect()
  * or with an rkey writes them at B's addr: its completion */
 ibv_wc send(uint32_t srqn, const char *text, bool wrApi, uint32_t rkey = 0, uint8_t *addr = nullptr)
 {
+	ibv_wc unposted{};
+	unposted.status = IBV_WC_GENERAL_ERR; /* the post itself failed */
 	memcpy(bufA, text, 16);
 	if (wrApi) {
 		ibv_qp_ex *qpx = ibv_qp_to_qp_ex(ini);
@@ -144,7 +146,7 @@ ibv_wc send(uint32_t srqn, const char *text, bool wrApi, uint32_t rkey = 0, uint
 		ibv_wr_set_xrc_srqn(qpx, srqn);
 		ibv_wr_set_inline_data(qpx, bufA, 16);
 		if (ibv_wr_complete(qpx))
-			return {};
+			return unposted;
 	} else {
 		ibv_sge sge{ uintptr_t(bufA), 16, 0 };
 		ibv_send_wr wr{}, *bad;
@@ -156,7 +158,7 @@ ibv_wc send(uint32_t srqn, const char *text, bool wrApi, uint32_t rkey = 0, uint
 		wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
 		wr.qp_type.xrc.remote_srqn = srqn;
 		if (ibv_post_send(ini, &wr, &bad))
-			return {};
+			return unposted;
 	}
 	return pollOne(cqA);
 }
@@ -305,7 +307,7 @@ int main(int argc, char **argv)
 	int left = ibv_poll_cq(cq1, 1, &none);
 	printf("the first SRQ's CQ after it: %d completions\n", left);
 	expect(left == 0, "nothing on the other CQ");
-	wc = send(n1, "to the first   .", true);
+	wc = send(n1 | 0xff000000, "to the first   .", true); /* an XRCETH has 24 bits: the top byte goes */
 	printf("XRC SEND through ibv_wr_set_xrc_srqn to the first SRQ: %s\n", status(wc));
 	expect(wc.status == IBV_WC_SUCCESS, "ibv_wr_set_xrc_srqn");
 	landed(cq1, 101, 0, "to the first   .", "XRC SEND to the first SRQ");
