@@ -213,9 +213,12 @@ int ProcessAccess::descriptorOf(pid_t tid, const emu::UverbsFile &)
 	return static_cast<int>(args[0]);
 }
 
-/* pidfd_getfd() needs the ptrace access process_vm_writev() needs
+namespace {
+
+/* The daemon's copy of descriptor fd of tid's process, or -EBADF, -ESRCH:
+ * pidfd_getfd() needs the ptrace access process_vm_writev() needs
  * (caller_ids.h) */
-int ProcessAccess::takeDescriptor(pid_t tid, int fd, emu::FdKind kind)
+int copyOfDescriptor(pid_t tid, int fd)
 {
 	int pidfd = pidfdOf(tid);
 	if (pidfd < 0)
@@ -223,8 +226,16 @@ int ProcessAccess::takeDescriptor(pid_t tid, int fd, emu::FdKind kind)
 	int copy = copyOfCallerFd(tid, pidfd, fd);
 	int err = errno;
 	close(pidfd);
+	return copy >= 0 ? copy : err == ESRCH ? -ESRCH : -EBADF;
+}
+
+} /* namespace */
+
+int ProcessAccess::takeDescriptor(pid_t tid, int fd, emu::FdKind kind)
+{
+	int copy = copyOfDescriptor(tid, fd);
 	if (copy < 0)
-		return err == ESRCH ? -ESRCH : -EBADF;
+		return copy;
 	if (!emu::descriptorIs(copy, kind)) {
 		deferredClose(copy);
 		return -EINVAL;
@@ -235,6 +246,54 @@ int ProcessAccess::takeDescriptor(pid_t tid, int fd, emu::FdKind kind)
 void ProcessAccess::discardDescriptor(int fd)
 {
 	deferredClose(fd);
+}
+
+int fdinfoInode(FILE *f, uint64_t &mnt, uint64_t &ino)
+{
+	/* pos:, flags:, mnt_id: and ino: come first (fs/proc/fd.c; ino: since
+	 * Linux 5.14) */
+	unsigned found = 0;
+	unsigned long long flags = 0;
+	char line[128];
+	while (fgets(line, sizeof line, f)) {
+		unsigned long long v;
+		if (!(found & 4) && sscanf(line, "flags: %llo", &v) == 1) {
+			flags = v;
+			found |= 4;
+		} else if (!(found & 1) && sscanf(line, "mnt_id: %llu", &v) == 1) {
+			mnt = v;
+			found |= 1;
+		} else if (sscanf(line, "ino: %llu", &v) == 1) {
+			ino = v;
+			found |= 2;
+			break;
+		}
+	}
+	/* fdget() does not give an O_PATH file to a system call: EBADF */
+	return found == 7 && !(flags & O_PATH) ? 0 : -EBADF;
+}
+
+/* The daemon's own copy (pidfd_getfd(), as takeDescriptor) is the file
+ * the numbers are read for: /proc/self/fdinfo of it, procfs alone
+ * answering (nothing calls into the file's filesystem), and no later
+ * close or dup2 in the caller can put another file under the number. */
+int ProcessAccess::takeFile(pid_t tid, int fd, uint64_t &mnt, uint64_t &ino)
+{
+	int copy = fd < 0 ? -EBADF : copyOfDescriptor(tid, fd);
+	if (copy < 0)
+		return copy;
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/fdinfo/%d", copy);
+	int rc = -EBADF;
+	if (FILE *f = fopen(path, "re")) {
+		rc = fdinfoInode(f, mnt, ino);
+		fclose(f);
+	}
+	if (rc) {
+		deferredClose(copy); /* whatever it is, its close may block */
+		return rc;
+	}
+	return copy;
 }
 
 int ProcessAccess::openMemory(pid_t tid)

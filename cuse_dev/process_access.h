@@ -10,6 +10,7 @@
 
 #include "emu/user_access.h"
 
+#include <cstdio>
 #include <sys/types.h>
 
 namespace ibemu::cuse_dev {
@@ -23,10 +24,18 @@ public:
 	int descriptorOf(pid_t tid, const emu::UverbsFile &file) override;
 	int takeDescriptor(pid_t tid, int fd, emu::FdKind kind) override;
 	void discardDescriptor(int fd) override;
+	int takeFile(pid_t tid, int fd, uint64_t &mnt, uint64_t &ino) override;
 	int openMemory(pid_t tid) override;
 	void closeMemory(int mem) override;
 	int readMemory(int mem, uint64_t addr, void *buf, size_t len) override;
 	int writeMemory(int mem, uint64_t addr, const void *buf, size_t len) override;
 };
+
+/* The mount and inode numbers of the file an fdinfo text (f, from
+ * /proc/PID/fdinfo/FD) describes: 0, or -EBADF when it lacks one of them
+ * or the file is O_PATH. Its first flags:, mnt_id: and ino: lines; what
+ * follows ino: is the file's driver's, some of it set by users (a
+ * dma-buf's name), and is not read. */
+int fdinfoInode(FILE *f, uint64_t &mnt, uint64_t &ino);
 
 } /* namespace ibemu::cuse_dev */

@@ -234,6 +234,10 @@ struct SeccompDevices::Impl {
 			return p_.takeDescriptor(tid, fd, kind);
 		}
 		void discardDescriptor(int fd) override { p_.discardDescriptor(fd); }
+		int takeFile(pid_t tid, int fd, uint64_t &mnt, uint64_t &ino) override
+		{
+			return p_.takeFile(tid, fd, mnt, ino);
+		}
 		int openMemory(pid_t tid) override { return p_.openMemory(tid); }
 		void closeMemory(int mem) override { p_.closeMemory(mem); }
 		int readMemory(int mem, uint64_t addr, void *buf, size_t len) override

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// descriptorIs() and descriptorInode() (emu/user_access.h): socket options and memfd seals are
+// descriptorIs() (emu/user_access.h): socket options and memfd seals are
 // answered by the kernel's socket and shmem code; fstat() or close() of an
 // unknown descriptor could reach a FUSE server instead.
 #include "emu/user_access.h"
 
-#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -64,31 +63,6 @@ ssize_t receiveWithDescriptors(int sock, void *buf, size_t len, int flags, std::
 		}
 	}
 	return n;
-}
-
-int descriptorInode(pid_t tid, int fd, uint64_t &mnt, uint64_t &ino)
-{
-	if (fd < 0)
-		return -EBADF;
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/fdinfo/%d", int(tid), fd);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ? -EBADF : -errno;
-	unsigned found = 0;
-	char line[128];
-	while (fgets(line, sizeof line, f)) {
-		unsigned long long v;
-		if (sscanf(line, "mnt_id: %llu", &v) == 1) {
-			mnt = v;
-			found |= 1;
-		} else if (sscanf(line, "ino: %llu", &v) == 1) {
-			ino = v;
-			found |= 2;
-		}
-	}
-	fclose(f);
-	return found == 3 ? 0 : -EBADF;
 }
 
 } /* namespace ibemu::emu */

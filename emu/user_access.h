@@ -31,12 +31,6 @@ enum class FdKind {
 };
 /* Is fd of that kind? Safe on any descriptor: no filesystem calls. */
 bool descriptorIs(int fd, FdKind kind);
-/* The file behind descriptor fd of tid's process, as its mount and inode
- * numbers, read from /proc/<tid>/fdinfo (procfs alone answers: nothing
- * calls into the file's filesystem); -EBADF when there is no such
- * descriptor. */
-int descriptorInode(pid_t tid, int fd, uint64_t &mnt, uint64_t &ino);
-
 /* Makes the unix socket fd refuse descriptors sent to it from now on
  * (SO_PASSRIGHTS off: the sender's sendmsg() fails with EPERM), where the
  * kernel has that option (6.16); a no-op before. */
@@ -103,6 +97,18 @@ public:
 	 * closing a FUSE file waits for its server, a unix socket's last close
 	 * releases what is queued in it. */
 	virtual void discardDescriptor(int fd) = 0;
+	/* OPEN_XRCD: a copy, for the daemon, of descriptor fd of tid's
+	 * process, whatever its file, with that file's mount and inode
+	 * numbers. The copy keeps the inode (and so its number) as the
+	 * kernel's domain table does (igrab()); it goes with
+	 * discardDescriptor. -EBADF: no such descriptor, or an O_PATH one
+	 * (fdget() refuses those); -ESRCH. Where no process can be reached:
+	 * -EBADF. */
+	virtual int takeFile(pid_t tid, int fd, uint64_t &mnt, uint64_t &ino)
+	{
+		(void)tid, (void)fd, (void)mnt, (void)ino;
+		return -EBADF;
+	}
 
 	/* The address space tid's process has now, as a handle (>= 0) that
 	 * stays bound to it: after the process exits or execs, reads and

@@ -58,22 +58,22 @@ int UverbsFile::createQp(Request &r)
 		cmd.max_recv_wr = 0;
 		cmd.max_recv_sge = 0;
 	} else {
+		/* create_qp(): an object the file lacks is EINVAL */
 		if (cmd.is_srq) {
-			if (int ret = get(cmd.srq_handle, srq))
-				return ret;
+			if (get(cmd.srq_handle, srq))
+				return -EINVAL;
 			if (srq->xrcd) /* an XRC SRQ serves XRC target QPs alone */
 				return -EINVAL;
 		}
-		if (cmd.recv_cq_handle != cmd.send_cq_handle)
-			if (int ret = get(cmd.recv_cq_handle, rcq))
-				return ret;
+		if (cmd.recv_cq_handle != cmd.send_cq_handle && get(cmd.recv_cq_handle, rcq))
+			return -EINVAL;
 	}
 	if (!tgt) {
-		if (int ret = get(cmd.send_cq_handle, scq))
-			return ret;
+		if (get(cmd.send_cq_handle, scq))
+			return -EINVAL;
 		rcq = rcq ? rcq : scq; /* an initiator's: its send CQ, counted twice as a shared one */
-		if (int ret = get(cmd.pd_handle, pd))
-			return ret;
+		if (get(cmd.pd_handle, pd))
+			return -EINVAL;
 	}
 	const VerbsLimits &lim = dev_.limits();
 	if (cmd.max_send_sge > lim.maxSge || cmd.max_send_wr > lim.maxQpWr || cmd.max_inline_data > lim.maxInline)

@@ -46,8 +46,8 @@ int UverbsFile::newSrq(Request &r, const ib_uverbs_create_xsrq &cmd)
 	Pd *pd;
 	if (cmd.srq_type == IB_SRQT_XRC && (get(cmd.xrcd_handle, xrcd) || get(cmd.cq_handle, cq)))
 		return -EINVAL;
-	if (int ret = get(cmd.pd_handle, pd))
-		return xrcd ? -EINVAL : ret;
+	if (get(cmd.pd_handle, pd)) /* __uverbs_create_xsrq(): any type */
+		return -EINVAL;
 	const VerbsLimits &lim = dev_.limits();
 	/* rxe_srq_chk_init(): max_wr 0 (zeroed attributes) is EINVAL, max_sge 0
 	 * is 1, and the limit is not checked; the queue is rounded as a QP's */

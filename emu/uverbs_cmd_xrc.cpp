@@ -4,7 +4,8 @@
 // ib_uverbs_close_xrcd() of the kernel's uverbs_cmd.c). A domain opened
 // with a file's descriptor is the device's for that file's inode: every
 // open of the same file, in any process, shares it; one opened with fd -1
-// is its own. XRC SRQs are made with CREATE_XSRQ (uverbs_cmd_srq.cpp),
+// is its own. The domain keeps the daemon's copy of the descriptor, so
+// the inode, and its number, outlive none of it (the kernel's igrab()). XRC SRQs are made with CREATE_XSRQ (uverbs_cmd_srq.cpp),
 // XRC QPs with CREATE_QP (uverbs_cmd_qp.cpp).
 #include "emu/uverbs_file.h"
 
@@ -19,12 +20,17 @@ int UverbsFile::openXrcd(Request &r)
 {
 	auto cmd = r.cmd<ib_uverbs_open_xrcd>();
 	const int fd = static_cast<int>(cmd.fd);
-	uint64_t mnt = 0, ino = 0;
+	/* the domain that would be made: for a file, with the daemon's copy
+	 * of its descriptor, which pins the inode while the domain lives */
+	auto made = std::make_shared<XrcDomain>();
 	std::shared_ptr<XrcDomain> domain;
 	if (fd != -1) {
-		if (int ret = descriptorInode(r.tid, fd, mnt, ino))
-			return ret;
-		domain = dev_.xrcdByInode(mnt, ino);
+		int file = ua_.takeFile(r.tid, fd, made->mnt, made->ino);
+		if (file < 0)
+			return file;
+		made->file = file;
+		made->ua = &ua_;
+		domain = dev_.xrcdByInode(made->mnt, made->ino);
 		if (!domain && !(cmd.oflags & O_CREAT))
 			return -EAGAIN; /* none for that file yet: O_CREAT makes it */
 		if (domain && (cmd.oflags & O_EXCL))
@@ -33,16 +39,12 @@ int UverbsFile::openXrcd(Request &r)
 	Reservation res = reserve();
 	if (int rc = room(UType::Xrcd))
 		return rc;
-	const bool made = !domain;
-	if (made) {
-		domain = std::make_shared<XrcDomain>();
-		domain->dev = mnt;
-		domain->ino = ino;
-	}
+	if (!domain)
+		domain = made;
 	ib_uverbs_open_xrcd_resp resp{ res.handle() };
 	if (int ret = respond(r, &resp, sizeof resp))
 		return ret;
-	if (made && fd != -1)
+	if (domain == made && fd != -1)
 		dev_.addXrcd(domain);
 	auto x = std::make_unique<Xrcd>();
 	x->domain = std::move(domain);

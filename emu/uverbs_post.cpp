@@ -181,8 +181,9 @@ int UverbsFile::postSend(Request &r)
 	if (int ret = get(cmd.qp_handle, qp))
 		return ret;
 	/* a ring QP's work requests come through the ring; an XRC target
-	 * QP has no send queue */
-	if (qp->ring || qp->qpType == IB_QPT_XRC_TGT)
+	 * QP has no send queue; an XRC initiator's requests name their SRQ,
+	 * which ib_uverbs_send_wr has no field for (only a ring carries it) */
+	if (qp->ring || qp->qpType == IB_QPT_XRC_TGT || qp->qpType == IB_QPT_XRC_INI)
 		return -EINVAL;
 	const uint8_t *wqes = r.in + sizeof cmd;
 	const uint8_t *sgls = wqes + size_t(cmd.wqe_size) * cmd.wr_count;

@@ -138,7 +138,15 @@ public:
 	/* the data path's BIND_MW and LOCAL_INV (rxe_bind_mw, rxe_invalidate_mw): IB_WC_SUCCESS or the status */
 	WcStatus bindMw(const Qp &qp, const SendWqe &w);
 	WcStatus localInvalidate(uint32_t rkey);
-	uint32_t nextSrqn() { return nextSrqn_++; }
+	/* a free SRQ number: 24 bits (an XRCETH's), never 0 */
+	uint32_t nextSrqn()
+	{
+		while (nextSrqn_ == 0 || srqs_.count(nextSrqn_))
+			nextSrqn_ = (nextSrqn_ + 1) & 0xffffff;
+		uint32_t n = nextSrqn_;
+		nextSrqn_ = (nextSrqn_ + 1) & 0xffffff;
+		return n;
+	}
 	/* SRQs by number (an XRC request names one), and the XRC domains
 	 * opened with a file, by its inode (ib_uverbs_device's xrcd tree): a
 	 * domain stays findable while anything holds it */
@@ -149,15 +157,15 @@ public:
 		auto it = srqs_.find(srqn);
 		return it == srqs_.end() ? nullptr : it->second;
 	}
-	std::shared_ptr<XrcDomain> xrcdByInode(uint64_t dev, uint64_t ino) const
+	std::shared_ptr<XrcDomain> xrcdByInode(uint64_t mnt, uint64_t ino) const
 	{
-		auto it = xrcds_.find({ dev, ino });
+		auto it = xrcds_.find({ mnt, ino });
 		return it == xrcds_.end() ? nullptr : it->second.lock();
 	}
 	void addXrcd(const std::shared_ptr<XrcDomain> &d)
 	{
 		std::erase_if(xrcds_, [](const auto &kv) { return kv.second.expired(); });
-		xrcds_[{ d->dev, d->ino }] = d;
+		xrcds_[{ d->mnt, d->ino }] = d;
 	}
 	/* Objects of a type on this device against its limit (max_qp, ...):
 	 * 0 when a file of user `owner` may make one more; -ENOMEM on a full

@@ -14,6 +14,7 @@
 #include "emu/clock.h"
 #include "emu/cq_ring.h"
 #include "emu/liveness.h"
+#include "emu/user_access.h"
 #include "emu/uverbs_abi.h"
 
 #include <boost/asio/io_context.hpp>
@@ -59,7 +60,22 @@ struct Pd final : UObject {
  * table holds it weakly); each open is an Xrcd handle of its own. The
  * domain lives while a handle, an XRC SRQ or a target QP holds it. */
 struct XrcDomain {
-	uint64_t dev = 0, ino = 0; /* the file's inode; both 0: none */
+	XrcDomain() = default;
+	XrcDomain(const XrcDomain &) = delete;
+	XrcDomain &operator=(const XrcDomain &) = delete;
+	~XrcDomain()
+	{
+		if (file >= 0)
+			ua->discardDescriptor(file);
+	}
+	/* the file's mount id and inode number (fdinfo's mnt_id: and ino:);
+	 * both 0: none */
+	uint64_t mnt = 0, ino = 0;
+	/* the daemon's copy of the file's descriptor (UserAccess::takeFile),
+	 * which keeps the inode and its number while the domain lives, as
+	 * the kernel's igrab() does; -1 for a domain of no file */
+	int file = -1;
+	UserAccess *ua = nullptr;
 };
 
 struct Xrcd final : UObject {

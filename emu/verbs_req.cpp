@@ -312,7 +312,7 @@ VerbsDevice::Outcome VerbsDevice::execute(Qp &qp, SendWqe &w, WcStatus &status, 
 	/* --- the responder (verbs_resp.cpp), on the message as it arrives --- */
 	Inbound in;
 	in.type = xrc ? IB_QPT_XRC_TGT : qp.qpType;
-	in.xrcSrqn = w.xrcSrqn;
+	in.xrcSrqn = w.xrcSrqn & 0xffffff; /* the XRCETH's 24 bits */
 	in.op = requestOpcode(op);
 	in.hasImm = hasImm;
 	in.imm = w.wr.ex;

@@ -240,6 +240,9 @@ expect_match "two opens of one file share a domain" \
 	'^open_xrcd of the same file through another descriptor and context: ok$' "$out"
 expect_match "open_xrcd O_EXCL of a file with a domain: EINVAL" \
 	'^open_xrcd O_CREAT\|O_EXCL of a file that has one: EINVAL$' "$out"
+expect_match "open_xrcd of an O_PATH descriptor: EBADF" '^open_xrcd of an O_PATH descriptor: Bad file descriptor$' "$out"
+expect_match "a domain keeps its file: a new file does not inherit it" \
+	"^open_xrcd without O_CREAT of a new file after another's domain: Resource temporarily unavailable$" "$out"
 expect_match "close_xrcd with an XRC SRQ: EBUSY" '^close_xrcd with an XRC SRQ: Device or resource busy$' "$out"
 expect_match "an XRC SEND lands in the SRQ it names" \
 	"^XRC SEND to the second SRQ: receive success, its SRQ's buffer, wr_id and CQ$" "$out"

@@ -134,6 +134,8 @@ void connect()
  * or with an rkey writes them at B's addr: its completion */
 ibv_wc send(uint32_t srqn, const char *text, bool wrApi, uint32_t rkey = 0, uint8_t *addr = nullptr)
 {
+	ibv_wc unposted{};
+	unposted.status = IBV_WC_GENERAL_ERR; /* the post itself failed */
 	memcpy(bufA, text, 16);
 	if (wrApi) {
 		ibv_qp_ex *qpx = ibv_qp_to_qp_ex(ini);
@@ -144,7 +146,7 @@ ibv_wc send(uint32_t srqn, const char *text, bool wrApi, uint32_t rkey = 0, uint
 		ibv_wr_set_xrc_srqn(qpx, srqn);
 		ibv_wr_set_inline_data(qpx, bufA, 16);
 		if (ibv_wr_complete(qpx))
-			return {};
+			return unposted;
 	} else {
 		ibv_sge sge{ uintptr_t(bufA), 16, 0 };
 		ibv_send_wr wr{}, *bad;
@@ -156,7 +158,7 @@ ibv_wc send(uint32_t srqn, const char *text, bool wrApi, uint32_t rkey = 0, uint
 		wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
 		wr.qp_type.xrc.remote_srqn = srqn;
 		if (ibv_post_send(ini, &wr, &bad))
-			return {};
+			return unposted;
 	}
 	return pollOne(cqA);
 }
@@ -230,6 +232,28 @@ int main(int argc, char **argv)
 	ret = openXrcd(ctxB2, 1000, O_CREAT);
 	printf("open_xrcd of a descriptor the process lacks: %s\n", errName(ret));
 	expect(ret == EBADF, "open_xrcd bad fd");
+	int opath = ::open("/tmp", O_PATH | O_CLOEXEC); /* fdget() refuses it */
+	ret = openXrcd(ctxB2, opath, O_CREAT);
+	printf("open_xrcd of an O_PATH descriptor: %s\n", errName(ret));
+	expect(ret == EBADF, "open_xrcd O_PATH");
+	close(opath);
+	{ /* a domain keeps its file (the kernel's igrab()): a new file cannot
+	   * take its inode number, and with it the domain */
+		char gone[] = "/tmp/verbs_xrc.XXXXXX", fresh[] = "/tmp/verbs_xrc.XXXXXX";
+		int f = mkstemp(gone);
+		ibv_xrcd *held = nullptr;
+		ret = openXrcd(ctxB2, f, O_CREAT, &held);
+		close(f);
+		unlink(gone);
+		int g = mkstemp(fresh); /* ext4 would give it the freed inode */
+		unlink(fresh);
+		int again = openXrcd(ctxB2, g, 0);
+		printf("open_xrcd without O_CREAT of a new file after another's domain: %s\n", errName(again));
+		expect(ret == 0 && again == EAGAIN, "a domain keeps its inode");
+		close(g);
+		if (held)
+			ibv_close_xrcd(held);
+	}
 	ibv_xrcd *own = nullptr;
 	ret = openXrcd(ctxB2, -1, 0, &own);
 	printf("open_xrcd of no file: %s\n", errName(ret));
@@ -283,7 +307,7 @@ int main(int argc, char **argv)
 	int left = ibv_poll_cq(cq1, 1, &none);
 	printf("the first SRQ's CQ after it: %d completions\n", left);
 	expect(left == 0, "nothing on the other CQ");
-	wc = send(n1, "to the first   .", true);
+	wc = send(n1 | 0xff000000, "to the first   .", true); /* an XRCETH has 24 bits: the top byte goes */
 	printf("XRC SEND through ibv_wr_set_xrc_srqn to the first SRQ: %s\n", status(wc));
 	expect(wc.status == IBV_WC_SUCCESS, "ibv_wr_set_xrc_srqn");
 	landed(cq1, 101, 0, "to the first   .", "XRC SEND to the first SRQ");

@@ -242,7 +242,7 @@ void Client::connect(uint32_t qp, uint8_t type, uint16_t dlid, uint32_t dqpn, ui
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 12;
 	uint32_t rtr = IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN | IB_QP_RQ_PSN;
-	if (type == IB_QPT_RC)
+	if (type == IB_QPT_RC || type == IB_QPT_XRC_TGT) /* a responder's */
 		rtr |= IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER;
 	REQUIRE(modify(qp, rtr, a) == 0);
 	a.qp_state = IB_QPS_RTS;
@@ -251,7 +251,7 @@ void Client::connect(uint32_t qp, uint8_t type, uint16_t dlid, uint32_t dqpn, ui
 	a.rnr_retry = rnrRetry;
 	a.max_rd_atomic = 1;
 	uint32_t rts = IB_QP_STATE | IB_QP_SQ_PSN;
-	if (type == IB_QPT_RC)
+	if (type == IB_QPT_RC || type == IB_QPT_XRC_INI) /* a requester's */
 		rts |= IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY | IB_QP_MAX_QP_RD_ATOMIC;
 	REQUIRE(modify(qp, rts, a) == 0);
 }

@@ -101,7 +101,7 @@ struct Client {
 		     uint32_t maxSendWr = 15, uint32_t maxRecvWr = 15, uint32_t maxInline = 0);
 	int createAh(uint32_t pd, uint16_t dlid, uint32_t &ah, bool global = false);
 	int modify(uint32_t qp, uint32_t mask, const ib_uverbs_modify_qp &attrs);
-	/* RESET -> INIT -> RTR -> RTS for a connected (RC/UC) or UD QP */
+	/* RESET -> INIT -> RTR -> RTS for a connected (RC/UC/XRC) or UD QP */
 	void connect(uint32_t qp, uint8_t type, uint16_t dlid, uint32_t dqpn, uint8_t retry = 7, uint8_t rnrRetry = 7,
 		     uint8_t timeout = 14);
 	int postSend(uint32_t qp, ib_uverbs_send_wr wr, std::vector<ib_uverbs_sge> sges, uint32_t *badWr = nullptr);

@@ -143,8 +143,9 @@ Cq *newCq(ibv_context *context, int cqe, ibv_comp_channel *channel, int compVect
 int fetch(Cq *cq, int n, ibv_wc *wc);
 
 /* provider_ring.cpp: after CREATE_QP, work queues in shared memory; a QP
- * the device will not take them for keeps the write() commands. */
-void attachRing(ibv_context *context, Qp *qp, const ibv_qp_init_attr_ex &granted);
+ * the device will not take them for keeps the write() commands (0, or
+ * why not: an errno). */
+int attachRing(ibv_context *context, Qp *qp, const ibv_qp_init_attr_ex &granted);
 void detachRing(Qp *qp);
 /* qp->lock held */
 int postSendLocked(Qp *qp, ibv_send_wr *wr, ibv_send_wr **bad);

@@ -361,7 +361,14 @@ ibv_qp *createQpEx(ibv_context *context, ibv_qp_init_attr_ex *attr)
 		return nullptr;
 	}
 	attr->cap = core.cap; /* what was granted */
-	attachRing(context, qp, *attr);
+	/* an XRC send QP's requests name their SRQ, and only a ring's work
+	 * requests carry it: no ring, no QP (POST_SEND refuses an initiator) */
+	if (int ret = attachRing(context, qp, *attr); ret && attr->qp_type == IBV_QPT_XRC_SEND) {
+		ibv_cmd_destroy_qp(&qp->vqp.qp);
+		delete qp;
+		errno = ret;
+		return nullptr;
+	}
 	ibv_qp_ex &x = qp->vqp.qp_ex;
 	uint64_t ops = withOps ? attr->send_ops_flags : 0;
 	if (ops & IBV_QP_EX_WITH_SEND)

@@ -167,11 +167,11 @@ void writeSend(const Qp *qp, const ibv_send_wr *wr, uint8_t *slot)
 
 } /* namespace */
 
-void attachRing(ibv_context *context, Qp *qp, const ibv_qp_init_attr_ex &granted)
+int attachRing(ibv_context *context, Qp *qp, const ibv_qp_init_attr_ex &granted)
 {
 	if (granted.qp_type != IBV_QPT_RC && granted.qp_type != IBV_QPT_UC && granted.qp_type != IBV_QPT_UD &&
 	    granted.qp_type != IBV_QPT_XRC_SEND)
-		return;
+		return EINVAL;
 	QpRing r;
 	r.maxSendWr = granted.cap.max_send_wr;
 	r.maxSendSge = granted.cap.max_send_sge;
@@ -186,7 +186,7 @@ void attachRing(ibv_context *context, Qp *qp, const ibv_qp_init_attr_ex &granted
 	}
 	if (r.sqEntries > IBEMU_QP_RING_MAX_ENTRIES || r.rqEntries > IBEMU_QP_RING_MAX_ENTRIES ||
 	    r.sqStride > IBEMU_QP_RING_MAX_STRIDE || r.rqStride > IBEMU_QP_RING_MAX_STRIDE)
-		return; /* too big to share: the write() commands serve it */
+		return EINVAL; /* too big to share: the write() commands serve it */
 	r.len = ibemu_qp_ring_bytes(r.sqEntries, r.sqStride, r.rqEntries, r.rqStride);
 	RingArea &area = *ctxOf(context)->area;
 	uint32_t offset = 0;
@@ -211,10 +211,11 @@ void attachRing(ibv_context *context, Qp *qp, const ibv_qp_init_attr_ex &granted
 		area.release(r.map, r.len);
 		if (sv[1] >= 0)
 			close(sv[1]);
-		return;
+		return ENOMEM;
 	}
 	r.bell = sv[1];
 	qp->ring = r;
+	return 0;
 }
 
 void detachRing(Qp *qp)
