@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// IPoIB (emu/ipoib.h) on the default fabric: host1's and host2's ports join
+// the broadcast group through the SA, resolve each other by ARP over
+// InfiniBand and carry IPv4 packets as UD SENDs across both switches.
+#include "tests/unit/sa_helpers.h"
+#include "tests/unit/verbs_helpers.h"
+
+#include "emu/ipoib.h"
+#include "fabric/node.h"
+
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+
+#include <set>
+
+using namespace ibemu;
+using namespace ibemu::emu;
+using namespace ibemu::test;
+
+namespace {
+
+using Packets = std::vector<std::vector<uint8_t>>;
+
+/* a UDP datagram in an IPv4 packet, `len` bytes of payload */
+std::vector<uint8_t> ipv4(uint32_t src, uint32_t dst, size_t len, uint8_t fill)
+{
+	std::vector<uint8_t> p(20 + 8 + len, fill);
+	const size_t total = p.size();
+	p[0] = 0x45;
+	p[1] = 0;
+	p[2] = uint8_t(total >> 8);
+	p[3] = uint8_t(total);
+	p[4] = p[5] = p[6] = p[7] = 0;
+	p[8] = 64;
+	p[9] = 17;
+	p[10] = p[11] = 0;
+	memcpy(&p[12], &src, 4);
+	memcpy(&p[16], &dst, 4);
+	return p;
+}
+
+fabric::Gid gidOf(const fabric::Port &p)
+{
+	fabric::Gid g{};
+	for (int i = 0; i < 8; i++) {
+		g[size_t(i)] = uint8_t(p.gidPrefix >> (56 - 8 * i));
+		g[size_t(8 + i)] = uint8_t(p.guid >> (56 - 8 * i));
+	}
+	return g;
+}
+
+const fabric::Gid kBroadcastMgid{ 0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff };
+constexpr uint64_t kJoinMask = MCR_MGID | MCR_PORT_GID | MCR_PKEY | MCR_JOIN_STATE;
+
+/* the SA's MCMemberRecord Sets */
+std::vector<TestSa::McRequest> sets(const TestSa &sa)
+{
+	std::vector<TestSa::McRequest> out;
+	for (const auto &r : sa.mc)
+		if (r.method == 0x02)
+			out.push_back(r);
+	return out;
+}
+
+/* host1 and host2 with an SA on host1's port that has the broadcast
+ * group (Q_Key 0x0b1b, MLID 0xc001) and MFTs that carry it everywhere */
+struct IpoibPair : VerbsFixture {
+	TestSa sa{ *this };
+	uint32_t addr1 = inet_addr("10.200.0.1");
+	uint32_t addr2 = inet_addr("10.200.1.1");
+	Packets got1, got2;
+	std::unique_ptr<Ipoib> ib1, ib2;
+
+	IpoibPair()
+	{
+		sa.groupQkey = 0x0b1b;
+		programMfts(subnet, 0xc001);
+		ib1 = std::make_unique<Ipoib>(*host, *hca1, 1, IpoibConfig{ addr1, 16 },
+					      [this](std::span<const uint8_t> p) { got1.emplace_back(p.begin(), p.end()); });
+		ib2 = std::make_unique<Ipoib>(*host, *hca2, 1, IpoibConfig{ addr2, 16 },
+					      [this](std::span<const uint8_t> p) { got2.emplace_back(p.begin(), p.end()); });
+	}
+	/* sw2's port to host2: what reaches host2 across both switches */
+	fabric::Port &toHost2() { return subnet.findNodeByGuid(0x2c90200000002)->port(1); }
+};
+
+} /* namespace */
+
+TEST_CASE("ipoib: both ports join the broadcast group through the SA", "[ipoib]")
+{
+	IpoibPair f;
+	CHECK(!f.ib1->up());
+	CHECK(f.ib1->transmit(ipv4(f.addr1, f.addr2, 8, 1)) == -ENETDOWN); /* no carrier before the join */
+	f.drain();
+	REQUIRE(f.ib1->up());
+	REQUIRE(f.ib2->up());
+	/* the kernel's join of the broadcast group: one Set per port, full
+	 * member, MGID, PortGID, P_Key and JoinState only */
+	REQUIRE(f.sa.mc.size() == 2);
+	std::set<fabric::Gid> members;
+	for (const auto &r : f.sa.mc) {
+		CHECK(r.method == 0x02);
+		CHECK(r.mask == kJoinMask);
+		CHECK(r.rec.mgid == kBroadcastMgid);
+		CHECK(r.rec.pkey == 0xffff);
+		CHECK(r.rec.joinState == 1);
+		members.insert(r.rec.portGid);
+	}
+	CHECK(members == std::set<fabric::Gid>{ gidOf(*f.p1), gidOf(*f.p2) });
+	/* the group's record is the port's: Q_Key, MLID, MTU 2048 */
+	CHECK(f.ib1->broadcastGroup().qkey == 0x0b1b);
+	CHECK(f.ib1->broadcastGroup().mlid == 0xc001);
+	CHECK(f.ib1->mtu() == 2044);
+	/* the QP is one of the HCA's: its number is taken, and it hears the group */
+	Qp *qp = f.dev1().qp(f.ib1->qpn());
+	REQUIRE(qp);
+	CHECK(qp->qkey == 0x0b1b);
+	REQUIRE(qp->mcast.size() == 1);
+	CHECK(qp->mcast[0].mlid == 0xc001);
+	Client user(f, f.dev1(), 100);
+	uint32_t pd = 0, cq = 0;
+	REQUIRE(user.allocPd(pd) == 0);
+	REQUIRE(user.createCq(16, cq) == 0);
+	ib_uverbs_create_qp_resp uq{};
+	REQUIRE(user.createQp(pd, cq, cq, IB_QPT_UD, uq) == 0);
+	CHECK(uq.qpn != f.ib1->qpn());
+	/* the hardware addresses: flags, QPN, port GID (RFC 4391 9.1.1) */
+	IpoibHwAddr hw = f.ib1->hwAddr();
+	CHECK(hw[0] == 0);
+	CHECK((uint32_t(hw[1]) << 16 | uint32_t(hw[2]) << 8 | hw[3]) == f.ib1->qpn());
+	CHECK(std::equal(hw.begin() + 4, hw.end(), gidOf(*f.p1).begin()));
+	IpoibHwAddr bc = f.ib1->broadcastAddr();
+	CHECK((bc[1] == 0xff && bc[2] == 0xff && bc[3] == 0xff));
+	CHECK(std::equal(bc.begin() + 4, bc.end(), kBroadcastMgid.begin()));
+}
+
+TEST_CASE("ipoib: ARP over IB resolves the neighbour; unicast and broadcast IPv4 cross the switches", "[ipoib]")
+{
+	IpoibPair f;
+	f.drain();
+	REQUIRE(f.ib1->up());
+	REQUIRE(f.ib2->up());
+	const fabric::PortCounters before = f.toHost2().counters;
+
+	/* unicast: an ARP request on the group, the reply and the packet by
+	 * the PathRecords the SA answered */
+	const std::vector<uint8_t> uni = ipv4(f.addr1, f.addr2, 1000, 0x5a);
+	CHECK(f.ib1->transmit(uni) == 0);
+	f.drain();
+	REQUIRE(f.got2.size() == 1);
+	CHECK(f.got2[0] == uni);
+	CHECK(f.got1.empty());
+	CHECK(f.ib1->neighbour(f.addr2) == f.ib2->hwAddr());
+	CHECK(f.ib2->neighbour(f.addr1) == f.ib1->hwAddr()); /* learnt from the request */
+	CHECK(f.sa.lastMask == (PR_DGID | PR_SGID | PR_NUMB_PATH | PR_TCLASS | PR_PKEY));
+	/* across sw1 and sw2 to host2: the request as multicast, the packet
+	 * as unicast; from host2 the reply (and the MADs to the SA) */
+	const fabric::PortCounters &after = f.toHost2().counters;
+	CHECK(after.extMulticastXmitPkts > before.extMulticastXmitPkts);
+	CHECK(after.extUnicastXmitPkts > before.extUnicastXmitPkts);
+	CHECK(after.extUnicastRcvPkts > before.extUnicastRcvPkts);
+	CHECK(after.extXmitData > before.extXmitData + 1000 / 4);
+
+	/* and back, without another ARP */
+	const std::vector<uint8_t> back = ipv4(f.addr2, f.addr1, 64, 0x3c);
+	const uint64_t mcBefore = f.toHost2().counters.extMulticastRcvPkts;
+	CHECK(f.ib2->transmit(back) == 0);
+	f.drain();
+	REQUIRE(f.got1.size() == 1);
+	CHECK(f.got1[0] == back);
+	CHECK(f.toHost2().counters.extMulticastRcvPkts == mcBefore); /* no ARP from host2 */
+
+	/* broadcast: to the subnet's broadcast address, on the group; the
+	 * sender does not hear its own */
+	const std::vector<uint8_t> bcast = ipv4(f.addr2, inet_addr("10.200.255.255"), 200, 0x77);
+	CHECK(f.ib2->transmit(bcast) == 0);
+	f.drain();
+	REQUIRE(f.got1.size() == 2);
+	CHECK(f.got1[1] == bcast);
+	CHECK(f.got2.size() == 1);
+	CHECK(f.toHost2().counters.extMulticastRcvPkts == mcBefore + 1);
+
+	/* what cannot go */
+	CHECK(f.ib1->transmit(ipv4(f.addr1, f.addr2, 2045 - 28, 0)) == -EMSGSIZE);
+	CHECK(f.ib1->transmit(ipv4(f.addr1, inet_addr("10.201.0.1"), 8, 0)) == -ENETUNREACH);
+	CHECK(f.ib1->transmit(std::vector<uint8_t>(10, 0x45)) == -EINVAL);
+}
+
+TEST_CASE("ipoib: an address no one has is asked three times, then its packets are dropped", "[ipoib]")
+{
+	IpoibPair f;
+	f.drain();
+	const uint32_t nobody = inet_addr("10.200.9.9");
+	CHECK(f.ib1->transmit(ipv4(f.addr1, nobody, 8, 1)) == 0);
+	f.drain();
+	CHECK(!f.ib1->neighbour(nobody));
+	for (int i = 0; i < 3; i++)
+		f.advance(1000);
+	f.drain();
+	CHECK(f.got2.empty());
+	/* the neighbour is gone: the next packet asks again, and is answered once the address exists */
+	CHECK(f.ib1->transmit(ipv4(f.addr1, f.addr2, 8, 2)) == 0);
+	f.drain();
+	CHECK(f.got2.size() == 1);
+}
+
+TEST_CASE("ipoib: a join the SA refuses is tried again later; a client reregister makes the port join again", "[ipoib]")
+{
+	IpoibPair f;
+	f.sa.mcStatus = 0x0200; /* no such group yet: the SM has not made it */
+	f.drain();
+	CHECK(!f.ib1->up());
+	REQUIRE(sets(f.sa).size() == 2);
+	f.sa.mcStatus = 0;
+	f.drain();
+	CHECK(sets(f.sa).size() == 2); /* not before the backoff */
+	f.advance(1000);
+	f.drain();
+	CHECK(sets(f.sa).size() == 4);
+	REQUIRE(f.ib1->up());
+	REQUIRE(f.ib2->up());
+
+	/* an SM that took over asks the ports to register again: the port's
+	 * membership is lost, and it joins again at once */
+	f.subnet.portChanged(*f.p1, true);
+	f.drain();
+	REQUIRE(sets(f.sa).size() == 5);
+	CHECK(sets(f.sa).back().rec.portGid == gidOf(*f.p1));
+	CHECK(f.ib1->up());
+	const std::vector<uint8_t> uni = ipv4(f.addr1, f.addr2, 32, 9);
+	CHECK(f.ib1->transmit(uni) == 0);
+	f.drain();
+	REQUIRE(f.got2.size() == 1);
+	CHECK(f.got2[0] == uni);
+
+	/* the HCA unplugged: the device is dead, its QP gone */
+	const uint32_t qpn = f.ib2->qpn();
+	f.host->removeHca(f.hca2);
+	f.hca2 = nullptr;
+	CHECK(f.ib2->transmit(uni) == -ENODEV);
+	CHECK(qpn != 0);
+}
