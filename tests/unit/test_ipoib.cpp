@@ -8,6 +8,9 @@
 
 #include "emu/ipoib.h"
 #include "fabric/node.h"
+#include "fabric/packet_format.h"
+#include "fabric/packet_tap.h"
+#include "fabric/subnet.h"
 
 #include <catch2/catch.hpp>
 
@@ -20,6 +23,34 @@ using namespace ibemu::emu;
 using namespace ibemu::test;
 
 namespace {
+
+/* A tap that keeps the packets crossing one port, as a capture sees them */
+struct Recorder final : fabric::PacketTap {
+	struct Seen {
+		bool out;
+		std::vector<uint8_t> bytes;
+	};
+	std::vector<Seen> seen;
+	const fabric::Port *only = nullptr;
+	bool watches(const fabric::Port &p) const override { return &p == only; }
+	bool wantsData() const override { return true; }
+	void onWire(const fabric::Port &, bool out, std::span<const uint8_t> b) override
+	{
+		seen.push_back({ out, { b.begin(), b.end() } });
+	}
+	/* the UD SENDs among them, parsed */
+	std::vector<std::pair<fabric::PacketView, const Seen *>> sends() const
+	{
+		std::vector<std::pair<fabric::PacketView, const Seen *>> out;
+		for (const Seen &s : seen) {
+			fabric::PacketView v;
+			if (fabric::parsePacket(s.bytes, v) && v.opcode == (fabric::IB_OPCODE_UD | fabric::IB_OPCODE_SEND_ONLY) &&
+			    v.destQp != 1)
+				out.emplace_back(v, &s);
+		}
+		return out;
+	}
+};
 
 using Packets = std::vector<std::vector<uint8_t>>;
 
@@ -143,6 +174,9 @@ TEST_CASE("ipoib: ARP over IB resolves the neighbour; unicast and broadcast IPv4
 	REQUIRE(f.ib1->up());
 	REQUIRE(f.ib2->up());
 	const fabric::PortCounters before = f.toHost2().counters;
+	Recorder rec;
+	rec.only = f.p1;
+	f.subnet.setTap(&rec);
 
 	/* unicast: an ARP request on the group, the reply and the packet by
 	 * the PathRecords the SA answered */
@@ -162,6 +196,38 @@ TEST_CASE("ipoib: ARP over IB resolves the neighbour; unicast and broadcast IPv4
 	CHECK(after.extUnicastXmitPkts > before.extUnicastXmitPkts);
 	CHECK(after.extUnicastRcvPkts > before.extUnicastRcvPkts);
 	CHECK(after.extXmitData > before.extXmitData + 1000 / 4);
+
+	/* what host1's port sent, as a capture shows it: the ARP request on
+	 * the group (GRH to the MGID, QPN 0xffffff), then the packet to
+	 * host2's QPN; both with the group's Q_Key, from IPoIB's QPN, behind
+	 * the 4-byte IPoIB header */
+	f.subnet.setTap(nullptr);
+	std::vector<std::pair<fabric::PacketView, const Recorder::Seen *>> out;
+	for (const auto &s : rec.sends())
+		if (s.second->out)
+			out.push_back(s);
+	REQUIRE(out.size() == 2);
+	const auto &[arp, arpSeen] = out[0];
+	CHECK(arp.grh);
+	CHECK(arp.dlid == 0xc001);
+	CHECK(arp.destQp == kMulticastQpn);
+	CHECK(arp.qkey == 0x0b1b);
+	CHECK(arp.srcQp == f.ib1->qpn());
+	REQUIRE(arp.payloadLen == 4 + 56);
+	const uint8_t *a = arpSeen->bytes.data() + arp.payload;
+	const uint8_t arpHead[] = { 0x08, 0x06, 0, 0, 0, 32, 0x08, 0x00, 20, 4, 0, 1 };
+	CHECK(std::equal(std::begin(arpHead), std::end(arpHead), a));
+	const IpoibHwAddr hw1 = f.ib1->hwAddr();
+	CHECK(std::equal(hw1.begin(), hw1.end(), a + 12));
+	const auto &[data, dataSeen] = out[1];
+	CHECK(!data.grh);
+	CHECK(data.dlid == f.lid2());
+	CHECK(data.destQp == f.ib2->qpn());
+	CHECK(data.qkey == 0x0b1b);
+	REQUIRE(data.payloadLen == 4 + uni.size());
+	const uint8_t *d = dataSeen->bytes.data() + data.payload;
+	CHECK((d[0] == 0x08 && d[1] == 0x00 && d[2] == 0 && d[3] == 0));
+	CHECK(std::equal(uni.begin(), uni.end(), d + 4));
 
 	/* and back, without another ARP */
 	const std::vector<uint8_t> back = ipv4(f.addr2, f.addr1, 64, 0x3c);
