@@ -156,12 +156,20 @@ TEST_CASE("ipoib netdev: ping between two namespaces' ib0 over the emulated fabr
 		WARN("no network namespace could be made: not run");
 		return;
 	}
+	std::string why;
+	if (int probe = netdev::openTun(ns1, { "probe0" }, &why); probe < 0) {
+		WARN("no TUN device can be made (" + why + "): not run");
+		close(ns1);
+		close(ns2);
+		return;
+	} else {
+		close(probe);
+	}
 	VerbsFixture f;
 	TestSa sa(f);
 	sa.groupQkey = 0x0b1b;
 	programMfts(f.subnet, 0xc001);
 	const uint32_t a1 = inet_addr("10.200.0.1"), a2 = inet_addr("10.200.1.1");
-	std::string why;
 	auto ib1 = netdev::createNetdev(ns1, { "ib0", a1, 16 }, *f.host, *f.hca1, 1, &why);
 	INFO(why);
 	REQUIRE(ib1);
