@@ -120,6 +120,7 @@ private:
 	struct Neigh {
 		bool resolved = false;
 		IpoibHwAddr hw{};
+		Clock::time_point confirmed{}; /* by an ARP from it, or asked again */
 		unsigned probes = 0;
 		std::deque<std::vector<uint8_t>> queue; /* IPv4 packets */
 	};

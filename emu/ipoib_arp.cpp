@@ -6,7 +6,10 @@
 // unicast, and both learn the other's 20-byte hardware address. Packets
 // for a neighbour still unresolved wait (three at most, as the kernel's
 // unres_qlen of old); a request is sent again every second, three times
-// in all, then the neighbour and what waits for it are dropped.
+// in all, then the neighbour and what waits for it are dropped. A
+// neighbour not heard from for 30 seconds (base_reachable_time) is asked
+// again on the next packet to it, which still goes to the address known:
+// a neighbour whose port came back with another QPN is found again.
 #include "emu/ipoib.h"
 
 #include "fabric/node.h"
@@ -24,6 +27,7 @@ constexpr uint16_t kArpRequest = 1;
 constexpr uint16_t kArpReply = 2;
 constexpr unsigned kArpProbes = 3; /* mcast_solicit */
 constexpr size_t kQueueMax = 3;
+constexpr auto kReachable = std::chrono::seconds(30);
 
 uint32_t ipAt(const uint8_t *p)
 {
@@ -39,8 +43,13 @@ void Ipoib::resolve(uint32_t dst, std::span<const uint8_t> packet)
 {
 	auto [it, fresh] = neighs_.try_emplace(dst);
 	Neigh &n = it->second;
-	if (n.resolved)
+	if (n.resolved) {
+		if (Clock::now() - n.confirmed >= kReachable) { /* stale: ask again, meanwhile use it */
+			n.confirmed = Clock::now();
+			sendArp(kArpRequest, dst, nullptr);
+		}
 		return sendUnicast(n.hw, kEtherTypeIpv4, packet);
+	}
 	if (n.queue.size() >= kQueueMax)
 		n.queue.pop_front(); /* the oldest goes, as __neigh_event_send() drops */
 	n.queue.emplace_back(packet.begin(), packet.end());
@@ -107,6 +116,7 @@ void Ipoib::learn(uint32_t ip, const IpoibHwAddr &hw)
 	Neigh &n = neighs_[ip];
 	n.resolved = true;
 	n.hw = hw;
+	n.confirmed = Clock::now();
 	std::deque<std::vector<uint8_t>> waiting = std::move(n.queue);
 	n.queue.clear();
 	for (const auto &pkt : waiting)

@@ -308,3 +308,35 @@ TEST_CASE("ipoib: a join the SA refuses is tried again later; a client reregiste
 	CHECK(f.ib2->transmit(uni) == -ENODEV);
 	CHECK(qpn != 0);
 }
+
+TEST_CASE("ipoib: a neighbour not heard from for 30 s is asked again, and found with its new QPN", "[ipoib]")
+{
+	IpoibPair f;
+	f.drain();
+	const std::vector<uint8_t> first = ipv4(f.addr1, f.addr2, 16, 1);
+	CHECK(f.ib1->transmit(first) == 0);
+	f.drain();
+	REQUIRE(f.got2.size() == 1);
+	/* host2's device made again: another QPN, host1 still has the old one */
+	const uint32_t oldQpn = f.ib2->qpn();
+	f.ib2.reset();
+	f.ib2 = std::make_unique<Ipoib>(*f.host, *f.hca2, 1, IpoibConfig{ f.addr2, 16 },
+					[&f](std::span<const uint8_t> p) { f.got2.emplace_back(p.begin(), p.end()); });
+	f.drain();
+	REQUIRE(f.ib2->up());
+	REQUIRE(f.ib2->qpn() != oldQpn);
+	f.got2.clear();
+	CHECK(f.ib1->transmit(first) == 0); /* within 30 s: to the old QPN, lost */
+	f.drain();
+	CHECK(f.got2.empty());
+	f.advance(30000);
+	CHECK(f.ib1->transmit(first) == 0); /* stale: asked again, and this one is lost too */
+	f.drain();
+	CHECK(f.got2.empty());
+	CHECK(f.ib1->neighbour(f.addr2) == f.ib2->hwAddr());
+	const std::vector<uint8_t> again = ipv4(f.addr1, f.addr2, 16, 2);
+	CHECK(f.ib1->transmit(again) == 0);
+	f.drain();
+	REQUIRE(f.got2.size() == 1);
+	CHECK(f.got2[0] == again);
+}
