@@ -10,9 +10,19 @@
 // neighbour not heard from for 30 seconds (base_reachable_time) is asked
 // again on the next packet to it, which still goes to the address known:
 // a neighbour whose port came back with another QPN is found again.
+//
+// The table is bounded as the kernel's with its default gc thresholds:
+// past 128 neighbours (gc_thresh1) a new one first drops those resolved
+// and unused for 60 seconds (gc_staletime); at 1024 (gc_thresh3) it
+// pushes out one still unresolved, else the one least recently used. A
+// sender is learnt only from an ARP for our address or one already known,
+// and only a unicast address on the subnet; a probe (sender 0.0.0.0, as
+// duplicate address detection sends it) for our address is answered.
 #include "emu/ipoib.h"
 
 #include "fabric/node.h"
+
+#include <arpa/inet.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -28,6 +38,9 @@ constexpr uint16_t kArpReply = 2;
 constexpr unsigned kArpProbes = 3; /* mcast_solicit */
 constexpr size_t kQueueMax = 3;
 constexpr auto kReachable = std::chrono::seconds(30);
+constexpr size_t kGcThresh1 = 128;
+constexpr size_t kNeighMax = 1024; /* gc_thresh3 */
+constexpr auto kGcStale = std::chrono::seconds(60);
 
 uint32_t ipAt(const uint8_t *p)
 {
@@ -41,8 +54,10 @@ uint32_t ipAt(const uint8_t *p)
 /* neigh_resolve_output(): the packet waits for its neighbour's address */
 void Ipoib::resolve(uint32_t dst, std::span<const uint8_t> packet)
 {
-	auto [it, fresh] = neighs_.try_emplace(dst);
-	Neigh &n = it->second;
+	auto it = neighs_.find(dst);
+	const bool fresh = it == neighs_.end();
+	Neigh &n = fresh ? *newNeigh(dst) : it->second;
+	n.used = Clock::now();
 	if (n.resolved) {
 		if (Clock::now() - n.confirmed >= kReachable) { /* stale: ask again, meanwhile use it */
 			n.confirmed = Clock::now();
@@ -101,19 +116,55 @@ void Ipoib::arpReceived(std::span<const uint8_t> a)
 	std::copy_n(a.begin() + 8, kIpoibHwAddrLen, sha.begin());
 	const uint32_t spa = ipAt(a.data() + 8 + kIpoibHwAddrLen);
 	const uint32_t tpa = ipAt(a.data() + 8 + 2 * kIpoibHwAddrLen + 4);
-	if (spa == cfg_.addr || spa == 0)
-		return;
 	const bool forUs = tpa == cfg_.addr;
+	if (spa == 0) { /* a probe: answered to its sender, who is not learnt */
+		if (forUs && op == kArpRequest)
+			sendArp(kArpReply, 0, &sha);
+		return;
+	}
+	if (spa == cfg_.addr || !onSubnetUnicast(spa))
+		return;
 	if (forUs || neighs_.count(spa))
 		learn(spa, sha);
 	if (forUs && op == kArpRequest)
 		sendArp(kArpReply, spa, &sha);
 }
 
+/* a host's address of our subnet: not its network or broadcast address */
+bool Ipoib::onSubnetUnicast(uint32_t ip) const
+{
+	const uint32_t mask = cfg_.prefixLen ? htonl(~uint32_t(0) << (32 - cfg_.prefixLen)) : 0;
+	if ((ip & mask) != (cfg_.addr & mask))
+		return false;
+	if (cfg_.prefixLen >= 31)
+		return true;
+	return (ip & ~mask) != 0 && (ip & ~mask) != ~mask;
+}
+
+/* neigh_alloc() with the kernel's forced garbage collection */
+Ipoib::Neigh *Ipoib::newNeigh(uint32_t ip)
+{
+	const Clock::time_point now = Clock::now();
+	if (neighs_.size() >= kGcThresh1)
+		std::erase_if(neighs_, [&](const auto &e) { return e.second.resolved && now - e.second.used >= kGcStale; });
+	if (neighs_.size() >= kNeighMax) {
+		auto victim = std::find_if(neighs_.begin(), neighs_.end(), [](const auto &e) { return !e.second.resolved; });
+		if (victim == neighs_.end())
+			victim = std::min_element(neighs_.begin(), neighs_.end(), [](const auto &a, const auto &b) {
+				return a.second.used < b.second.used;
+			});
+		neighs_.erase(victim);
+	}
+	Neigh &n = neighs_[ip];
+	n.used = now;
+	return &n;
+}
+
 /* neigh_update(): the address is known; what waited for it goes */
 void Ipoib::learn(uint32_t ip, const IpoibHwAddr &hw)
 {
-	Neigh &n = neighs_[ip];
+	auto it = neighs_.find(ip);
+	Neigh &n = it != neighs_.end() ? it->second : *newNeigh(ip);
 	n.resolved = true;
 	n.hw = hw;
 	n.confirmed = Clock::now();
