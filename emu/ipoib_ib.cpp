@@ -101,7 +101,9 @@ void Ipoib::received(uint16_t slid, uint32_t srcQp, std::vector<uint8_t> payload
 		return;
 	const uint16_t type = static_cast<uint16_t>(payload[0] << 8 | payload[1]);
 	std::span<const uint8_t> body(payload.data() + kIpoibEncapLen, payload.size() - kIpoibEncapLen);
-	if (type == kEtherTypeIpv4 && joined_)
+	/* a TUN without packet information takes the protocol from the first
+	 * nibble: what is no IPv4 header is not handed up as one */
+	if (type == kEtherTypeIpv4 && joined_ && body.size() >= 20 && (body[0] >> 4) == 4)
 		deliver_(body);
 	else if (type == kEtherTypeArp && joined_)
 		arpReceived(body);
