@@ -87,9 +87,15 @@ public:
 	 * for its neighbour or path; -ENODEV without an HCA, -ENETDOWN
 	 * before the join, -EINVAL for what is no IPv4 packet (or is for
 	 * the port's own address), -EMSGSIZE past mtu(), -ENETUNREACH off
-	 * the subnet. Three packets at most wait for a destination; a
-	 * fourth pushes out the oldest. */
+	 * the subnet. Three packets at most wait for a neighbour (a fourth
+	 * pushes out the oldest, as __neigh_event_send()) and three for a
+	 * path (a fourth is dropped, as neigh_add_path()). */
 	int transmit(std::span<const uint8_t> packet);
+
+	/* called with the carrier and mtu() whenever the carrier changes
+	 * (netif_carrier_on/off(), and dev_set_mtu() on the join) */
+	using CarrierChanged = std::function<void(bool up, uint32_t mtu)>;
+	void onCarrier(CarrierChanged cb) { carrierChanged_ = std::move(cb); }
 
 	bool up() const { return joined_; } /* the carrier */
 	uint32_t mtu() const;
@@ -99,6 +105,8 @@ public:
 	const McMemberRecord &broadcastGroup() const { return bcast_; }
 	/* the resolved neighbour of an address, if any (`ip neigh`) */
 	std::optional<IpoibHwAddr> neighbour(uint32_t addr) const;
+	size_t neighbourCount() const { return neighs_.size(); }
+	size_t pathCount() const { return paths_.size(); }
 
 	void portEvent(Hca &hca, unsigned portNum, AsyncEvent ev) override;
 	void hcaRemoved(Hca &hca) override;
@@ -121,6 +129,7 @@ private:
 		bool resolved = false;
 		IpoibHwAddr hw{};
 		Clock::time_point confirmed{}; /* by an ARP from it, or asked again */
+		Clock::time_point used{}; /* by a packet to it */
 		unsigned probes = 0;
 		std::deque<std::vector<uint8_t>> queue; /* IPv4 packets */
 	};
@@ -141,7 +150,7 @@ private:
 	void sendBroadcast(uint16_t type, std::span<const uint8_t> payload);
 	void sendUnicast(const IpoibHwAddr &to, uint16_t type, std::span<const uint8_t> payload);
 	void startPathQuery(const fabric::Gid &dgid, Path &p);
-	void pathDone(const fabric::Gid &dgid, int status, const PathRecord &rec);
+	void pathDone(const fabric::Gid &dgid, int64_t query, int status, const PathRecord &rec);
 	void flushPaths();
 
 	/* ipoib_multicast.cpp */
@@ -150,12 +159,15 @@ private:
 	void joined(const McMemberRecord &rec);
 	void leaveBroadcast();
 	void scheduleJoin();
+	void setCarrier(bool up);
 
 	/* ipoib_arp.cpp */
 	void resolve(uint32_t dst, std::span<const uint8_t> packet);
 	void sendArp(uint16_t op, uint32_t targetIp, const IpoibHwAddr *targetHw);
 	void arpReceived(std::span<const uint8_t> arp);
 	void learn(uint32_t ip, const IpoibHwAddr &hw);
+	bool onSubnetUnicast(uint32_t ip) const;
+	Neigh *newNeigh(uint32_t ip);
 	void armArpTimer();
 	void arpTick();
 
@@ -164,6 +176,7 @@ private:
 	const unsigned portNum_;
 	const IpoibConfig cfg_;
 	Deliver deliver_;
+	CarrierChanged carrierChanged_;
 	std::unique_ptr<Cq> cq_;
 	std::unique_ptr<Qp> qp_;
 	McMemberRecord bcast_{};

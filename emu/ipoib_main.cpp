@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 namespace ibemu::emu {
 
@@ -23,11 +25,21 @@ namespace {
 
 constexpr uint32_t kPathTimeoutMs = 1000; /* path_rec_start() */
 constexpr size_t kPathQueueMax = 3; /* IPOIB_MAX_PATH_REC_QUEUE */
+/* paths at most: as many as neighbours (each neighbour has one path, and
+ * ARP may name a new GID for a neighbour at any time) */
+constexpr size_t kPathMax = 1024;
+
+unsigned checkedPort(const Hca &hca, unsigned portNum)
+{
+	if (portNum < 1 || portNum > hca.madPorts.size())
+		throw std::invalid_argument("ipoib: no port " + std::to_string(portNum));
+	return portNum;
+}
 
 } /* namespace */
 
 Ipoib::Ipoib(Host &host, Hca &hca, unsigned portNum, const IpoibConfig &cfg, Deliver deliver)
-	: host_(host), hca_(&hca), portNum_(portNum), cfg_(cfg), deliver_(std::move(deliver)), joinTimer_(host.io()),
+	: host_(host), hca_(&hca), portNum_(checkedPort(hca, portNum)), cfg_(cfg), deliver_(std::move(deliver)), joinTimer_(host.io()),
 	  arpTimer_(host.io())
 {
 	host_.addUlp(this);
@@ -38,6 +50,7 @@ Ipoib::Ipoib(Host &host, Hca &hca, unsigned portNum, const IpoibConfig &cfg, Del
 Ipoib::~Ipoib()
 {
 	host_.removeUlp(this);
+	carrierChanged_ = nullptr; /* its owner is going */
 	teardown();
 }
 
@@ -141,7 +154,17 @@ void Ipoib::sendUnicast(const IpoibHwAddr &to, uint16_t type, std::span<const ui
 	const uint32_t dqpn = uint32_t(to[1]) << 16 | uint32_t(to[2]) << 8 | to[3];
 	fabric::Gid dgid;
 	std::copy(to.begin() + 4, to.end(), dgid.begin());
-	Path &p = paths_[dgid];
+	auto it = paths_.find(dgid);
+	if (it == paths_.end()) {
+		if (paths_.size() >= kPathMax) { /* a path no query is out for goes, or the frame */
+			auto idle = std::find_if(paths_.begin(), paths_.end(), [](const auto &e) { return !e.second.query; });
+			if (idle == paths_.end())
+				return;
+			paths_.erase(idle);
+		}
+		it = paths_.try_emplace(dgid).first;
+	}
+	Path &p = it->second;
 	if (p.valid) {
 		ib_uverbs_ah_attr ah{};
 		ah.dlid = p.dlid;
@@ -149,9 +172,8 @@ void Ipoib::sendUnicast(const IpoibHwAddr &to, uint16_t type, std::span<const ui
 		ah.port_num = static_cast<uint8_t>(portNum_);
 		return postSend(ah, dqpn, encap(type, payload));
 	}
-	if (p.queue.size() >= kPathQueueMax)
-		p.queue.pop_front();
-	p.queue.push_back({ dqpn, encap(type, payload) });
+	if (p.queue.size() < kPathQueueMax) /* else the new frame is dropped */
+		p.queue.push_back({ dqpn, encap(type, payload) });
 	if (!p.query)
 		startPathQuery(dgid, p);
 }
@@ -165,28 +187,32 @@ void Ipoib::startPathQuery(const fabric::Gid &dgid, Path &p)
 	rec.numbPath = 1;
 	rec.pkey = cfg_.pkey | 0x8000;
 	rec.trafficClass = bcast_.trafficClass;
+	/* the answer names its query: one for a path flushed and asked
+	 * again since is not the new path's */
+	auto query = std::make_shared<int64_t>(0);
 	const int64_t id = host_.sa().pathRecGet(
 		madPort(), rec, PR_DGID | PR_SGID | PR_NUMB_PATH | PR_TCLASS | PR_PKEY, kPathTimeoutMs,
-		[this, dgid, alive = std::weak_ptr<bool>(alive_)](int status, const PathRecord &r) {
+		[this, dgid, query, alive = std::weak_ptr<bool>(alive_)](int status, const PathRecord &r) {
 			if (alive.expired())
 				return;
-			boost::asio::post(host_.io(), [this, dgid, alive, status, r] {
+			boost::asio::post(host_.io(), [this, dgid, id = *query, alive, status, r] {
 				if (!alive.expired())
-					pathDone(dgid, status, r);
+					pathDone(dgid, id, status, r);
 			});
 		});
 	if (id < 0) {
 		paths_.erase(dgid);
 		return;
 	}
+	*query = id;
 	p.query = id;
 }
 
 /* path_rec_completion(): what waited goes, or is dropped with the path */
-void Ipoib::pathDone(const fabric::Gid &dgid, int status, const PathRecord &rec)
+void Ipoib::pathDone(const fabric::Gid &dgid, int64_t query, int status, const PathRecord &rec)
 {
 	auto it = paths_.find(dgid);
-	if (it == paths_.end())
+	if (it == paths_.end() || it->second.query != query)
 		return;
 	Path &p = it->second;
 	p.query = 0;

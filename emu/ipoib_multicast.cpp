@@ -87,8 +87,19 @@ void Ipoib::joined(const McMemberRecord &rec)
 	}
 	bcast_ = rec;
 	qp_->qkey = rec.qkey;
-	joined_ = true; /* netif_carrier_on() */
 	backoff_ = 1;
+	setCarrier(true);
+}
+
+/* netif_carrier_on() after the join, with dev_set_mtu() to the group's
+ * MTU; netif_carrier_off() when the membership goes */
+void Ipoib::setCarrier(bool up)
+{
+	if (joined_ == up)
+		return;
+	joined_ = up;
+	if (carrierChanged_)
+		carrierChanged_(up, mtu());
 }
 
 /* ipoib_mcast_leave(): the membership and the QP's attachment go */
@@ -103,7 +114,7 @@ void Ipoib::leaveBroadcast()
 		qp_->dev->detachMcast(*qp_, g);
 	}
 	joining_ = false;
-	joined_ = false;
+	setCarrier(false);
 	flushPaths();
 }
 
