@@ -117,6 +117,63 @@ struct IpoibPair : VerbsFixture {
 	fabric::Port &toHost2() { return subnet.findNodeByGuid(0x2c90200000002)->port(1); }
 };
 
+/* A user's UD QP on host1 that sends IPoIB frames of its own making (a
+ * remote that may send anything) to host2, and hears what comes back */
+struct Injector {
+	Client c;
+	alignas(4096) uint8_t buf[8192]{};
+	uint32_t pd = 0, cq = 0, ah = 0;
+	ib_uverbs_reg_mr_resp mr{};
+	ib_uverbs_create_qp_resp qp{};
+
+	explicit Injector(IpoibPair &f) : c(f, f.dev1(), 300)
+	{
+		REQUIRE(c.allocPd(pd) == 0);
+		REQUIRE(c.regMr(pd, buf, sizeof buf, IB_ACCESS_LOCAL_WRITE, mr) == 0);
+		REQUIRE(c.createCq(64, cq) == 0);
+		REQUIRE(c.createQp(pd, cq, cq, IB_QPT_UD, qp) == 0);
+		c.connect(qp.qp_handle, IB_QPT_UD, 0, 0);
+		ib_uverbs_modify_qp q{};
+		q.qkey = 0x0b1b; /* IPoIB answers with the group's */
+		REQUIRE(c.modify(qp.qp_handle, IB_QP_QKEY, q) == 0);
+		REQUIRE(c.createAh(pd, f.lid2(), ah) == 0);
+		REQUIRE(c.postRecv(qp.qp_handle, 7, { ib_uverbs_sge{ uint64_t(uintptr_t(buf + 4096)), 4096, mr.lkey } }) == 0);
+	}
+	/* one frame (type, reserved, body) to the QPN, with the group's Q_Key */
+	void send(uint32_t dqpn, uint16_t type, const std::vector<uint8_t> &body)
+	{
+		std::vector<uint8_t> frame{ uint8_t(type >> 8), uint8_t(type), 0, 0 };
+		frame.insert(frame.end(), body.begin(), body.end());
+		memcpy(buf, frame.data(), frame.size());
+		ib_uverbs_send_wr w{};
+		w.opcode = IB_WR_SEND;
+		w.wr.ud.ah = ah;
+		w.wr.ud.remote_qpn = dqpn;
+		w.wr.ud.remote_qkey = 0x0b1b;
+		REQUIRE(c.postSend(qp.qp_handle, w, { ib_uverbs_sge{ uint64_t(uintptr_t(buf)), uint32_t(frame.size()), mr.lkey } }) == 0);
+	}
+	/* its hardware address: its QPN and host1's port GID */
+	IpoibHwAddr hw(const fabric::Port &p) const
+	{
+		IpoibHwAddr a{ 0, uint8_t(qp.qpn >> 16), uint8_t(qp.qpn >> 8), uint8_t(qp.qpn) };
+		const fabric::Gid g = gidOf(p);
+		std::copy(g.begin(), g.end(), a.begin() + 4);
+		return a;
+	}
+};
+
+/* an ARP packet over InfiniBand (56 bytes) */
+std::vector<uint8_t> arp(uint16_t op, const IpoibHwAddr &sha, uint32_t spa, uint32_t tpa)
+{
+	std::vector<uint8_t> a(56, 0);
+	const uint8_t head[] = { 0, 32, 0x08, 0x00, 20, 4, 0, uint8_t(op) };
+	memcpy(&a[0], head, sizeof head);
+	memcpy(&a[8], sha.data(), sha.size());
+	memcpy(&a[28], &spa, 4);
+	memcpy(&a[52], &tpa, 4);
+	return a;
+}
+
 } /* namespace */
 
 TEST_CASE("ipoib: both ports join the broadcast group through the SA", "[ipoib]")
@@ -259,13 +316,25 @@ TEST_CASE("ipoib: an address no one has is asked three times, then its packets a
 	IpoibPair f;
 	f.drain();
 	const uint32_t nobody = inet_addr("10.200.9.9");
+	/* the requests on the group, as host2's port receives them */
+	auto requests = [&f, base = f.toHost2().counters.extMulticastXmitPkts] {
+		return f.toHost2().counters.extMulticastXmitPkts - base;
+	};
 	CHECK(f.ib1->transmit(ipv4(f.addr1, nobody, 8, 1)) == 0);
 	f.drain();
 	CHECK(!f.ib1->neighbour(nobody));
-	for (int i = 0; i < 3; i++)
+	CHECK(requests() == 1);
+	for (int i = 0; i < 5; i++) {
 		f.advance(1000);
-	f.drain();
+		f.drain();
+	}
+	CHECK(requests() == 3); /* and none after the third */
 	CHECK(f.got2.empty());
+	CHECK(f.ib1->neighbourCount() == 0);
+	/* the same address again: asked again */
+	CHECK(f.ib1->transmit(ipv4(f.addr1, nobody, 8, 1)) == 0);
+	f.drain();
+	CHECK(requests() == 4);
 	/* the neighbour is gone: the next packet asks again, and is answered once the address exists */
 	CHECK(f.ib1->transmit(ipv4(f.addr1, f.addr2, 8, 2)) == 0);
 	f.drain();
@@ -301,12 +370,26 @@ TEST_CASE("ipoib: a join the SA refuses is tried again later; a client reregiste
 	REQUIRE(f.got2.size() == 1);
 	CHECK(f.got2[0] == uni);
 
-	/* the HCA unplugged: the device is dead, its QP gone */
+	/* the HCA unplugged: the device is dead, its QP gone (a file open on
+	 * the HCA keeps its verbs device), its membership left */
 	const uint32_t qpn = f.ib2->qpn();
+	REQUIRE(qpn != 0);
+	Client user(f, f.dev2(), 200);
+	VerbsDevice &dev2 = f.dev2();
+	REQUIRE(dev2.qp(qpn));
+	bool carrier = true;
+	f.ib2->onCarrier([&carrier](bool up, uint32_t) { carrier = up; });
+	const size_t reqs = f.sa.mc.size();
 	f.host->removeHca(f.hca2);
 	f.hca2 = nullptr;
+	f.drain();
 	CHECK(f.ib2->transmit(uni) == -ENODEV);
-	CHECK(qpn != 0);
+	CHECK(!f.ib2->up());
+	CHECK(!carrier);
+	CHECK(dev2.qp(qpn) == nullptr);
+	REQUIRE(f.sa.mc.size() == reqs + 1);
+	CHECK(f.sa.mc.back().method == 0x15); /* SubnAdmDelete */
+	CHECK(f.sa.mc.back().rec.portGid == gidOf(*f.p2));
 }
 
 TEST_CASE("ipoib: a neighbour not heard from for 30 s is asked again, and found with its new QPN", "[ipoib]")
@@ -339,4 +422,161 @@ TEST_CASE("ipoib: a neighbour not heard from for 30 s is asked again, and found 
 	f.drain();
 	REQUIRE(f.got2.size() == 1);
 	CHECK(f.got2[0] == again);
+}
+
+TEST_CASE("ipoib: what a remote sends that is no IPv4 packet or no ARP over IB is dropped; a probe is answered", "[ipoib]")
+{
+	IpoibPair f;
+	f.drain();
+	REQUIRE(f.ib2->up());
+	Injector inj(f);
+	const uint32_t q2 = f.ib2->qpn();
+	/* frames shorter than the IPoIB header, IPv4 shorter than its header
+	 * or of another version: not handed up (a TUN would take the last
+	 * for IPv6) */
+	inj.send(q2, 0x0800, {});
+	inj.send(q2, 0x0800, std::vector<uint8_t>(19, 0x45));
+	std::vector<uint8_t> v6 = ipv4(f.addr1, f.addr2, 40, 0);
+	v6[0] = 0x60;
+	inj.send(q2, 0x0800, v6);
+	f.drain();
+	for (size_t n = 0; n < 4; n++) { /* 0 to 3 bytes: not even a header */
+		Injector *i = &inj;
+		std::vector<uint8_t> frame(n, 0x08);
+		memcpy(i->buf, frame.data(), n);
+		ib_uverbs_send_wr w{};
+		w.opcode = IB_WR_SEND;
+		w.wr.ud.ah = i->ah;
+		w.wr.ud.remote_qpn = q2;
+		w.wr.ud.remote_qkey = 0x0b1b;
+		REQUIRE(i->c.postSend(i->qp.qp_handle, w, { ib_uverbs_sge{ uint64_t(uintptr_t(i->buf)), uint32_t(n), i->mr.lkey } }) == 0);
+	}
+	const std::vector<uint8_t> good = ipv4(f.addr1, f.addr2, 8, 3);
+	inj.send(q2, 0x0800, good);
+	f.drain();
+	REQUIRE(f.got2.size() == 1);
+	CHECK(f.got2[0] == good);
+
+	/* ARP for host2's address: short, or with another hardware address
+	 * length, it is not learnt nor answered */
+	const IpoibHwAddr me = inj.hw(*f.p1);
+	const uint32_t sender = inet_addr("10.200.0.7");
+	std::vector<uint8_t> a = arp(1, me, sender, f.addr2);
+	inj.send(q2, 0x0806, std::vector<uint8_t>(a.begin(), a.end() - 1));
+	a[4] = 19;
+	inj.send(q2, 0x0806, a);
+	/* nor a sender off the subnet, nor the subnet's broadcast address */
+	inj.send(q2, 0x0806, arp(1, me, inet_addr("10.201.0.7"), f.addr2));
+	inj.send(q2, 0x0806, arp(1, me, inet_addr("10.200.255.255"), f.addr2));
+	f.drain();
+	CHECK(inj.c.poll(inj.cq).empty());
+	CHECK(f.ib2->neighbourCount() == 0);
+	/* a probe (sender 0.0.0.0): answered to its sender, not learnt */
+	inj.send(q2, 0x0806, arp(1, me, 0, f.addr2));
+	f.drain();
+	auto wc = inj.c.poll(inj.cq);
+	REQUIRE(wc.size() == 1);
+	CHECK(wc[0].status == IB_WC_SUCCESS);
+	REQUIRE(wc[0].byte_len == 40 + 4 + 56);
+	const uint8_t *r = inj.buf + 4096 + 40;
+	CHECK((r[0] == 0x08 && r[1] == 0x06));
+	const std::vector<uint8_t> reply(r + 4, r + 4 + 56);
+	const IpoibHwAddr hw2 = f.ib2->hwAddr();
+	std::vector<uint8_t> want = arp(2, hw2, f.addr2, 0);
+	std::copy(me.begin(), me.end(), want.begin() + 32);
+	CHECK(reply == want);
+	CHECK(f.ib2->neighbourCount() == 0);
+	/* and a sender on the subnet is */
+	inj.send(q2, 0x0806, arp(1, me, sender, f.addr2));
+	f.drain();
+	CHECK(f.ib2->neighbour(sender) == me);
+}
+
+TEST_CASE("ipoib: the neighbour table is bounded, unresolved neighbours go first, unused ones expire", "[ipoib]")
+{
+	IpoibPair f;
+	f.drain();
+	CHECK(f.ib1->transmit(ipv4(f.addr1, f.addr2, 8, 1)) == 0);
+	f.drain();
+	REQUIRE(f.ib1->neighbour(f.addr2));
+	/* a user sending to every address of the /16 */
+	for (uint32_t i = 0; i < 1100; i++)
+		CHECK(f.ib1->transmit(ipv4(f.addr1, htonl(ntohl(inet_addr("10.200.16.0")) + i), 8, 1)) == 0);
+	CHECK(f.ib1->neighbourCount() == 1024);
+	CHECK(f.ib1->neighbour(f.addr2)); /* resolved: not pushed out by those unresolved */
+	f.drain();
+	/* unused for 60 s, it goes when the next neighbour is made */
+	f.advance(61000);
+	CHECK(f.ib1->transmit(ipv4(f.addr1, inet_addr("10.200.20.1"), 8, 1)) == 0);
+	CHECK(!f.ib1->neighbour(f.addr2));
+}
+
+TEST_CASE("ipoib: a path's queue keeps the first three frames; a stale PathRecord answer is not the new path's", "[ipoib]")
+{
+	IpoibPair f;
+	f.drain();
+	CHECK(f.ib1->transmit(ipv4(f.addr1, f.addr2, 8, 0)) == 0);
+	f.drain();
+	REQUIRE(f.got2.size() == 1);
+	f.got2.clear();
+	/* the paths flushed: five packets wait for the new PathRecord, the
+	 * first three go (IPOIB_MAX_PATH_REC_QUEUE) */
+	f.ib1->portEvent(*f.hca1, 1, IB_EVENT_SM_CHANGE);
+	for (uint8_t i = 1; i <= 5; i++)
+		CHECK(f.ib1->transmit(ipv4(f.addr1, f.addr2, 8, i)) == 0);
+	f.drain();
+	REQUIRE(f.got2.size() == 3);
+	for (uint8_t i = 0; i < 3; i++)
+		CHECK(f.got2[i] == ipv4(f.addr1, f.addr2, 8, uint8_t(i + 1)));
+	f.got2.clear();
+
+	/* the answer to a query is in, not yet applied, when the paths are
+	 * flushed and asked for again (the SA no longer answers): it is not
+	 * the new query's, whose packet waits */
+	f.ib1->portEvent(*f.hca1, 1, IB_EVENT_SM_CHANGE);
+	CHECK(f.ib1->transmit(ipv4(f.addr1, f.addr2, 8, 6)) == 0);
+	REQUIRE(f.host->sa().outstanding() == 1);
+	for (int i = 0; i < 1000 && f.host->sa().outstanding(); i++) {
+		f.io.restart();
+		f.io.poll_one();
+	}
+	REQUIRE(f.host->sa().outstanding() == 0);
+	CHECK(f.got2.empty()); /* answered, not yet applied */
+	f.sa.silent = true;
+	f.ib1->portEvent(*f.hca1, 1, IB_EVENT_SM_CHANGE);
+	CHECK(f.ib1->transmit(ipv4(f.addr1, f.addr2, 8, 7)) == 0);
+	f.drain();
+	CHECK(f.got2.empty());
+	CHECK(f.ib1->pathCount() == 1);
+}
+
+TEST_CASE("ipoib: a device destroyed while its join or a path query is out", "[ipoib]")
+{
+	IpoibPair f;
+	f.sa.silent = true;
+	f.drain();
+	CHECK(!f.ib1->up());
+	f.ib1.reset(); /* the join is out */
+	f.advance(2000);
+	f.drain();
+	f.sa.silent = false;
+	f.advance(16000);
+	f.drain();
+	REQUIRE(f.ib2->up());
+	CHECK(f.ib2->transmit(ipv4(f.addr2, f.addr1, 8, 0)) == 0);
+	f.drain();
+	f.sa.silent = true;
+	f.ib2->portEvent(*f.hca2, 1, IB_EVENT_SM_CHANGE);
+	CHECK(f.ib2->transmit(ipv4(f.addr2, f.addr1, 8, 0)) == 0);
+	f.drain();
+	f.ib2.reset(); /* a path query is out */
+	f.advance(2000);
+	f.drain();
+}
+
+TEST_CASE("ipoib: the port number is checked", "[ipoib]")
+{
+	IpoibPair f;
+	CHECK_THROWS_AS(Ipoib(*f.host, *f.hca1, 0, IpoibConfig{ f.addr1, 16 }, nullptr), std::invalid_argument);
+	CHECK_THROWS_AS(Ipoib(*f.host, *f.hca1, 2, IpoibConfig{ f.addr1, 16 }, nullptr), std::invalid_argument);
 }
