@@ -14,6 +14,8 @@
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <netinet/ip_icmp.h>
@@ -120,6 +122,8 @@ struct LinkSeen {
 	short flags = 0;
 	int mtu = 0;
 	unsigned short hwType = 0xffff;
+	int carrier = -1; /* ethtool's link: netif_carrier_ok() */
+	uint32_t broadcast = 0;
 };
 
 LinkSeen linkIn(int netns, const char *name)
@@ -137,6 +141,12 @@ LinkSeen linkIn(int netns, const char *name)
 			l.mtu = ifr.ifr_mtu;
 		if (ioctl(s, SIOCGIFHWADDR, &ifr) == 0)
 			l.hwType = ifr.ifr_hwaddr.sa_family;
+		ethtool_value link{ ETHTOOL_GLINK, 0 };
+		ifr.ifr_data = reinterpret_cast<char *>(&link);
+		if (ioctl(s, SIOCETHTOOL, &ifr) == 0)
+			l.carrier = link.data != 0;
+		if (ioctl(s, SIOCGIFBRDADDR, &ifr) == 0)
+			l.broadcast = reinterpret_cast<sockaddr_in *>(&ifr.ifr_broadaddr)->sin_addr.s_addr;
 		close(s);
 	});
 	t.join();
@@ -175,6 +185,7 @@ TEST_CASE("ipoib netdev: ping between two namespaces' ib0 over the emulated fabr
 	REQUIRE(ib1);
 	auto ib2 = netdev::createNetdev(ns2, { "ib0", a2, 16 }, *f.host, *f.hca2, 1, &why);
 	REQUIRE(ib2);
+	CHECK(linkIn(ns1, "ib0").carrier == 0); /* no carrier before the join */
 	f.drain();
 	REQUIRE(ib1->ipoib().up());
 	REQUIRE(ib2->ipoib().up());
@@ -184,6 +195,8 @@ TEST_CASE("ipoib netdev: ping between two namespaces' ib0 over the emulated fabr
 	CHECK((l.flags & IFF_UP) != 0);
 	CHECK(l.mtu == 2044);
 	CHECK(l.hwType == 0xfffe); /* ARPHRD_NONE, not ARPHRD_INFINIBAND */
+	CHECK(l.carrier == 1);
+	CHECK(l.broadcast == inet_addr("10.200.255.255"));
 
 	const fabric::PortCounters before = f.subnet.findNodeByGuid(0x2c90200000002)->port(1).counters;
 	const std::vector<uint8_t> echo = echoRequest(0x1b1b, "ibemu ipoib ping");
@@ -208,6 +221,10 @@ TEST_CASE("ipoib netdev: ping between two namespaces' ib0 over the emulated fabr
 	REQUIRE(f.subnet.pullCable(*f.p2) == 0);
 	f.drain();
 	CHECK(ping(10).empty());
+	/* host2's HCA gone: its ib0 has no carrier */
+	f.host->removeHca(f.hca2);
+	f.hca2 = nullptr;
+	CHECK(linkIn(ns2, "ib0").carrier == 0);
 	ib1.reset();
 	ib2.reset();
 	close(ns1);

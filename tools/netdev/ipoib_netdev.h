@@ -40,7 +40,8 @@ public:
 private:
 	friend std::unique_ptr<IpoibNetdev> createNetdev(int, const TunConfig &, emu::Host &, emu::Hca &, unsigned,
 							 std::string *);
-	IpoibNetdev(emu::Host &host, int tunFd, std::string name);
+	IpoibNetdev(emu::Host &host, int tunFd, int inetSock, std::string name);
+	void carrier(bool up, uint32_t mtu);
 	void readNext();
 
 	std::string name_;
@@ -48,6 +49,8 @@ private:
 	std::unique_ptr<emu::Ipoib> ipoib_;
 	std::array<uint8_t, 65536> buf_{};
 	uint64_t txDropped_ = 0;
+	int sock_ = -1; /* AF_INET, in the namespace */
+	unsigned maxMtu_ = 0;
 	std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
@@ -56,7 +59,11 @@ private:
  * prefix and MTU (2044 by default), IPoIB on the port with the same
  * address, packets pumped on the Host's io_context. Null, with what
  * failed in *why, when the TUN cannot be made. Call it under the state
- * lock (from a handler of the io_context). */
+ * lock, at setup or from a handler of the io_context: it may block
+ * briefly (a thread of its own enters the namespace, and its ioctls take
+ * the kernel's RTNL). The TUN's carrier is off until the port has joined
+ * the broadcast group (TUNSETCARRIER follows Ipoib::up()), and on the
+ * join its MTU is lowered to the group's, as the kernel's dev_set_mtu(). */
 std::unique_ptr<IpoibNetdev> createNetdev(int netnsFd, const TunConfig &cfg, emu::Host &host, emu::Hca &hca,
 					  unsigned portNum, std::string *why);
 

@@ -22,6 +22,7 @@ namespace {
 
 struct Made {
 	int fd = -1;
+	int sock = -1;
 	int err = 0;
 	std::string why;
 };
@@ -69,23 +70,28 @@ void make(const TunConfig &cfg, Made &m)
 		ok = set(SIOCSIFADDR, "SIOCSIFADDR");
 		inet(cfg.prefixLen ? htonl(~uint32_t(0) << (32 - cfg.prefixLen)) : 0);
 		ok = ok && set(SIOCSIFNETMASK, "SIOCSIFNETMASK");
+		if (cfg.prefixLen < 31) { /* so that the subnet's broadcast is sent */
+			inet(cfg.addr | htonl(~uint32_t(0) >> cfg.prefixLen));
+			ok = ok && set(SIOCSIFBRDADDR, "SIOCSIFBRDADDR");
+		}
 	}
 	ifr.ifr_mtu = static_cast<int>(cfg.mtu);
 	ok = ok && set(SIOCSIFMTU, "SIOCSIFMTU");
 	ok = ok && set(SIOCGIFFLAGS, "SIOCGIFFLAGS");
 	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
 	ok = ok && set(SIOCSIFFLAGS, "SIOCSIFFLAGS");
-	close(s);
 	if (!ok) {
+		close(s);
 		close(fd);
 		return;
 	}
 	m.fd = fd;
+	m.sock = s;
 }
 
 } /* namespace */
 
-int openTun(int netnsFd, const TunConfig &cfg, std::string *why)
+int openTun(int netnsFd, const TunConfig &cfg, std::string *why, int *inetSock)
 {
 	if (cfg.name.empty() || cfg.name.size() >= IFNAMSIZ) {
 		if (why)
@@ -106,6 +112,10 @@ int openTun(int netnsFd, const TunConfig &cfg, std::string *why)
 	t.join();
 	if (m.fd < 0 && why)
 		*why = m.why;
+	if (inetSock)
+		*inetSock = m.sock;
+	else if (m.sock >= 0)
+		close(m.sock);
 	return m.fd >= 0 ? m.fd : m.err;
 }
 

@@ -21,9 +21,11 @@ struct TunConfig {
 };
 
 /* A TUN device without packet information (IFF_TUN | IFF_NO_PI) named
- * cfg.name in the network namespace netnsFd, with the address and prefix,
- * the MTU and the link up. Returns its descriptor (non-blocking,
- * close-on-exec), or a negative errno with what failed in *why. */
-int openTun(int netnsFd, const TunConfig &cfg, std::string *why);
+ * cfg.name in the network namespace netnsFd, with the address, prefix and
+ * broadcast address, the MTU and the link up. Returns its descriptor
+ * (non-blocking, close-on-exec), or a negative errno with what failed in
+ * *why. With inetSock, the AF_INET socket of the namespace that set it up
+ * is kept there, for later interface ioctls (SIOCSIFMTU). */
+int openTun(int netnsFd, const TunConfig &cfg, std::string *why, int *inetSock = nullptr);
 
 } /* namespace ibemu::netdev */
