@@ -7,35 +7,14 @@
 // reached through the daemon's descriptor, which the log names:
 //   nsenter --net=/proc/<ibemud's pid>/fd/<N> ping 10.200.1.1
 #include "tools/daemon/daemon.h"
+#include "tools/netdev/netns.h"
 
 #include <spdlog/spdlog.h>
 
 #include <arpa/inet.h>
-#include <fcntl.h>
-#include <sched.h>
 #include <unistd.h>
 
-#include <thread>
-
 namespace ibemu::tools {
-
-namespace {
-
-/* a network namespace of its own, made by a thread that ends there */
-int newNetns(std::string &why)
-{
-	int fd = -1;
-	std::thread t([&] {
-		if (unshare(CLONE_NEWNET) != 0)
-			why = std::string("unshare(CLONE_NEWNET): ") + strerror(errno);
-		else if ((fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
-			why = std::string("/proc/thread-self/ns/net: ") + strerror(errno);
-	});
-	t.join();
-	return fd;
-}
-
-} /* namespace */
 
 bool Daemon::startIpoib()
 {
@@ -43,7 +22,7 @@ bool Daemon::startIpoib()
 		return true;
 	for (const auto &h : host_->hcas()) {
 		std::string why;
-		int ns = newNetns(why);
+		int ns = netdev::newNetns(&why);
 		if (ns < 0) {
 			spdlog::error("--ipoib: {}", why);
 			return false;
