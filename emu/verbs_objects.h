@@ -169,14 +169,12 @@ struct SendWqe {
 };
 
 /* A datagram for a kernel ULP's UD QP (IPoIB, emu/ipoib.h), as its
- * receive completion and buffer tell it: who sent it, and the GRH (null:
- * none) and payload as they came. Valid only during the call. */
+ * receive completion and buffer tell it: who sent it (what IPoIB uses to
+ * drop its own looped-back broadcasts) and the payload as it came, without
+ * a GRH. Valid only during the call. */
 struct KernelDatagram {
 	uint16_t slid = 0;
-	uint16_t dlid = 0;
-	uint8_t sl = 0;
 	uint32_t srcQp = 0;
-	const uint8_t *grh = nullptr;
 	std::span<const uint8_t> payload;
 };
 

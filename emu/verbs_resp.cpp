@@ -201,7 +201,7 @@ Answer VerbsDevice::respond(Qp &rqp, fabric::Port &dst, const Inbound &in)
 			a.requesterFault = ud;
 			return a;
 		}
-		rqp.kernelRecv(KernelDatagram{ in.slid, in.dlid, in.sl, in.srcQp, in.grh, bytes });
+		rqp.kernelRecv(KernelDatagram{ in.slid, in.srcQp, bytes });
 		return a;
 	}
 	const bool consumesRecv = isSendOp(op) || (isWrite && in.hasImm);
