@@ -141,6 +141,7 @@ private:
 
 	/* ipoib_ib.cpp */
 	void createQp();
+	bool pkeyPresent();
 	void destroyQp();
 	void postSend(const ib_uverbs_ah_attr &ah, uint32_t dqpn, std::vector<uint8_t> frame);
 	void received(uint16_t slid, uint32_t srcQp, std::vector<uint8_t> payload);

@@ -36,12 +36,7 @@ void Ipoib::createQp()
 	qp.qpType = IB_QPT_UD;
 	qp.sendCq = qp.recvCq = cq_.get();
 	qp.portNum = static_cast<uint8_t>(portNum_);
-	const fabric::Port &p = port();
-	for (size_t i = 0; i < p.pkeys.size(); i++)
-		if ((p.pkeys[i] & 0x7fff) == (cfg_.pkey & 0x7fff)) {
-			qp.pkeyIndex = static_cast<uint16_t>(i);
-			break;
-		}
+	pkeyPresent();
 	qp.state = IB_QPS_RTS;
 	qp.kernelRecv = [this, alive = std::weak_ptr<bool>(alive_)](const KernelDatagram &d) {
 		/* ipoib_ib_handle_rx_wc() runs from the poll loop, not in the
@@ -53,6 +48,21 @@ void Ipoib::createQp()
 		});
 	};
 	dev.addQp(&qp);
+}
+
+/* ipoib_pkey_dev_check_presence(): the P_Key's index in the port's table,
+ * taken by the QP; false while the table does not have it */
+bool Ipoib::pkeyPresent()
+{
+	if (!qp_)
+		return false;
+	const fabric::Port &p = port();
+	for (size_t i = 0; i < p.pkeys.size(); i++)
+		if ((p.pkeys[i] & 0x7fff) == (cfg_.pkey & 0x7fff)) {
+			qp_->pkeyIndex = static_cast<uint16_t>(i);
+			return true;
+		}
+	return false;
 }
 
 void Ipoib::destroyQp()

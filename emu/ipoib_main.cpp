@@ -7,6 +7,7 @@
 #include "emu/ipoib.h"
 
 #include "emu/mad_port.h"
+#include "emu/verbs_path.h"
 #include "fabric/node.h"
 
 #include <boost/asio/post.hpp>
@@ -66,13 +67,7 @@ MadPort &Ipoib::madPort() const
 
 fabric::Gid Ipoib::portGid() const
 {
-	fabric::Gid g{};
-	const fabric::Port &p = port();
-	for (int i = 0; i < 8; i++) {
-		g[size_t(i)] = static_cast<uint8_t>(p.gidPrefix >> (56 - 8 * i));
-		g[size_t(8 + i)] = static_cast<uint8_t>(p.guid >> (56 - 8 * i));
-	}
-	return g;
+	return emu::portGid(port());
 }
 
 /* RFC 4391 section 9.1.1: reserved flags, the QPN, the port GID */
@@ -258,11 +253,21 @@ void Ipoib::portEvent(Hca &hca, unsigned portNum, AsyncEvent ev)
 			startJoin();
 		}
 		break;
+	case IB_EVENT_PKEY_CHANGE: /* ipoib_pkey_event(): the P_Key looked up again */
+		flushPaths();
+		if (!pkeyPresent()) {
+			joinTimer_.cancel();
+			leaveBroadcast();
+		} else if (!joined_ && !joining_) {
+			backoff_ = 1;
+			joinTimer_.cancel();
+			startJoin();
+		}
+		break;
 	case IB_EVENT_PORT_ERR:
 	case IB_EVENT_LID_CHANGE:
 	case IB_EVENT_SM_CHANGE:
 	case IB_EVENT_CLIENT_REREGISTER:
-	case IB_EVENT_PKEY_CHANGE:
 		flushPaths();
 		break;
 	default:

@@ -36,6 +36,8 @@ void Ipoib::startJoin()
 {
 	if (!hca_ || joining_ || joined_)
 		return;
+	if (!pkeyPresent()) /* no carrier until a PKEY_CHANGE brings it */
+		return;
 	McMemberRecord rec;
 	rec.mgid = ipoibBroadcastMgid(cfg_.pkey);
 	rec.portGid = portGid();

@@ -7,6 +7,7 @@
 #include "tests/unit/verbs_helpers.h"
 
 #include "emu/ipoib.h"
+#include "emu/verbs_path.h"
 #include "fabric/node.h"
 #include "fabric/packet_format.h"
 #include "fabric/packet_tap.h"
@@ -74,12 +75,7 @@ std::vector<uint8_t> ipv4(uint32_t src, uint32_t dst, size_t len, uint8_t fill)
 
 fabric::Gid gidOf(const fabric::Port &p)
 {
-	fabric::Gid g{};
-	for (int i = 0; i < 8; i++) {
-		g[size_t(i)] = uint8_t(p.gidPrefix >> (56 - 8 * i));
-		g[size_t(8 + i)] = uint8_t(p.guid >> (56 - 8 * i));
-	}
-	return g;
+	return emu::portGid(p);
 }
 
 const fabric::Gid kBroadcastMgid{ 0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff };
@@ -610,4 +606,27 @@ TEST_CASE("host: a ULP removed by another during a port event hears nothing more
 	f.drain();
 	CHECK(a.events > 0);
 	CHECK(b.events == 0);
+}
+
+TEST_CASE("ipoib: no carrier while the port's P_Key table lacks the P_Key; its index looked up again on a change", "[ipoib]")
+{
+	IpoibPair f;
+	f.drain();
+	Ipoib ib(*f.host, *f.hca1, 1, IpoibConfig{ inet_addr("10.201.0.1"), 16, 0x8001 }, nullptr);
+	f.drain();
+	CHECK(!ib.up());
+	for (const auto &r : f.sa.mc)
+		CHECK(r.rec.pkey != 0x8001); /* not even asked */
+	f.p1->pkeys.push_back(0x8001);
+	const uint16_t index = uint16_t(f.p1->pkeys.size() - 1);
+	ib.portEvent(*f.hca1, 1, IB_EVENT_PKEY_CHANGE);
+	f.drain();
+	REQUIRE(ib.up());
+	CHECK(sets(f.sa).back().rec.pkey == 0x8001);
+	REQUIRE(f.dev1().qp(ib.qpn()));
+	CHECK(f.dev1().qp(ib.qpn())->pkeyIndex == index);
+	f.p1->pkeys.pop_back();
+	ib.portEvent(*f.hca1, 1, IB_EVENT_PKEY_CHANGE);
+	f.drain();
+	CHECK(!ib.up());
 }
