@@ -6,6 +6,7 @@
 
 #include "emu/uverbs_file.h"
 #include "emu/verbs_device.h"
+#include "emu/verbs_path.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -213,10 +214,8 @@ void putGrh(uint8_t grh[40], const fabric::Port &src, const ib_uverbs_ah_attr &a
 	grh[5] = paylen;
 	grh[6] = 0x1b; /* next header: IBA transport */
 	grh[7] = ah.grh.hop_limit;
-	for (int i = 0; i < 8; i++) {
-		grh[8 + i] = static_cast<uint8_t>(src.gidPrefix >> (56 - 8 * i));
-		grh[16 + i] = static_cast<uint8_t>(src.guid >> (56 - 8 * i));
-	}
+	const fabric::Gid sgid = portGid(src);
+	memcpy(grh + 8, sgid.data(), sgid.size());
 	memcpy(grh + 24, ah.grh.dgid, 16);
 }
 

@@ -22,6 +22,17 @@
 
 namespace ibemu::emu {
 
+/* A port's GID at index 0: its subnet prefix and its port GUID */
+inline fabric::Gid portGid(const fabric::Port &p)
+{
+	fabric::Gid g{};
+	for (size_t i = 0; i < 8; i++) {
+		g[i] = static_cast<uint8_t>(p.gidPrefix >> (56 - 8 * i));
+		g[8 + i] = static_cast<uint8_t>(p.guid >> (56 - 8 * i));
+	}
+	return g;
+}
+
 inline uint16_t pkeyAt(const fabric::Port &p, uint16_t index)
 {
 	return index < p.pkeys.size() ? p.pkeys[index] : 0;
@@ -57,10 +68,7 @@ inline fabric::PacketHeaders wireBase(const fabric::Port &src, uint16_t slid, ui
 	h.opcode = transport;
 	h.grh = global;
 	if (global) {
-		for (int i = 0; i < 8; i++) {
-			h.sgid[i] = static_cast<uint8_t>(src.gidPrefix >> (56 - 8 * i));
-			h.sgid[8 + i] = static_cast<uint8_t>(src.guid >> (56 - 8 * i));
-		}
+		h.sgid = portGid(src);
 		memcpy(h.dgid.data(), grh.dgid, 16);
 		h.hopLimit = grh.hop_limit;
 		h.trafficClass = grh.traffic_class;
