@@ -101,6 +101,8 @@ void Host::removeHca(Hca *hca)
 	for (auto it = hcas_.begin(); it != hcas_.end(); ++it) {
 		if (it->get() != hca)
 			continue;
+		for (KernelUlp *u : std::vector(ulps_)) /* a copy: one may go */
+			u->hcaRemoved(*hca);
 		hca->verbs->kill();
 		if (cma_) /* not while the host itself goes */
 			cma_->deviceRemoved(*hca);
@@ -157,6 +159,8 @@ void Host::portEvent(Hca &hca, unsigned portNum, AsyncEvent ev)
 	default:
 		break;
 	}
+	for (KernelUlp *u : std::vector(ulps_))
+		u->portEvent(hca, portNum, ev);
 }
 
 VerbsDevice *Host::verbsAt(const fabric::Port &port) const

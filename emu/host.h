@@ -35,6 +35,20 @@ struct Node;
 
 namespace ibemu::emu {
 
+struct Hca;
+
+/* A kernel upper-layer protocol on the host's HCAs (an ib_client with its
+ * ib_event_handler, as IPoIB is): it hears every port event after the
+ * host's own clients have, and an HCA's removal before the HCA goes. */
+class KernelUlp {
+public:
+	virtual void portEvent(Hca &hca, unsigned portNum, AsyncEvent ev) = 0;
+	virtual void hcaRemoved(Hca &hca) = 0;
+
+protected:
+	~KernelUlp() = default;
+};
+
 struct Hca {
 	std::string name; /* the ib device name, e.g. "mlx5_0" */
 	fabric::Node *node = nullptr;
@@ -77,6 +91,12 @@ public:
 	RdmaCgroups &rdmaCgroups() { return rdmaCgroups_; }
 	/* the RDMA CM (rdma_cm files use it) */
 	Cma &cma() { return *cma_; }
+	/* the SA client and the multicast memberships, for kernel ULPs */
+	SaClient &sa() { return sa_; }
+	SaMulticast &saMulticast() { return saMcast_; }
+	/* ib_register_client(): until removeUlp() */
+	void addUlp(KernelUlp *ulp) { ulps_.push_back(ulp); }
+	void removeUlp(KernelUlp *ulp) { std::erase(ulps_, ulp); }
 	boost::asio::io_context &io() const { return io_; }
 	fabric::Subnet &subnet() const { return subnet_; }
 
@@ -96,6 +116,7 @@ private:
 	std::unique_ptr<Cma> cma_;
 	std::vector<std::unique_ptr<Hca>> retired_; /* removed, files still open */
 	std::set<unsigned> usedDevNums_;
+	std::vector<KernelUlp *> ulps_;
 };
 
 } /* namespace ibemu::emu */

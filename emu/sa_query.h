@@ -123,6 +123,8 @@ public:
 			    McDone done);
 	/* ib_sa_cancel_query(): done is never called */
 	void cancel(int64_t query);
+	/* queries neither answered, timed out nor cancelled */
+	size_t outstanding() const { return queries_.size(); }
 
 	void madReceived(MadAgent &agent, MadRecv &&recv) override;
 	void madSendDone(MadAgent &agent, uint64_t cookie, SendStatus status) override;

@@ -22,7 +22,9 @@
 #include <compare>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace ibemu::emu {
@@ -190,6 +192,18 @@ struct SendWqe {
 	bool psnSet = false;
 };
 
+/* A datagram for a kernel ULP's UD QP (IPoIB, emu/ipoib.h), as its
+ * receive completion and buffer tell it: who sent it, and the GRH (null:
+ * none) and payload as they came. Valid only during the call. */
+struct KernelDatagram {
+	uint16_t slid = 0;
+	uint16_t dlid = 0;
+	uint8_t sl = 0;
+	uint32_t srcQp = 0;
+	const uint8_t *grh = nullptr;
+	std::span<const uint8_t> payload;
+};
+
 struct Qp final : UObject {
 	static constexpr UType kType = UType::Qp;
 	/* out of line, in verbs_qp.cpp, where QpRing is a complete type */
@@ -242,6 +256,10 @@ struct Qp final : UObject {
 	Liveness alive; /* for timer handlers */
 	uint32_t eventsReported = 0;
 	std::vector<McastGroup> mcast; /* the groups it is attached to (uqp->mcast_list) */
+	/* A kernel ULP's QP (no file): its receive buffers are the ULP's
+	 * own, so every datagram that passes the responder's checks goes
+	 * here instead of to a posted receive */
+	std::function<void(const KernelDatagram &)> kernelRecv;
 };
 
 } /* namespace ibemu::emu */

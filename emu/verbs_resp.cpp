@@ -196,6 +196,15 @@ Answer VerbsDevice::respond(Qp &rqp, fabric::Port &dst, const Inbound &in)
 				: isSendOp(op) || isWrite;
 	if (!allowed)
 		return a;
+	if (rqp.kernelRecv) { /* a kernel ULP's UD QP: its own buffers, never short */
+		std::vector<uint8_t> bytes;
+		if (!ud || (in.len && gather(ua, in.data, in.len, bytes) != 0)) {
+			a.requesterFault = ud;
+			return a;
+		}
+		rqp.kernelRecv(KernelDatagram{ in.slid, in.dlid, in.sl, in.srcQp, in.grh, bytes });
+		return a;
+	}
 	const bool consumesRecv = isSendOp(op) || (isWrite && in.hasImm);
 	const uint64_t len = in.len;
 	auto reply = [&](WireReply kind, uint8_t syndrome = 0) {

@@ -69,6 +69,8 @@ void TestSa::mcMember(MadAgent &a, const MadRecv &recv)
 	resp.mtu = 4;
 	resp.rate = 3;
 	resp.hopLimit = 0;
+	if (groupQkey && !(r.mask & MCR_QKEY))
+		resp.qkey = groupQkey;
 	bool set = r.method == 0x02;
 	answer(a, recv, set ? 0x81 : 0x95 /* GetResp, DeleteResp */, set ? mcStatus : deleteStatus,
 	       [&](uint8_t *rec) { resp.encode(rec); });

@@ -33,6 +33,9 @@ struct TestSa final : emu::AgentClient {
 	std::vector<McRequest> mc;
 	uint16_t mcStatus = 0; /* the MAD status to answer Sets with */
 	uint16_t deleteStatus = 0; /* ... and Deletes */
+	/* not 0: the Q_Key of the groups the SM has made itself (OpenSM's
+	 * IPoIB broadcast groups have 0x0b1b), answered to a join without one */
+	uint32_t groupQkey = 0;
 	emu::MadPort &at;
 
 	/* on host1's port, or host2's; both ports' SM LID becomes its LID */

@@ -469,6 +469,8 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 			"the host enables it already; =off never")
 		->check(CLI::IsMember({ "auto", "on", "off" }))
 		->envname("IBEMU_FUSE_URING");
+	upCmd->add_flag("--ipoib", u->ipoib,
+			"Temporary: ib0 for every local HCA in a network namespace of its own (docs/ipoib.md)");
 	upCmd->add_flag("--sm", u->sm,
 			"Run OpenSM in the instance and wait until every local port with a cable is ACTIVE and an SM "
 			"is MASTER");
@@ -530,6 +532,8 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 			args.insert(args.end(), { "--local", u->local });
 		if (u->global)
 			args.push_back("--global");
+		if (u->ipoib)
+			args.push_back("--ipoib");
 		if (!u->scenario.empty() && !file("--scenario", u->scenario))
 			return void(exitCode = 1);
 		if (u->seed)

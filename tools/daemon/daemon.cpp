@@ -152,7 +152,7 @@ int Daemon::run()
 {
 	raiseFileLimit();
 	if (!setupFabric() || !loadScenario() || !runDoLines() || !chooseLocal() || !isolate() || !startTransport() ||
-	    !startControl() || !startWeb() || !startPeers())
+	    !startControl() || !startWeb() || !startPeers() || !startIpoib())
 		return 1;
 	awaitStop();
 	startMounter();
@@ -172,6 +172,7 @@ int Daemon::run()
 	seccomp_.reset();
 	cuse_.reset();
 	fs_.reset();
+	stopIpoib();
 	host_.reset();
 	if (uringSwitch_.release()) /* mounts made meanwhile keep the ring */
 		spdlog::info("fuse-uring: set /sys/module/fuse/parameters/enable_uring back to N");

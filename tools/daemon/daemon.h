@@ -31,6 +31,7 @@
 #include "tools/instance/fabric_source.h"
 #include "tools/instance/host_verbs.h"
 #include "tools/instance/instance.h"
+#include "tools/netdev/ipoib_netdev.h"
 #include "tools/observe/packet_capture.h"
 #include "tools/observe/web_view.h"
 #include "tools/peer/peer_links.h"
@@ -73,6 +74,9 @@ struct DaemonOptions {
 	std::string host; /* which host= of the topology this daemon is ("": the host name) */
 	std::string subnetKey; /* the file holding the subnet's key */
 	std::string listen; /* ADDR:PORT to listen on instead of the file's addr= */
+	/* temporary, until hosts have network namespaces: ib0 per local HCA
+	 * in a namespace of its own (daemon_ipoib.cpp) */
+	bool ipoib = false;
 };
 
 class Daemon {
@@ -98,6 +102,8 @@ private:
 	bool runDoLines();
 	bool startControl();
 	bool startWeb();
+	bool startIpoib();
+	void stopIpoib();
 	/* the control socket's requests the daemon answers itself */
 	using Json = nlohmann::ordered_json;
 	using Reply = tools::ControlSocket::Reply;
@@ -160,6 +166,9 @@ private:
 	std::string verbsProvider_;
 	std::string providerWhy_;
 	std::unique_ptr<tools::GlobalVerbsDriver> verbsDriver_; /* --global: ibemu's listed */
+	/* --ipoib: the namespaces (one per HCA) and their ib0, ib1 */
+	std::vector<int> ipoibNetns_;
+	std::vector<std::unique_ptr<netdev::IpoibNetdev>> ipoib_;
 	std::thread mounter_;
 	/* the cluster hosts' namespaces (docs/cluster.md); netns() gives a
 	 * host's network namespace */
