@@ -5,6 +5,7 @@
 
 #include "fabric/subnet.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <unistd.h>
 
@@ -101,8 +102,7 @@ void Host::removeHca(Hca *hca)
 	for (auto it = hcas_.begin(); it != hcas_.end(); ++it) {
 		if (it->get() != hca)
 			continue;
-		for (KernelUlp *u : std::vector(ulps_)) /* a copy: one may go */
-			u->hcaRemoved(*hca);
+		forEachUlp([hca](KernelUlp &u) { u.hcaRemoved(*hca); });
 		hca->verbs->kill();
 		if (cma_) /* not while the host itself goes */
 			cma_->deviceRemoved(*hca);
@@ -125,6 +125,15 @@ void Host::removeHca(Hca *hca)
 		break;
 	}
 	reapRetired();
+}
+
+/* over a copy, each ULP checked before its call: one may remove itself
+ * or another (and destroy it) from its own */
+void Host::forEachUlp(const std::function<void(KernelUlp &)> &fn)
+{
+	for (KernelUlp *u : std::vector(ulps_))
+		if (std::find(ulps_.begin(), ulps_.end(), u) != ulps_.end())
+			fn(*u);
 }
 
 void Host::reapRetired()
@@ -159,8 +168,7 @@ void Host::portEvent(Hca &hca, unsigned portNum, AsyncEvent ev)
 	default:
 		break;
 	}
-	for (KernelUlp *u : std::vector(ulps_))
-		u->portEvent(hca, portNum, ev);
+	forEachUlp([&](KernelUlp &u) { u.portEvent(hca, portNum, ev); });
 }
 
 VerbsDevice *Host::verbsAt(const fabric::Port &port) const

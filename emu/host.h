@@ -23,6 +23,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -101,6 +102,7 @@ public:
 	fabric::Subnet &subnet() const { return subnet_; }
 
 private:
+	void forEachUlp(const std::function<void(KernelUlp &)> &fn);
 	void portEvent(Hca &hca, unsigned portNum, AsyncEvent ev);
 
 	boost::asio::io_context &io_;

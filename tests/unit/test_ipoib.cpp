@@ -580,3 +580,34 @@ TEST_CASE("ipoib: the port number is checked", "[ipoib]")
 	CHECK_THROWS_AS(Ipoib(*f.host, *f.hca1, 0, IpoibConfig{ f.addr1, 16 }, nullptr), std::invalid_argument);
 	CHECK_THROWS_AS(Ipoib(*f.host, *f.hca1, 2, IpoibConfig{ f.addr1, 16 }, nullptr), std::invalid_argument);
 }
+
+namespace {
+
+/* a ULP that, on a port event, removes the other (which then must hear nothing) */
+struct Remover final : KernelUlp {
+	Host &host;
+	Remover *other = nullptr;
+	unsigned events = 0;
+	explicit Remover(Host &h) : host(h) { host.addUlp(this); }
+	~Remover() { host.removeUlp(this); }
+	void portEvent(Hca &, unsigned, AsyncEvent) override
+	{
+		events++;
+		if (other)
+			host.removeUlp(other);
+	}
+	void hcaRemoved(Hca &) override {}
+};
+
+} /* namespace */
+
+TEST_CASE("host: a ULP removed by another during a port event hears nothing more", "[ipoib][host]")
+{
+	IpoibPair f;
+	Remover a(*f.host), b(*f.host);
+	a.other = &b;
+	f.subnet.portChanged(*f.p1, true);
+	f.drain();
+	CHECK(a.events > 0);
+	CHECK(b.events == 0);
+}

@@ -10,6 +10,7 @@
 
 #include "fabric/node.h"
 #include "tools/netdev/ipoib_netdev.h"
+#include "tools/netdev/netns.h"
 
 #include <catch2/catch.hpp>
 
@@ -32,18 +33,6 @@ using namespace ibemu;
 using namespace ibemu::test;
 
 namespace {
-
-/* a network namespace of its own, made by a thread that ends there */
-int newNetns()
-{
-	int fd = -1;
-	std::thread t([&] {
-		if (unshare(CLONE_NEWNET) == 0)
-			fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	});
-	t.join();
-	return fd;
-}
 
 uint16_t checksum(const uint8_t *p, size_t n)
 {
@@ -161,7 +150,7 @@ TEST_CASE("ipoib netdev: ping between two namespaces' ib0 over the emulated fabr
 		WARN("needs root and /dev/net/tun: not run");
 		return;
 	}
-	const int ns1 = newNetns(), ns2 = newNetns();
+	const int ns1 = netdev::newNetns(), ns2 = netdev::newNetns();
 	if (ns1 < 0 || ns2 < 0) {
 		WARN("no network namespace could be made: not run");
 		return;
