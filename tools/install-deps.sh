@@ -19,7 +19,7 @@ demo=(
 	infiniband-diags opensm libibumad3 util-linux procps
 )
 test=(
-	python3 python3-yaml strace graphviz iproute2 man-db
+	python3 python3-yaml strace graphviz iproute2 iputils-ping man-db
 	# reading captures (ibemu capture) and the live view as users do (the
 	# driver: tests/e2e/web_chromium.sh, through WebDriver)
 	tshark chromium chromium-driver

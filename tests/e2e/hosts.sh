@@ -24,11 +24,14 @@ expect_eq "up" 0 $?
 expect_exec_transport $H
 
 out=$("$ibemu" hosts --instance $H)
-expect_eq "ibemu hosts" "hosta
+expect_eq "ibemu hosts: the HCAs, and ib0, ib1 across a host's ports" "hosta
   ibemu0   0x0002c90300000100  \"hosta HCA-1\"
   ibemu1   0x0002c90300000200  \"hosta HCA-2\"
+  ib0      10.200.0.1/16      ibemu0 port 1
+  ib1      10.200.1.1/16      ibemu1 port 1
 hostb
-  ibemu2   0x0002c90300000300  \"hostb HCA-1\"" "$out"
+  ibemu2   0x0002c90300000300  \"hostb HCA-1\"
+  ib0      10.200.2.1/16      ibemu2 port 1" "$out"
 out=$("$ibemu" hosts --instance $H --json |
 	python3 -c 'import json,sys; print(*("%s=%s" % (h["name"], ",".join(c["name"] + "/" + c["node_guid"] for c in h["hcas"])) for h in json.load(sys.stdin)["hosts"]))')
 expect_eq "ibemu hosts --json" "hosta=ibemu0/0x0002c90300000100,ibemu1/0x0002c90300000200 hostb=ibemu2/0x0002c90300000300" "$out"
@@ -89,7 +92,12 @@ expect_eq "two programs of hosta: one network namespace" "$a1" "$a2"
 expect_eq "hostb's differs from hosta's and the instance's" 0 $?
 expect_eq "plain exec: the instance's network namespace" "$(readlink /proc/self/ns/net)" \
 	"$(inst $H readlink /proc/self/ns/net)"
-expect_eq "a host's loopback is up" "lo UP" "$(on_host hostb ip -br link | awk '{print $1, $2}' | sed 's/UNKNOWN/UP/')"
+expect_eq "a host's loopback is up" "lo UP" "$(on_host hostb ip -br link show lo | awk '{print $1, $2}' | sed 's/UNKNOWN/UP/')"
+# IPoIB (docs/cluster.md): an interface per port of the host's HCAs, in
+# order; without an SM no join, so no carrier
+expect_eq "hosta's interfaces: lo, ib0 and ib1" "lo ib0 ib1" "$(on_host hosta ip -o link | awk -F': ' '{print $2}' | xargs)"
+expect_match "hosta's ib1 on ibemu1's address" 'inet 10\.200\.1\.1/16' "$(on_host hosta ip -o addr show ib1)"
+expect_match "no SM: ib0 has no carrier" 'NO-CARRIER' "$(on_host hostb ip -o link show ib0)"
 
 out=$("$ibemu" exec --instance $H --host nosuch -- true 2>&1)
 expect_eq "an unknown host: exit 2" 2 $?

@@ -333,6 +333,13 @@ int hosts(const Instance &inst, bool json)
 			e["hcas"].push_back({ { "name", c.value("name", "") },
 					      { "node_desc", c.value("node_desc", "") },
 					      { "node_guid", c.value("node_guid", "") } });
+		/* its IPoIB interfaces (docs/cluster.md, "IPoIB") */
+		e["ib"] = nlohmann::ordered_json::array();
+		for (const auto &i : h.value("ib", nlohmann::json::array()))
+			e["ib"].push_back({ { "name", i.value("name", "") },
+					    { "address", i.value("address", "") },
+					    { "hca", i.value("hca", "") },
+					    { "port", i.value("port", 0u) } });
 		out["hosts"].push_back(e);
 	}
 	if (json) {
@@ -344,6 +351,10 @@ int hosts(const Instance &inst, bool json)
 		for (const auto &c : h["hcas"])
 			printf("  %-8s %s  \"%s\"\n", c["name"].get<std::string>().c_str(),
 			       c["node_guid"].get<std::string>().c_str(), c["node_desc"].get<std::string>().c_str());
+		for (const auto &i : h["ib"])
+			printf("  %-8s %-18s %s port %u\n", i["name"].get<std::string>().c_str(),
+			       i["address"].get<std::string>().c_str(), i["hca"].get<std::string>().c_str(),
+			       i["port"].get<unsigned>());
 	}
 	return 0;
 }
@@ -469,8 +480,6 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 			"the host enables it already; =off never")
 		->check(CLI::IsMember({ "auto", "on", "off" }))
 		->envname("IBEMU_FUSE_URING");
-	upCmd->add_flag("--ipoib", u->ipoib,
-			"Temporary: ib0 for every local HCA in a network namespace of its own (docs/ipoib.md)");
 	upCmd->add_flag("--sm", u->sm,
 			"Run OpenSM in the instance and wait until every local port with a cable is ACTIVE and an SM "
 			"is MASTER");
@@ -532,8 +541,6 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 			args.insert(args.end(), { "--local", u->local });
 		if (u->global)
 			args.push_back("--global");
-		if (u->ipoib)
-			args.push_back("--ipoib");
 		if (!u->scenario.empty() && !file("--scenario", u->scenario))
 			return void(exitCode = 1);
 		if (u->seed)

@@ -56,6 +56,7 @@ void raiseFileLimit()
 
 void Daemon::ready()
 {
+	startIpoib(); /* the hosts' ib0, ib1 (docs/cluster.md) */
 	if (opts_.sm) {
 		std::string err;
 		sm_ = std::make_unique<tools::SmProcess>(io_, inst_.smDir());
@@ -152,7 +153,7 @@ int Daemon::run()
 {
 	raiseFileLimit();
 	if (!setupFabric() || !loadScenario() || !runDoLines() || !chooseLocal() || !isolate() || !startTransport() ||
-	    !startControl() || !startWeb() || !startPeers() || !startIpoib())
+	    !startControl() || !startWeb() || !startPeers())
 		return 1;
 	awaitStop();
 	startMounter();
@@ -172,7 +173,7 @@ int Daemon::run()
 	seccomp_.reset();
 	cuse_.reset();
 	fs_.reset();
-	stopIpoib();
+	ipoib_.clear(); /* before the Host */
 	host_.reset();
 	if (uringSwitch_.release()) /* mounts made meanwhile keep the ring */
 		spdlog::info("fuse-uring: set /sys/module/fuse/parameters/enable_uring back to N");

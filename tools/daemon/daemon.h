@@ -74,9 +74,6 @@ struct DaemonOptions {
 	std::string host; /* which host= of the topology this daemon is ("": the host name) */
 	std::string subnetKey; /* the file holding the subnet's key */
 	std::string listen; /* ADDR:PORT to listen on instead of the file's addr= */
-	/* temporary, until hosts have network namespaces: ib0 per local HCA
-	 * in a namespace of its own (daemon_ipoib.cpp) */
-	bool ipoib = false;
 };
 
 class Daemon {
@@ -102,8 +99,8 @@ private:
 	bool runDoLines();
 	bool startControl();
 	bool startWeb();
-	bool startIpoib();
-	void stopIpoib();
+	void startIpoib();
+	nlohmann::ordered_json ipoibJson(const std::string &hostName) const;
 	/* the control socket's requests the daemon answers itself */
 	using Json = nlohmann::ordered_json;
 	using Reply = tools::ControlSocket::Reply;
@@ -166,9 +163,15 @@ private:
 	std::string verbsProvider_;
 	std::string providerWhy_;
 	std::unique_ptr<tools::GlobalVerbsDriver> verbsDriver_; /* --global: ibemu's listed */
-	/* --ipoib: the namespaces (one per HCA) and their ib0, ib1 */
-	std::vector<int> ipoibNetns_;
-	std::vector<std::unique_ptr<netdev::IpoibNetdev>> ipoib_;
+	/* the hosts' ib0, ib1, ... (daemon_ipoib.cpp), made when ready */
+	struct IpoibIf {
+		std::string host;
+		std::string hca;
+		unsigned port = 0;
+		uint32_t addr = 0; /* network order */
+		std::unique_ptr<netdev::IpoibNetdev> dev;
+	};
+	std::vector<IpoibIf> ipoib_;
 	std::thread mounter_;
 	/* the cluster hosts' namespaces (docs/cluster.md); netns() gives a
 	 * host's network namespace */

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// --ipoib, a temporary rule until the hosts of an instance have network
-// namespaces of their own (issue 41): every local HCA gets a network
-// namespace that the daemon holds, with ib0 (ib1 for a second port) on
-// the address rdma_cm gives the port (docs/ipoib.md). The namespace is
-// reached through the daemon's descriptor, which the log names:
-//   nsenter --net=/proc/<ibemud's pid>/fd/<N> ping 10.200.1.1
+// IPoIB on the cluster hosts (docs/cluster.md, docs/ipoib.md): once the
+// hosts' namespaces exist (Daemon::ready()), each host's network namespace
+// gets an interface per port of its HCAs, as a node's kernel makes them:
+// ib0, ib1, ... numbered across the host's HCA ports in order, each on the
+// address rdma_cm gives the port (a port without one keeps its number and
+// gets no interface). A host without a network namespace of its own
+// (--global) gets none, and the log says so.
 #include "tools/daemon/daemon.h"
-#include "tools/netdev/netns.h"
 
 #include <spdlog/spdlog.h>
 
@@ -16,42 +16,63 @@
 
 namespace ibemu::tools {
 
-bool Daemon::startIpoib()
+namespace {
+
+constexpr unsigned kPrefix = 16; /* rdma_cm's 10.200.0.0/16 (docs/rdma-cm.md) */
+
+std::string dotted(uint32_t addr)
 {
-	if (!opts_.ipoib)
-		return true;
-	for (const auto &h : host_->hcas()) {
-		std::string why;
-		int ns = netdev::newNetns(&why);
-		if (ns < 0) {
-			spdlog::error("--ipoib: {}", why);
-			return false;
-		}
-		ipoibNetns_.push_back(ns);
-		for (unsigned port = 1; port <= h->madPorts.size(); port++) {
-			const uint32_t addr = host_->cma().ipv4Of(*h->node, port);
-			netdev::TunConfig cfg{ "ib" + std::to_string(port - 1), addr, 16 };
-			auto dev = netdev::createNetdev(ns, cfg, *host_, *h, port, &why);
-			if (!dev) {
-				spdlog::error("--ipoib: {} port {}: {}", h->name, port, why);
-				return false;
-			}
-			char a[INET_ADDRSTRLEN] = "";
-			inet_ntop(AF_INET, &addr, a, sizeof a);
-			spdlog::info("--ipoib: {} port {}: {} {}/16 (QPN {:#x}) in the network namespace /proc/{}/fd/{}",
-				     h->name, port, cfg.name, a, dev->ipoib().qpn(), getpid(), ns);
-			ipoib_.push_back(std::move(dev));
-		}
-	}
-	return true;
+	char a[INET_ADDRSTRLEN] = "";
+	inet_ntop(AF_INET, &addr, a, sizeof a);
+	return a;
 }
 
-void Daemon::stopIpoib()
+} /* namespace */
+
+/* On the io thread, from ready(): createNetdev() blocks briefly per port. */
+void Daemon::startIpoib()
 {
-	ipoib_.clear();
-	for (int fd : ipoibNetns_)
-		close(fd);
-	ipoibNetns_.clear();
+	std::map<std::string, unsigned> next; /* the next ibN of each host */
+	for (const auto &h : host_->hcas()) {
+		int ns = hostNs_.netns(h->hostName);
+		for (unsigned port = 1; port <= h->madPorts.size(); port++) {
+			const std::string name = "ib" + std::to_string(next[h->hostName]++);
+			const uint32_t addr = host_->cma().ipv4Of(*h->node, port);
+			if (ns < 0) {
+				spdlog::info("ipoib: host {} has no network namespace of its own{}: no {} for {} port {}",
+					     h->hostName, opts_.global ? " (--global)" : "", name, h->name, port);
+				continue;
+			}
+			if (addr == 0) {
+				spdlog::info("ipoib: {} port {} has no rdma_cm address: no {} on host {}", h->name,
+					     port, name, h->hostName);
+				continue;
+			}
+			std::string why;
+			auto dev = netdev::createNetdev(ns, { name, addr, kPrefix }, *host_, *h, port, &why);
+			if (!dev) {
+				spdlog::error("ipoib: {} port {}: no {} on host {}: {}", h->name, port, name,
+					      h->hostName, why);
+				continue;
+			}
+			spdlog::info("ipoib: host {}: {} {}/{} on {} port {} (QPN {:#x})", h->hostName, name,
+				     dotted(addr), kPrefix, h->name, port, dev->ipoib().qpn());
+			ipoib_.push_back({ h->hostName, h->name, port, addr, std::move(dev) });
+		}
+	}
+}
+
+/* A host's interfaces for `ibemu hosts`: name, address/prefix, HCA, port. */
+nlohmann::ordered_json Daemon::ipoibJson(const std::string &hostName) const
+{
+	nlohmann::ordered_json a = nlohmann::ordered_json::array();
+	for (const auto &i : ipoib_)
+		if (i.host == hostName)
+			a.push_back({ { "name", i.dev->name() },
+				      { "address", dotted(i.addr) + "/" + std::to_string(kPrefix) },
+				      { "hca", i.hca },
+				      { "port", i.port } });
+	return a;
 }
 
 } /* namespace ibemu::tools */

@@ -51,7 +51,8 @@ nlohmann::ordered_json Daemon::hostsJson() const
 		if (it == hosts.end()) {
 			hosts.push_back({ { "name", h->hostName },
 					  { "holder", hostNs_.holder(h->hostName) },
-					  { "hcas", nlohmann::ordered_json::array() } });
+					  { "hcas", nlohmann::ordered_json::array() },
+					  { "ib", ipoibJson(h->hostName) } });
 			it = hosts.end() - 1;
 		}
 		char guid[24];
