@@ -10,7 +10,7 @@
 
 #include "fabric/node.h"
 #include "tools/netdev/ipoib_netdev.h"
-#include "tools/netdev/netns.h"
+#include "tests/unit/netns_helpers.h"
 
 #include <catch2/catch.hpp>
 

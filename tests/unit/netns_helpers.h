@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
-// A network namespace of its own for an ib0 (ipoib_netdev.h), made by a
+// For tests: a network namespace of its own for an ib0
+// (tools/netdev/ipoib_netdev.h; the daemon uses its hosts' ones), made by a
 // helper thread that unshares and ends there: the calling threads stay in
 // their namespace, and the namespace lives as long as its descriptor.
 #pragma once

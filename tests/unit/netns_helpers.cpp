@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Copyright (c) 2026 the ibemu authors
 // A new network namespace, made by a thread of its own.
-#include "tools/netdev/netns.h"
+#include "tests/unit/netns_helpers.h"
 
 #include <fcntl.h>
 #include <sched.h>
