@@ -4,9 +4,10 @@
 # hosts` lists them; `ibemu exec --host` runs a program in the host's own
 # network namespace, seeing only its HCAs (ibstat, ibv_devices, the
 # device and sysfs directories) and refused another host's device paths
-# (ENOENT, also where the seccomp transport serves them); two programs of
-# one host share its namespace, plain `exec` keeps the instance's; rping
-# between two programs of one host; rdma_cm binds and listens per host;
+# (ENOENT, also where the seccomp transport serves them, and after
+# unshare -rn); two programs of one host share its namespace, plain
+# `exec` keeps the instance's; rping between two programs of one host;
+# rdma_cm binds and listens per host;
 # an unknown host is an error (exit 2). Natively on the seccomp
 # transport (e2e-hosts), on CUSE in the VM (vm-cuse-hosts).
 # usage: hosts.sh IBEMU_BINARY TOPOLOGY_DIR
@@ -50,20 +51,30 @@ expect_eq "hostb's infiniband_verbs" "abi_version uverbs2" "$(on_host hostb ls /
 
 # another host's device paths: ENOENT, as for a device the node lacks,
 # even where the seccomp transport would serve the path itself
-out=$(on_host hosta python3 -c '
-import errno, os
-for p in ("uverbs2", "umad2", "issm2", "uverbs1", "rdma_cm"):
+# opens PATH...: each path opened read-write: "PATH opened" or its errno
+opens='
+import errno, os, sys
+for p in sys.argv[1:]:
     try:
-        os.close(os.open("/dev/infiniband/" + p, os.O_RDWR))
-        print(p, "opened")
+        os.close(os.open(p, os.O_RDWR))
+        print(os.path.basename(p), "opened")
     except OSError as e:
-        print(p, errno.errorcode[e.errno])
-')
+        print(os.path.basename(p), errno.errorcode[e.errno])
+'
+d=/dev/infiniband
+out=$(on_host hosta python3 -c "$opens" $d/uverbs2 $d/umad2 $d/issm2 $d/uverbs1 $d/rdma_cm)
 expect_eq "hosta opens hostb's devices: ENOENT; its own open" "uverbs2 ENOENT
 umad2 ENOENT
 issm2 ENOENT
 uverbs1 opened
 rdma_cm opened" "$out"
+
+# the host is the program's, not its namespace's: one that leaves the
+# host's network namespace (unshare -rn) still finds only its host's
+# devices
+out=$(on_host hosta unshare -rn python3 -c "$opens" $d/uverbs2 $d/uverbs1)
+expect_eq "hosta, after unshare -rn, opens hostb's uverbs2: ENOENT" "uverbs2 ENOENT
+uverbs1 opened" "$out"
 
 # a program of a host holding a device is one of the instance's clients
 "$ibemu" exec --instance $H --host hostb -- python3 -c '

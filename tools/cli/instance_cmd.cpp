@@ -140,7 +140,7 @@ int seccompDoor(const std::string &path, std::string &why)
 /* Installs the filter and hands its listener to the daemon over door
  * (closed): 0, or -1 with why set (and no filter, unless the daemon
  * refused it: then every trapped call fails, so exec stops there). */
-int throughSeccomp(int door, std::string &why)
+int throughSeccomp(int door, const std::string &host, std::string &why)
 {
 	rlimit nofile{};
 	getrlimit(RLIMIT_NOFILE, &nofile);
@@ -155,7 +155,7 @@ int throughSeccomp(int door, std::string &why)
 		close(door);
 		return -1;
 	}
-	int rc = cuse_dev::seccomp::handOver(door, listener, base, why);
+	int rc = cuse_dev::seccomp::handOver(door, listener, base, host, why);
 	close(listener);
 	close(door);
 	if (rc != 0) { /* the filter is on and nobody answers it */
@@ -300,7 +300,7 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::s
 		argv.push_back(const_cast<char *>(a.c_str()));
 	argv.push_back(nullptr);
 	/* last: from here on our own open()s go through the daemon */
-	if (door >= 0 && throughSeccomp(door, doorWhy) != 0)
+	if (door >= 0 && throughSeccomp(door, host, doorWhy) != 0)
 		door = -1;
 	if (door < 0 && !doorWhy.empty()) {
 		bool cuse = ready.value("transport", "fuse") == "cuse";

@@ -129,12 +129,10 @@ bool Daemon::startTransport()
 			opts_.spinUs);
 	if (seccomp_ && !cuse_) /* the data path reaches programs through it */
 		host_->setAccess(&seccomp_->access());
-	/* a cluster host's programs: its HCAs only */
-	auto hostOf = [this](pid_t tid) { return hostNs_.hostOf(tid); };
-	if (seccomp_)
-		seccomp_->setHostOf(hostOf);
+	/* a cluster host's programs: its HCAs only (the seccomp transport's
+	 * know their host from their listener) */
 	if (cuse_)
-		cuse_->setHostOf(hostOf);
+		cuse_->setHostOf([this](pid_t tid) { return hostNs_.hostOf(tid); });
 	cuse_dev::FuseFs::Options fsOpts;
 	fsOpts.deviceFiles = !useCuse_;
 	fsOpts.pciIdentity = !verbsDriver_;
