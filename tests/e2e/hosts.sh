@@ -4,11 +4,11 @@
 # hosts` lists them; `ibemu exec --host` runs a program in the host's own
 # network namespace, seeing only its HCAs (ibstat, ibv_devices, the
 # device and sysfs directories) and refused another host's device paths
-# (ENOENT, also where the seccomp transport serves them, and after
-# unshare -rn); two programs of one host share its namespace, plain
-# `exec` keeps the instance's; rping between two programs of one host;
-# rdma_cm binds and listens per host;
-# an unknown host is an error (exit 2). Natively on the seccomp
+# (ENOENT, also where the seccomp transport serves them, after unshare
+# -rn, and at the instance's copies, which a host has covered); two
+# programs of one host share its namespace, plain `exec` keeps the
+# instance's; rping between two programs of one host; rdma_cm binds and
+# listens per host; an unknown host is an error (exit 2). Natively on the seccomp
 # transport (e2e-hosts), on CUSE in the VM (vm-cuse-hosts).
 # usage: hosts.sh IBEMU_BINARY TOPOLOGY_DIR
 set -u
@@ -68,6 +68,18 @@ umad2 ENOENT
 issm2 ENOENT
 uverbs1 opened
 rdma_cm opened" "$out"
+
+# nor through where the instance keeps every HCA's device files and
+# sysfs views: covered in a host (ENOENT), whatever the transport
+r=$IBEMU_RUN_DIR/$H
+out=$(on_host hosta python3 -c "$opens" $r/fs/dev/umad2 $r/fs/dev/uverbs2 $r/fs/class/infiniband_mad/umad2/dev \
+	$r/fs/hosts/hostb/class/infiniband_mad/umad2/dev $r/scratch/dev-infiniband/uverbs2 $d/umad1)
+expect_eq "hosta opens the instance's copies of hostb's device files: ENOENT" "umad2 ENOENT
+uverbs2 ENOENT
+dev ENOENT
+dev ENOENT
+uverbs2 ENOENT
+umad1 opened" "$out"
 
 # the host is the program's, not its namespace's: one that leaves the
 # host's network namespace (unshare -rn) still finds only its host's

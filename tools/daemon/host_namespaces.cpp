@@ -4,7 +4,8 @@
 // child per host. The daemon has threads, so a child does nothing but
 // system calls on what was prepared before the fork (no allocation): it
 // unshares a mount and a network namespace, mounts the host's view over
-// the instance's, brings its loopback up, says so on a pipe, closes
+// the instance's (its device files bind-mounted, not linked: the
+// instance's directories of them are covered), brings its loopback up, says so on a pipe, closes
 // everything else and waits on a pidfd of the daemon.
 #include "tools/daemon/host_namespaces.h"
 
@@ -34,8 +35,14 @@ struct Report {
 	int err = 0;
 };
 
-constexpr const char *kSteps[] = { "", "unshare(CLONE_NEWNS | CLONE_NEWNET)", "a bind mount", "tmpfs on /dev/infiniband",
-				   "a link in /dev/infiniband", "bringing lo up", "pidfd_open of the daemon" };
+constexpr const char *kSteps[] = { "",
+				   "unshare(CLONE_NEWNS | CLONE_NEWNET)",
+				   "a bind mount",
+				   "tmpfs on /dev/infiniband",
+				   "a device file in /dev/infiniband",
+				   "bringing lo up",
+				   "pidfd_open of the daemon",
+				   "an empty tmpfs over the instance's device files or sysfs views" };
 
 [[noreturn]] void holderFail(int rep, int step)
 {
@@ -46,7 +53,7 @@ constexpr const char *kSteps[] = { "", "unshare(CLONE_NEWNS | CLONE_NEWNET)", "a
 
 /* In the child: system calls only. */
 [[noreturn]] void hold(int rep, pid_t daemon, const std::vector<const char *> &binds,
-		       const std::vector<const char *> &links)
+		       const std::vector<const char *> &devices, const std::vector<const char *> &covers)
 {
 	struct sigaction dfl {};
 	dfl.sa_handler = SIG_DFL;
@@ -63,9 +70,18 @@ constexpr const char *kSteps[] = { "", "unshare(CLONE_NEWNS | CLONE_NEWNET)", "a
 			holderFail(rep, 2);
 	if (mount("tmpfs", "/dev/infiniband", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755") != 0)
 		holderFail(rep, 3);
-	for (size_t i = 0; i + 1 < links.size(); i += 2)
-		if (symlink(links[i + 1], links[i]) != 0)
+	/* bind mounts, not links: a link's target would be every HCA's */
+	for (size_t i = 0; i + 1 < devices.size(); i += 2) {
+		int f = open(devices[i], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (f < 0)
 			holderFail(rep, 4);
+		close(f);
+		if (mount(devices[i + 1], devices[i], nullptr, MS_BIND, nullptr) != 0)
+			holderFail(rep, 4);
+	}
+	for (const char *dir : covers)
+		if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "mode=0555") != 0)
+			holderFail(rep, 7);
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	ifreq ifr{};
 	memcpy(ifr.ifr_name, "lo", 3);
@@ -101,14 +117,16 @@ int HostNamespaces::start(const std::vector<HostView> &views, std::string &err)
 {
 	pid_t daemon = getpid();
 	for (const auto &v : views) {
-		std::vector<std::string> linkPaths;
-		for (const auto &[name, target] : v.links)
-			linkPaths.push_back("/dev/infiniband/" + name);
-		std::vector<const char *> binds, links;
+		std::vector<std::string> devPaths;
+		for (const auto &[name, file] : v.devices)
+			devPaths.push_back("/dev/infiniband/" + name);
+		std::vector<const char *> binds, devices, covers;
 		for (const auto &[from, to] : v.binds)
 			binds.insert(binds.end(), { from.c_str(), to.c_str() });
-		for (size_t i = 0; i < v.links.size(); i++)
-			links.insert(links.end(), { linkPaths[i].c_str(), v.links[i].second.c_str() });
+		for (size_t i = 0; i < v.devices.size(); i++)
+			devices.insert(devices.end(), { devPaths[i].c_str(), v.devices[i].second.c_str() });
+		for (const auto &dir : v.covers)
+			covers.push_back(dir.c_str());
 		int rep[2];
 		if (pipe2(rep, O_CLOEXEC) != 0) {
 			err = "host " + v.name + ": pipe: " + strerror(errno);
@@ -118,7 +136,7 @@ int HostNamespaces::start(const std::vector<HostView> &views, std::string &err)
 		pid_t pid = fork();
 		if (pid == 0) {
 			close(rep[0]);
-			hold(rep[1], daemon, binds, links);
+			hold(rep[1], daemon, binds, devices, covers);
 		}
 		int e = errno;
 		close(rep[1]);
