@@ -3,10 +3,11 @@
 // The cluster hosts' namespaces (tools/daemon/host_namespaces.h): a holder
 // child per host. The daemon has threads, so a child does nothing but
 // system calls on what was prepared before the fork (no allocation): it
+// closes everything of the daemon's, takes a pidfd of the daemon,
 // unshares a mount and a network namespace, mounts the host's view over
 // the instance's (its device files bind-mounted, not linked: the
-// instance's directories of them are covered), brings its loopback up, says so on a pipe, closes
-// everything else and waits on a pidfd of the daemon.
+// instance's directories of them are covered), brings its loopback up,
+// says so on a pipe and waits on the pidfd.
 #include "tools/daemon/host_namespaces.h"
 
 #include <cerrno>
@@ -42,7 +43,8 @@ constexpr const char *kSteps[] = { "",
 				   "a device file in /dev/infiniband",
 				   "bringing lo up",
 				   "pidfd_open of the daemon",
-				   "an empty tmpfs over the instance's device files or sysfs views" };
+				   "an empty tmpfs over the instance's device files or sysfs views",
+				   "close_range" };
 
 [[noreturn]] void holderFail(int rep, int step)
 {
@@ -63,6 +65,17 @@ constexpr const char *kSteps[] = { "",
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, nullptr);
 	prctl(PR_SET_NAME, "ibemu-host", 0, 0, 0);
+	/* nothing of the daemon's stays open here (its sockets, its lock, and
+	 * above all /dev/fuse and the CUSE sessions: a holder keeping them
+	 * would keep a dead daemon's FUSE connection from being aborted, and
+	 * itself hang in a mount() that looks a path up there); and the
+	 * daemon must still be there before we look anything up */
+	if ((rep > 0 && syscall(SYS_close_range, 0u, static_cast<unsigned>(rep - 1), 0u) != 0) ||
+	    syscall(SYS_close_range, static_cast<unsigned>(rep + 1), ~0u, 0u) != 0)
+		holderFail(rep, 8);
+	int pidfd = static_cast<int>(syscall(SYS_pidfd_open, daemon, 0));
+	if (pidfd < 0 || getppid() != daemon)
+		holderFail(rep, 6);
 	if (unshare(CLONE_NEWNS | CLONE_NEWNET) != 0)
 		holderFail(rep, 1);
 	for (size_t i = 0; i + 1 < binds.size(); i += 2)
@@ -91,15 +104,9 @@ constexpr const char *kSteps[] = { "",
 	if (ioctl(s, SIOCSIFFLAGS, &ifr) != 0)
 		holderFail(rep, 5);
 	close(s);
-	int pidfd = static_cast<int>(syscall(SYS_pidfd_open, daemon, 0));
-	if (pidfd < 0 || getppid() != daemon)
-		holderFail(rep, 6);
 	Report ok;
 	(void)!write(rep, &ok, sizeof ok);
-	/* nothing of the daemon's stays open here: its sockets, its lock */
-	if (pidfd > 0)
-		syscall(SYS_close_range, 0u, static_cast<unsigned>(pidfd - 1), 0u);
-	syscall(SYS_close_range, static_cast<unsigned>(pidfd + 1), ~0u, 0u);
+	close(rep);
 	pollfd p{ pidfd, POLLIN, 0 };
 	while (poll(&p, 1, -1) < 0 && errno == EINTR)
 		;
