@@ -119,6 +119,17 @@ expect_eq "an unknown host: exit 2" 2 $?
 expect_eq "an unknown host: what to do" \
 	"ibemu exec: instance \"$H\" has no host \"nosuch\" (its hosts: hosta, hostb; \`ibemu hosts\` lists them)" "$out"
 
+# a ready file of another daemon (stale: its pid is not the running
+# daemon's) names no holder to join
+cp "$IBEMU_RUN_DIR/$H/ready.json" "$work/ready.json"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); j["pid"]+=1; json.dump(j, open(sys.argv[1], "w"))' \
+	"$IBEMU_RUN_DIR/$H/ready.json"
+out=$("$ibemu" exec --instance $H --host hosta -- true 2>&1)
+expect_eq "a stale ready file: exit 1" 1 $?
+expect_eq "a stale ready file: no namespaces to join" \
+	"ibemu exec: host \"hosta\" of instance \"$H\" has no namespaces of its own (a --global instance has none; otherwise their holder is gone)" "$out"
+cp "$work/ready.json" "$IBEMU_RUN_DIR/$H/ready.json"
+
 # rdma_cm: a server and a client of hosta over its two addresses
 start_opensm $H 0x0002c90300000101
 wait_for $H 120 sh -c 'ibstat ibemu0 | grep -q "State: Active" && ibstat ibemu2 | grep -q "State: Active"'
