@@ -171,13 +171,18 @@ expect_eq "both hosts listened on port 7471 (no rdma_bind_addr or rdma_listen er
 
 stop_opensm $H
 
-# a killed daemon leaves no host namespaces behind: their holders end
-# with it (bounded wait: a killed daemon takes a moment to go)
+# a description whose first word is no name for a directory ("..",
+# "a/b") puts its HCA in a host of its own, named after the HCA; and a
+# killed daemon leaves no host namespaces behind: their holders end with
+# it (bounded wait: a killed daemon takes a moment to go)
 K=hosts-kill-$$
-"$ibemu" up --instance $K >/dev/null 2>&1
-expect_eq "up (default fabric)" 0 $?
+sed -e 's|"hosta HCA-2"|"../x HCA-2"|' -e 's|"hostb HCA-1"|"a/b HCA-1"|' "$data/hosts.topo" >"$work/names.topo"
+"$ibemu" up --instance $K --topology "$work/names.topo" --local "hosta HCA-1,../x HCA-2,a/b HCA-1" >/dev/null 2>&1
+expect_eq "up (odd host names)" 0 $?
+expect_eq "first words that are no host names: hosts named after their HCAs" "hosta: ibemu0; ibemu1: ibemu1; ibemu2: ibemu2" \
+	"$("$ibemu" status --instance $K | sed -n 's/^  hosts (ibemu exec --host): //p')"
 holders=$("$ibemu" status --instance $K --json | python3 -c 'import json,sys; print(*(h["holder"] for h in json.load(sys.stdin)["hosts"]))')
-expect_match "two hosts, each with a holder" '^[0-9]+ [0-9]+$' "$holders"
+expect_match "three hosts, each with a holder" '^[0-9]+ [0-9]+ [0-9]+$' "$holders"
 kill -9 "$(cat "$IBEMU_RUN_DIR/$K/pid")"
 for _ in $(seq 100); do
 	left=$(for p in $holders; do [ -d /proc/$p ] && echo "$p"; done)
