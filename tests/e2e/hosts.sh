@@ -148,10 +148,11 @@ out=$(on_host hostb rping -s -a 10.200.0.1 -C 1 -v)
 expect_match "hostb cannot bind hosta's address" 'rdma_bind_addr: Cannot assign requested address' "$out"
 # each host has its own port space, and a wildcard listener hears its
 # host's ports only: servers of both hosts on one port, each reached by
-# the other host's client (persistent servers, killed after)
+# the other host's client, and only that one (each server ends after
+# its one client)
 servers=()
 for h in hostb hosta; do
-	timeout "$tool_timeout" "$ibemu" exec --instance $H --host $h -- rping -s -P -p 7471 -C 1 >"$work/any.$h" 2>&1 &
+	timeout "$tool_timeout" "$ibemu" exec --instance $H --host $h -- rping -s -p 7471 -C 1 -v >"$work/any.$h" 2>&1 &
 	servers+=($!)
 	sleep 1
 done
@@ -164,10 +165,13 @@ for to in "hosta 10.200.2.1" "hostb 10.200.0.1"; do
 	expect_eq "$from's client reaches the other host's wildcard listener at $addr" 1 \
 		"$(grep -c '^ping data: rdma-ping-' "$work/any.client")"
 done
-kill "${servers[@]}"
-wait "${servers[@]}" 2>/dev/null
+wait "${servers[@]}"
 expect_eq "both hosts listened on port 7471 (no rdma_bind_addr or rdma_listen error)" 0 \
 	"$(cat "$work/any.hosta" "$work/any.hostb" | grep -c 'rdma_')"
+for h in hosta hostb; do
+	expect_eq "$h's wildcard listener served exactly the other host's one client" 1 \
+		"$(grep -c '^server ping data: rdma-ping-' "$work/any.$h")"
+done
 
 stop_opensm $H
 
