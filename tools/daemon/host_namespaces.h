@@ -18,7 +18,10 @@
 //
 // One object per daemon. start() runs on the daemon's mounter thread (the
 // holders' bind mounts look things up in the FUSE filesystem the io thread
-// serves); everything else on the io thread, once start() has returned.
+// serves); the lookups (netns(), hostOf(), holder()) on any thread, and
+// answer nothing until start() has returned; stop() on the daemon's main
+// thread once its io loop has returned and the mounter thread has ended
+// (Daemon::run), or inside start() on a failure.
 #pragma once
 
 #include <atomic>
