@@ -190,9 +190,12 @@ struct SeccompDevices::Impl {
 	};
 
 	struct Listener {
-		Listener(boost::asio::io_context &io, int f, int b) : fd(f), base(b), wait(io, f) {}
+		Listener(boost::asio::io_context &io, int f, int b, std::string h)
+			: fd(f), base(b), host(std::move(h)), wait(io, f)
+		{}
 		int fd;
 		int base; /* of the reserved block */
+		std::string host; /* the cluster host of its programs, "" for all */
 		boost::asio::posix::stream_descriptor wait; /* owns fd */
 		std::chrono::steady_clock::time_point last{}; /* its last call */
 	};
@@ -275,6 +278,7 @@ struct SeccompDevices::Impl {
 		emu::UmadPort *port;
 		unsigned num;
 		int base;
+		std::string host;
 		bool cloexec;
 	};
 	std::list<IssmWait> issmWaiting;
@@ -284,7 +288,6 @@ struct SeccompDevices::Impl {
 	Current current;
 	emu::RequestWork *turnWork = nullptr; /* readable()'s, while it runs */
 	bool stopping = false;
-	std::function<std::string(pid_t)> hostOf; /* setHostOf() */
 
 	/* --- listeners --- */
 	void arm(Listener &l);
@@ -327,8 +330,8 @@ struct SeccompDevices::Impl {
 	/* --- the calls --- */
 	void open(const Listener &l, const Notification &n);
 	/* claimed: an issm open whose claim was taken already */
-	void openDevice(const Notification &n, int base, NodeKind kind, unsigned num, int flags,
-			bool claimed = false);
+	void openDevice(const Notification &n, int base, const std::string &scope, NodeKind kind, unsigned num,
+			int flags, bool claimed = false);
 	void retryIssm();
 	/* 1 answered, 0 waits (parked) */
 	int read(File &f, const Notification &n, bool nonblock);
@@ -774,11 +777,11 @@ void SeccompDevices::Impl::open(const Listener &l, const Notification &n)
 		return;
 	if (flags & O_PATH) /* no driver's open: the kernel's own */
 		return (void)n.proceed();
-	openDevice(n, l.base, kind, num, static_cast<int>(flags));
+	openDevice(n, l.base, l.host, kind, num, static_cast<int>(flags));
 }
 
-void SeccompDevices::Impl::openDevice(const Notification &n, int base, NodeKind kind, unsigned num, int flags,
-				      bool claimed)
+void SeccompDevices::Impl::openDevice(const Notification &n, int base, const std::string &scope, NodeKind kind,
+				      unsigned num, int flags, bool claimed)
 {
 	if (stopping)
 		return (void)n.fail(ENXIO);
@@ -795,10 +798,10 @@ void SeccompDevices::Impl::openDevice(const Notification &n, int base, NodeKind 
 	}
 	if ((kind == NodeKind::Uverbs && !hca) || ((kind == NodeKind::Umad || kind == NodeKind::Issm) && !port))
 		return (void)n.proceed(); /* no such device: the kernel's ENOENT */
-	/* a program of a cluster host has its host's devices only: another
-	 * host's path is left to the kernel, which finds no such file in the
-	 * host's /dev/infiniband (ENOENT) */
-	std::string scope = hostOf ? hostOf(n.tid()) : std::string();
+	/* a program of a cluster host (its listener's, not the namespace it
+	 * is in now: `unshare -rn` leaves it the host's) has its host's
+	 * devices only: another host's path is left to the kernel, which
+	 * finds no such file in the host's /dev/infiniband (ENOENT) */
 	emu::Hca *owner = kind == NodeKind::Uverbs ? hca : kind == NodeKind::RdmaCm ? nullptr : portHca;
 	if (owner && !scope.empty() && owner->hostName != scope)
 		return (void)n.proceed();
@@ -854,7 +857,7 @@ void SeccompDevices::Impl::openDevice(const Notification &n, int base, NodeKind 
 			/* callers a signal took back (a restarted open is a new
 			 * call) go first */
 			std::erase_if(issmWaiting, [](const IssmWait &w) { return !w.n.valid(); });
-			issmWaiting.push_back({ n, port, num, base, cloexec });
+			issmWaiting.push_back({ n, port, num, base, scope, cloexec });
 			return;
 		}
 		if (rc) {
@@ -928,7 +931,7 @@ void SeccompDevices::Impl::retryIssm()
 			w.n.fail(stopping ? EINTR : -rc);
 			continue;
 		}
-		openDevice(w.n, w.base, NodeKind::Issm, w.num, w.cloexec ? O_CLOEXEC : 0, true);
+		openDevice(w.n, w.base, w.host, NodeKind::Issm, w.num, w.cloexec ? O_CLOEXEC : 0, true);
 	}
 }
 
@@ -1256,7 +1259,7 @@ SeccompDevices::~SeccompDevices()
 	shutdown();
 }
 
-int SeccompDevices::adopt(int listener, int base)
+int SeccompDevices::adopt(int listener, int base, const std::string &host)
 {
 	Impl &s = *impl_;
 	char target[64];
@@ -1278,16 +1281,11 @@ int SeccompDevices::adopt(int listener, int base)
 	constexpr unsigned long kSetFlags = SECCOMP_IOW(4, uint64_t); /* SECCOMP_IOCTL_NOTIF_SET_FLAGS */
 	constexpr uint64_t kSyncWakeUp = 1; /* SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP */
 	ioctl(listener, kSetFlags, kSyncWakeUp); /* a speed-up only: older kernels say EINVAL */
-	auto l = std::make_unique<Impl::Listener>(s.io, listener, base);
+	auto l = std::make_unique<Impl::Listener>(s.io, listener, base, host);
 	Impl::Listener &ref = *l;
 	s.listeners.emplace(listener, std::move(l));
 	s.arm(ref);
 	return 0;
-}
-
-void SeccompDevices::setHostOf(std::function<std::string(pid_t tid)> hostOf)
-{
-	impl_->hostOf = std::move(hostOf);
 }
 
 emu::UserAccess &SeccompDevices::access()

@@ -52,15 +52,14 @@ public:
 	SeccompDevices &operator=(const SeccompDevices &) = delete;
 
 	/* Serves the programs behind listener (taken: closed when none is
-	 * left), whose reserved block starts at base. 0, or -EINVAL when it is
-	 * no seccomp listener (closed where that cannot stall us) or base is
-	 * no block. */
-	int adopt(int listener, int base);
-
-	/* Which cluster host thread tid belongs to (emu::Hca::hostName), ""
-	 * for the whole instance: its opens find only that host's devices,
-	 * and its rdma_cm files bind and listen on that host's addresses. */
-	void setHostOf(std::function<std::string(pid_t tid)> hostOf);
+	 * left), whose reserved block starts at base. host: the cluster host
+	 * they belong to (emu::Hca::hostName, as `exec --host` said when it
+	 * handed the listener over), "" for the whole instance: their opens
+	 * find only that host's devices, and their rdma_cm files bind and
+	 * listen on that host's addresses, whatever namespaces they move to.
+	 * 0, or -EINVAL when it is no seccomp listener (closed where that
+	 * cannot stall us) or base is no block. */
+	int adopt(int listener, int base, const std::string &host = {});
 
 	/* How emu/ reaches the programs served here (the host's, for the data
 	 * path, where no other transport gave it one). */

@@ -118,10 +118,18 @@ int installFilter(int base, std::string &err)
 
 namespace ibemu::cuse_dev::seccomp {
 
-int handOver(int sock, int listener, int base, std::string &err)
+int handOver(int sock, int listener, int base, const std::string &host, std::string &err)
 {
+	if (host.size() > kMaxHost) {
+		err = "host name too long";
+		return -1;
+	}
+	char msgBuf[sizeof(int32_t) + kMaxHost];
 	int32_t b = base;
-	iovec iov{ &b, sizeof b };
+	memcpy(msgBuf, &b, sizeof b);
+	memcpy(msgBuf + sizeof b, host.data(), host.size());
+	size_t len = sizeof b + host.size();
+	iovec iov{ msgBuf, len };
 	alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
 	msghdr msg{};
 	msg.msg_iov = &iov;
@@ -135,7 +143,7 @@ int handOver(int sock, int listener, int base, std::string &err)
 	memcpy(CMSG_DATA(c), &listener, sizeof listener);
 	/* no strerror() from here: the filter is on, and a locale's message
 	 * catalog would be opened through it, with nobody to answer */
-	if (sendmsg(sock, &msg, MSG_NOSIGNAL) != ssize_t(sizeof b)) {
+	if (sendmsg(sock, &msg, MSG_NOSIGNAL) != ssize_t(len)) {
 		err = std::string("cannot reach the daemon: ") + strerrorname_np(errno);
 		return -1;
 	}
@@ -155,22 +163,25 @@ int handOver(int sock, int listener, int base, std::string &err)
 	return 0;
 }
 
-int receiveHandOver(int sock, int &listener, int &base)
+int receiveHandOver(int sock, int &listener, int &base, std::string &host)
 {
 	int32_t b = 0;
+	char msgBuf[sizeof b + kMaxHost + 1]; /* one more: a longer name is refused */
 	std::vector<int> fds;
 	bool cut;
 	/* room for all a message can carry: the kernel releases the rest here */
-	ssize_t n = emu::receiveWithDescriptors(sock, &b, sizeof b, MSG_DONTWAIT, fds, cut);
+	ssize_t n = emu::receiveWithDescriptors(sock, msgBuf, sizeof msgBuf, MSG_DONTWAIT, fds, cut);
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
-	if (n != ssize_t(sizeof b) || fds.size() != 1 || cut) {
+	if (n < ssize_t(sizeof b) || n > ssize_t(sizeof b + kMaxHost) || fds.size() != 1 || cut) {
 		for (int fd : fds)
 			deferredClose(fd);
 		return n == 0 ? -ECONNRESET : -EINVAL;
 	}
+	memcpy(&b, msgBuf, sizeof b);
 	listener = fds[0];
 	base = b;
+	host.assign(msgBuf + sizeof b, size_t(n) - sizeof b);
 	return 0;
 }
 
@@ -191,7 +202,7 @@ int filteredExec(int argc, char **argv)
 	int base = atoi(argv[3]);
 	std::string err;
 	int listener = installFilter(base, err);
-	if (listener < 0 || handOver(sock, listener, base, err) != 0) {
+	if (listener < 0 || handOver(sock, listener, base, {}, err) != 0) {
 		fprintf(stderr, "ibemud --seccomp-exec: %s\n", err.c_str());
 		return 126;
 	}

@@ -46,15 +46,18 @@ int installFilter(int base, std::string &err);
 namespace ibemu::cuse_dev::seccomp {
 
 /* Handing a listener to the daemon, over a connected AF_UNIX stream
- * socket: one message carries the block's base (4 bytes) and the listener
- * (SCM_RIGHTS); the daemon answers one byte, 0 or an errno.
+ * socket: one message carries the block's base (4 bytes), the cluster host
+ * the programs behind it belong to (`exec --host`: up to kMaxHost bytes,
+ * none for the whole instance) and the listener (SCM_RIGHTS); the daemon
+ * answers one byte, 0 or an errno.
  * handOver() sends and waits for the answer: 0, or -1 with err set. */
-int handOver(int sock, int listener, int base, std::string &err);
-/* The daemon's side, on a readable socket: 0 with listener and base,
+constexpr size_t kMaxHost = 64;
+int handOver(int sock, int listener, int base, const std::string &host, std::string &err);
+/* The daemon's side, on a readable socket: 0 with listener, base and host,
  * -EAGAIN (nothing yet), or another negative errno (the socket is of no
  * more use). Any other descriptor sent along is closed where that cannot
  * stall the daemon. */
-int receiveHandOver(int sock, int &listener, int &base);
+int receiveHandOver(int sock, int &listener, int &base, std::string &host);
 /* The daemon's answer: 0 or an errno. */
 void answerHandOver(int sock, int err);
 

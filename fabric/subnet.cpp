@@ -124,7 +124,7 @@ Node *Subnet::resolveNode(std::string_view what, bool *ambiguous) const
 		Node *found = nullptr;
 		for (const auto &n : nodes_) {
 			std::string_view d = n->desc;
-			if (hostName && (n->isSwitch() || d.substr(0, d.find(' ')) != what))
+			if (hostName && (n->isSwitch() || descHost(d) != what))
 				continue;
 			if (!hostName && d != what)
 				continue;
@@ -207,7 +207,7 @@ std::string Subnet::noSuchNode(std::string_view what) const
 		consider(n->name);
 		consider(d);
 		if (!n->isSwitch())
-			consider(d.substr(0, d.find(' ')));
+			consider(descHost(d));
 	}
 	for (size_t i = 0; i < near.size(); i++) {
 		const char *sep = i == 0 ? "; did you mean \"" : i + 1 == near.size() ? " or \"" : ", \"";

@@ -4,11 +4,24 @@
 #include "fabric/types.h"
 
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <strings.h>
 
 namespace ibemu::fabric {
+
+std::string_view descHost(std::string_view desc)
+{
+	return desc.substr(0, desc.find(' '));
+}
+
+bool isPathName(std::string_view name)
+{
+	return !name.empty() && name.size() <= 64 && isalnum(static_cast<unsigned char>(name[0])) &&
+		name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+		std::string_view::npos;
+}
 
 const char *nodeTypeName(NodeType t)
 {

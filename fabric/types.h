@@ -48,6 +48,13 @@ enum class Speed : uint8_t { SDR, DDR, QDR, FDR10, FDR, EDR, HDR, NDR };
 /* MTU encoding, IBA 14.2.5.6 (1 = 256 ... 5 = 4096) */
 enum : uint8_t { kMtu256 = 1, kMtu512 = 2, kMtu1024 = 3, kMtu2048 = 4, kMtu4096 = 5 };
 
+/* The host a NodeDescription names by convention ("hostname HCA-1"): its
+ * first word (all of it, without a space). */
+std::string_view descHost(std::string_view desc);
+/* A name ibemu makes files and directories of (an instance's, a cluster
+ * host's): letters, digits, '.', '_' and '-', starting with a letter or a
+ * digit, at most 64 characters. */
+bool isPathName(std::string_view name);
 const char *nodeTypeName(NodeType t); /* "CA", "switch", "router" (sysfs names) */
 const char *portStateName(PortState s); /* "DOWN", "INIT", "ARMED", "ACTIVE" */
 const char *physStateName(PhysState s); /* "Polling", "LinkUp", ... */

@@ -4,10 +4,11 @@
 # hosts` lists them; `ibemu exec --host` runs a program in the host's own
 # network namespace, seeing only its HCAs (ibstat, ibv_devices, the
 # device and sysfs directories) and refused another host's device paths
-# (ENOENT, also where the seccomp transport serves them); two programs of
-# one host share its namespace, plain `exec` keeps the instance's; rping
-# between two programs of one host; rdma_cm binds and listens per host;
-# an unknown host is an error (exit 2). Natively on the seccomp
+# (ENOENT, also where the seccomp transport serves them, after unshare
+# -rn, and at the instance's copies, which a host has covered); two
+# programs of one host share its namespace, plain `exec` keeps the
+# instance's; rping between two programs of one host; rdma_cm binds and
+# listens per host; an unknown host is an error (exit 2). Natively on the seccomp
 # transport (e2e-hosts), on CUSE in the VM (vm-cuse-hosts).
 # usage: hosts.sh IBEMU_BINARY TOPOLOGY_DIR
 set -u
@@ -53,20 +54,42 @@ expect_eq "hostb's infiniband_verbs" "abi_version uverbs2" "$(on_host hostb ls /
 
 # another host's device paths: ENOENT, as for a device the node lacks,
 # even where the seccomp transport would serve the path itself
-out=$(on_host hosta python3 -c '
-import errno, os
-for p in ("uverbs2", "umad2", "issm2", "uverbs1", "rdma_cm"):
+# opens PATH...: each path opened read-write: "PATH opened" or its errno
+opens='
+import errno, os, sys
+for p in sys.argv[1:]:
     try:
-        os.close(os.open("/dev/infiniband/" + p, os.O_RDWR))
-        print(p, "opened")
+        os.close(os.open(p, os.O_RDWR))
+        print(os.path.basename(p), "opened")
     except OSError as e:
-        print(p, errno.errorcode[e.errno])
-')
+        print(os.path.basename(p), errno.errorcode[e.errno])
+'
+d=/dev/infiniband
+out=$(on_host hosta python3 -c "$opens" $d/uverbs2 $d/umad2 $d/issm2 $d/uverbs1 $d/rdma_cm)
 expect_eq "hosta opens hostb's devices: ENOENT; its own open" "uverbs2 ENOENT
 umad2 ENOENT
 issm2 ENOENT
 uverbs1 opened
 rdma_cm opened" "$out"
+
+# nor through where the instance keeps every HCA's device files and
+# sysfs views: covered in a host (ENOENT), whatever the transport
+r=$IBEMU_RUN_DIR/$H
+out=$(on_host hosta python3 -c "$opens" $r/fs/dev/umad2 $r/fs/dev/uverbs2 $r/fs/class/infiniband_mad/umad2/dev \
+	$r/fs/hosts/hostb/class/infiniband_mad/umad2/dev $r/scratch/dev-infiniband/uverbs2 $d/umad1)
+expect_eq "hosta opens the instance's copies of hostb's device files: ENOENT" "umad2 ENOENT
+uverbs2 ENOENT
+dev ENOENT
+dev ENOENT
+uverbs2 ENOENT
+umad1 opened" "$out"
+
+# the host is the program's, not its namespace's: one that leaves the
+# host's network namespace (unshare -rn) still finds only its host's
+# devices
+out=$(on_host hosta unshare -rn python3 -c "$opens" $d/uverbs2 $d/uverbs1)
+expect_eq "hosta, after unshare -rn, opens hostb's uverbs2: ENOENT" "uverbs2 ENOENT
+uverbs1 opened" "$out"
 
 # a program of a host holding a device is one of the instance's clients
 "$ibemu" exec --instance $H --host hostb -- python3 -c '
@@ -104,6 +127,17 @@ expect_eq "an unknown host: exit 2" 2 $?
 expect_eq "an unknown host: what to do" \
 	"ibemu exec: instance \"$H\" has no host \"nosuch\" (its hosts: hosta, hostb; \`ibemu hosts\` lists them)" "$out"
 
+# a ready file of another daemon (stale: its pid is not the running
+# daemon's) names no holder to join
+cp "$IBEMU_RUN_DIR/$H/ready.json" "$work/ready.json"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); j["pid"]+=1; json.dump(j, open(sys.argv[1], "w"))' \
+	"$IBEMU_RUN_DIR/$H/ready.json"
+out=$("$ibemu" exec --instance $H --host hosta -- true 2>&1)
+expect_eq "a stale ready file: exit 1" 1 $?
+expect_eq "a stale ready file: no namespaces to join" \
+	"ibemu exec: host \"hosta\" of instance \"$H\" has no namespaces of its own (a --global instance has none; otherwise their holder is gone)" "$out"
+cp "$work/ready.json" "$IBEMU_RUN_DIR/$H/ready.json"
+
 # rdma_cm: a server and a client of hosta over its two addresses
 start_opensm $H 0x0002c90300000101
 wait_for $H 120 sh -c 'ibstat ibemu0 | grep -q "State: Active" && ibstat ibemu2 | grep -q "State: Active"'
@@ -122,10 +156,11 @@ out=$(on_host hostb rping -s -a 10.200.0.1 -C 1 -v)
 expect_match "hostb cannot bind hosta's address" 'rdma_bind_addr: Cannot assign requested address' "$out"
 # each host has its own port space, and a wildcard listener hears its
 # host's ports only: servers of both hosts on one port, each reached by
-# the other host's client (persistent servers, killed after)
+# the other host's client, and only that one (each server ends after
+# its one client)
 servers=()
 for h in hostb hosta; do
-	timeout "$tool_timeout" "$ibemu" exec --instance $H --host $h -- rping -s -P -p 7471 -C 1 >"$work/any.$h" 2>&1 &
+	timeout "$tool_timeout" "$ibemu" exec --instance $H --host $h -- rping -s -p 7471 -C 1 -v >"$work/any.$h" 2>&1 &
 	servers+=($!)
 	sleep 1
 done
@@ -138,20 +173,28 @@ for to in "hosta 10.200.2.1" "hostb 10.200.0.1"; do
 	expect_eq "$from's client reaches the other host's wildcard listener at $addr" 1 \
 		"$(grep -c '^ping data: rdma-ping-' "$work/any.client")"
 done
-kill "${servers[@]}"
-wait "${servers[@]}" 2>/dev/null
+wait "${servers[@]}"
 expect_eq "both hosts listened on port 7471 (no rdma_bind_addr or rdma_listen error)" 0 \
 	"$(cat "$work/any.hosta" "$work/any.hostb" | grep -c 'rdma_')"
+for h in hosta hostb; do
+	expect_eq "$h's wildcard listener served exactly the other host's one client" 1 \
+		"$(grep -c '^server ping data: rdma-ping-' "$work/any.$h")"
+done
 
 stop_opensm $H
 
-# a killed daemon leaves no host namespaces behind: their holders end
-# with it (bounded wait: a killed daemon takes a moment to go)
+# a description whose first word is no name for a directory ("..",
+# "a/b") puts its HCA in a host of its own, named after the HCA; and a
+# killed daemon leaves no host namespaces behind: their holders end with
+# it (bounded wait: a killed daemon takes a moment to go)
 K=hosts-kill-$$
-"$ibemu" up --instance $K >/dev/null 2>&1
-expect_eq "up (default fabric)" 0 $?
+sed -e 's|"hosta HCA-2"|"../x HCA-2"|' -e 's|"hostb HCA-1"|"a/b HCA-1"|' "$data/hosts.topo" >"$work/names.topo"
+"$ibemu" up --instance $K --topology "$work/names.topo" --local "hosta HCA-1,../x HCA-2,a/b HCA-1" >/dev/null 2>&1
+expect_eq "up (odd host names)" 0 $?
+expect_eq "first words that are no host names: hosts named after their HCAs" "hosta: ibemu0; ibemu1: ibemu1; ibemu2: ibemu2" \
+	"$("$ibemu" status --instance $K | sed -n 's/^  hosts (ibemu exec --host): //p')"
 holders=$("$ibemu" status --instance $K --json | python3 -c 'import json,sys; print(*(h["holder"] for h in json.load(sys.stdin)["hosts"]))')
-expect_match "two hosts, each with a holder" '^[0-9]+ [0-9]+$' "$holders"
+expect_match "three hosts, each with a holder" '^[0-9]+ [0-9]+ [0-9]+$' "$holders"
 kill -9 "$(cat "$IBEMU_RUN_DIR/$K/pid")"
 for _ in $(seq 100); do
 	left=$(for p in $holders; do [ -d /proc/$p ] && echo "$p"; done)

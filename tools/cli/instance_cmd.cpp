@@ -140,7 +140,7 @@ int seccompDoor(const std::string &path, std::string &why)
 /* Installs the filter and hands its listener to the daemon over door
  * (closed): 0, or -1 with why set (and no filter, unless the daemon
  * refused it: then every trapped call fails, so exec stops there). */
-int throughSeccomp(int door, std::string &why)
+int throughSeccomp(int door, const std::string &host, std::string &why)
 {
 	rlimit nofile{};
 	getrlimit(RLIMIT_NOFILE, &nofile);
@@ -155,7 +155,7 @@ int throughSeccomp(int door, std::string &why)
 		close(door);
 		return -1;
 	}
-	int rc = cuse_dev::seccomp::handOver(door, listener, base, why);
+	int rc = cuse_dev::seccomp::handOver(door, listener, base, host, why);
 	close(listener);
 	close(door);
 	if (rc != 0) { /* the filter is on and nobody answers it */
@@ -174,30 +174,26 @@ std::string hostNames(const nlohmann::json &ready)
 	return names;
 }
 
-/* The holder of cluster host `host`'s namespaces (a child of the daemon
- * pid, tools/daemon/host_namespaces.h): its pid, or 0 with why set and
- * the exit code in code. */
+/* Why host `host` of inst has no namespaces to join. */
+std::string noNamespaces(const Instance &inst, const std::string &host)
+{
+	return "host \"" + host + "\" of instance \"" + inst.name +
+		"\" has no namespaces of its own (a --global instance has none; otherwise their holder is gone)";
+}
+
+/* The holder of cluster host `host`'s namespaces, as the ready file of
+ * the daemon pid names it (tools/daemon/host_namespaces.h; exec checks it
+ * is the daemon's child): its pid, or 0 with why set and the exit code in
+ * code. */
 int hostHolder(const Instance &inst, int pid, const nlohmann::json &ready, const std::string &host, std::string &why,
 	       int &code)
 {
 	for (const auto &h : ready.value("hosts", nlohmann::json::array())) {
 		if (h.value("name", "") != host)
 			continue;
-		int holder = h.value("holder", 0);
-		/* only the daemon's own child: no file can point us elsewhere */
-		std::string status;
-		if (holder > 0)
-			if (FILE *f = fopen(("/proc/" + std::to_string(holder) + "/status").c_str(), "re")) {
-				char line[256];
-				while (fgets(line, sizeof line, f))
-					if (strncmp(line, "PPid:", 5) == 0)
-						status = line;
-				fclose(f);
-			}
-		if (holder > 0 && atoi(status.c_str() + std::min<size_t>(status.size(), 5)) == pid)
+		if (int holder = h.value("holder", 0); holder > 0 && ready.value("pid", 0) == pid)
 			return holder;
-		why = "host \"" + host + "\" of instance \"" + inst.name +
-			"\" has no namespaces of its own (a --global instance has none; otherwise their holder is gone)";
+		why = noNamespaces(inst, host);
 		code = 1;
 		return 0;
 	}
@@ -205,21 +201,6 @@ int hostHolder(const Instance &inst, int pid, const nlohmann::json &ready, const
 	why = "instance \"" + inst.name + "\" has no host \"" + host + "\"" +
 		(names.empty() ? "" : " (its hosts: " + names + "; `ibemu hosts` lists them)");
 	code = 2;
-	return 0;
-}
-
-/* Joins the network namespace of process pid. */
-int joinNetNamespace(int pid, std::string &why)
-{
-	std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
-	int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
-		why = "join " + path + ": " + strerror(errno);
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	close(fd);
 	return 0;
 }
 
@@ -275,12 +256,13 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::s
 	if (!getcwd(cwd, sizeof(cwd)))
 		strcpy(cwd, "/");
 	std::string err;
-	/* a host's network namespace first: /proc is still the one we know */
-	if (nsPid != pid && joinNetNamespace(nsPid, err) != 0) {
-		fprintf(stderr, "ibemu exec: %s\n", err.c_str());
-		return 1;
-	}
-	if (tools::joinMountNamespace(nsPid, err) != 0) {
+	if (nsPid != pid) { /* a host's: only if the holder is the daemon's child */
+		int rc = tools::joinHostNamespaces(pid, nsPid, err);
+		if (rc != 0) {
+			fprintf(stderr, "ibemu exec: %s\n", rc == -ESRCH ? noNamespaces(inst, host).c_str() : err.c_str());
+			return 1;
+		}
+	} else if (tools::joinMountNamespace(nsPid, err) != 0) {
 		fprintf(stderr, "ibemu exec: %s\n", err.c_str());
 		return 1;
 	}
@@ -300,7 +282,7 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::s
 		argv.push_back(const_cast<char *>(a.c_str()));
 	argv.push_back(nullptr);
 	/* last: from here on our own open()s go through the daemon */
-	if (door >= 0 && throughSeccomp(door, doorWhy) != 0)
+	if (door >= 0 && throughSeccomp(door, host, doorWhy) != 0)
 		door = -1;
 	if (door < 0 && !doorWhy.empty()) {
 		bool cuse = ready.value("transport", "fuse") == "cuse";

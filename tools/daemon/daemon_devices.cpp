@@ -129,12 +129,10 @@ bool Daemon::startTransport()
 			opts_.spinUs);
 	if (seccomp_ && !cuse_) /* the data path reaches programs through it */
 		host_->setAccess(&seccomp_->access());
-	/* a cluster host's programs: its HCAs only */
-	auto hostOf = [this](pid_t tid) { return hostNs_.hostOf(tid); };
-	if (seccomp_)
-		seccomp_->setHostOf(hostOf);
+	/* a cluster host's programs: its HCAs only (the seccomp transport's
+	 * know their host from their listener) */
 	if (cuse_)
-		cuse_->setHostOf(hostOf);
+		cuse_->setHostOf([this](pid_t tid) { return hostNs_.hostOf(tid); });
 	cuse_dev::FuseFs::Options fsOpts;
 	fsOpts.deviceFiles = !useCuse_;
 	fsOpts.pciIdentity = !verbsDriver_;
@@ -224,7 +222,9 @@ Daemon::Links Daemon::linkTable() const
 
 /* A host's mount namespace: the instance's, with its own classes in the
  * sysfs view (the FUSE filesystem's hosts/NAME/class) and in
- * /dev/infiniband the links of its HCAs' devices and rdma_cm. */
+ * /dev/infiniband its HCAs' device files and rdma_cm (the links'
+ * targets, bind-mounted), and the instance's directories of every HCA's
+ * covered. */
 std::vector<tools::HostView> Daemon::hostViews(const Links &t) const
 {
 	std::vector<tools::HostView> views;
@@ -234,15 +234,19 @@ std::vector<tools::HostView> Daemon::hostViews(const Links &t) const
 		auto it = std::find_if(views.begin(), views.end(),
 				       [&h](const tools::HostView &v) { return v.name == h->hostName; });
 		if (it == views.end()) {
-			views.push_back({ h->hostName, {}, {} });
+			views.push_back({ h->hostName, {}, {}, {} });
 			it = views.end() - 1;
+			for (const char *dir : { "/dev", "/class", "/hosts" })
+				it->covers.push_back(inst_.fsDir() + dir);
+			if (useCuse_)
+				it->covers.push_back(inst_.scratchDir() + "/dev-infiniband");
 			for (const char *cls : { "infiniband", "infiniband_mad", "infiniband_verbs" })
 				if (std::string cl = cls; cl != "infiniband_verbs" || useCuse_ || seccomp_)
 					it->binds.emplace_back(inst_.fsDir() + "/hosts/" + h->hostName + "/class/" + cl,
 							       "/sys/class/" + cl);
 			for (const auto &l : t.links)
 				if (l.first == "rdma_cm")
-					it->links.push_back(l);
+					it->devices.push_back(l);
 		}
 		std::vector<std::string> mine = { "uverbs" + std::to_string(h->verbsNum) };
 		for (const auto &u : h->umadPorts)
@@ -250,7 +254,7 @@ std::vector<tools::HostView> Daemon::hostViews(const Links &t) const
 				mine.push_back(stem + std::to_string(u->devNum()));
 		for (const auto &l : t.links)
 			if (std::find(mine.begin(), mine.end(), l.first) != mine.end())
-				it->links.push_back(l);
+				it->devices.push_back(l);
 	}
 	return views;
 }

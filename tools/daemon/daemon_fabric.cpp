@@ -200,10 +200,15 @@ bool Daemon::chooseLocal()
 		}
 		/* the cluster host it sits in: its description's first word, as
 		 * `--local` names hosts ("ibemu-host1 HCA-1": ibemu-host1); one
-		 * without a description is a host of its own, named after it */
-		hca->hostName = n->desc.substr(0, n->desc.find(' '));
-		if (hca->hostName.empty())
-			hca->hostName = name;
+		 * without a description, or whose first word is no name for a
+		 * directory (it names some: "..", "a/b"), is a host of its own,
+		 * named after it */
+		std::string_view word = fabric::descHost(n->desc);
+		hca->hostName = fabric::isPathName(word) ? std::string(word) : name;
+		if (!word.empty() && hca->hostName == name)
+			spdlog::warn("local HCA {}: \"{}\" names no host (host names use letters, digits, '.', '_' "
+				     "and '-', start with a letter or digit, and have at most 64 characters): host {}",
+				     name, n->desc, name);
 		spdlog::info("local HCA {}: \"{}\" (node GUID 0x{:016x}), host {}", name, n->desc, n->nodeGuid,
 			     hca->hostName);
 	}

@@ -46,6 +46,8 @@ nlohmann::ordered_json Daemon::hostsJson() const
 {
 	nlohmann::ordered_json hosts = nlohmann::ordered_json::array();
 	for (const auto &h : host_->hcas()) {
+		if (h->hostName.empty()) /* added live: on no host */
+			continue;
 		auto it = std::find_if(hosts.begin(), hosts.end(),
 				       [&h](const auto &e) { return e["name"] == h->hostName; });
 		if (it == hosts.end()) {

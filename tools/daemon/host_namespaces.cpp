@@ -3,9 +3,11 @@
 // The cluster hosts' namespaces (tools/daemon/host_namespaces.h): a holder
 // child per host. The daemon has threads, so a child does nothing but
 // system calls on what was prepared before the fork (no allocation): it
+// closes everything of the daemon's, takes a pidfd of the daemon,
 // unshares a mount and a network namespace, mounts the host's view over
-// the instance's, brings its loopback up, says so on a pipe, closes
-// everything else and waits on a pidfd of the daemon.
+// the instance's (its device files bind-mounted, not linked: the
+// instance's directories of them are covered), brings its loopback up,
+// says so on a pipe and waits on the pidfd.
 #include "tools/daemon/host_namespaces.h"
 
 #include <cerrno>
@@ -34,8 +36,15 @@ struct Report {
 	int err = 0;
 };
 
-constexpr const char *kSteps[] = { "", "unshare(CLONE_NEWNS | CLONE_NEWNET)", "a bind mount", "tmpfs on /dev/infiniband",
-				   "a link in /dev/infiniband", "bringing lo up", "pidfd_open of the daemon" };
+constexpr const char *kSteps[] = { "",
+				   "unshare(CLONE_NEWNS | CLONE_NEWNET)",
+				   "a bind mount",
+				   "tmpfs on /dev/infiniband",
+				   "a device file in /dev/infiniband",
+				   "bringing lo up",
+				   "pidfd_open of the daemon",
+				   "an empty tmpfs over the instance's device files or sysfs views",
+				   "close_range" };
 
 [[noreturn]] void holderFail(int rep, int step)
 {
@@ -46,7 +55,7 @@ constexpr const char *kSteps[] = { "", "unshare(CLONE_NEWNS | CLONE_NEWNET)", "a
 
 /* In the child: system calls only. */
 [[noreturn]] void hold(int rep, pid_t daemon, const std::vector<const char *> &binds,
-		       const std::vector<const char *> &links)
+		       const std::vector<const char *> &devices, const std::vector<const char *> &covers)
 {
 	struct sigaction dfl {};
 	dfl.sa_handler = SIG_DFL;
@@ -56,6 +65,17 @@ constexpr const char *kSteps[] = { "", "unshare(CLONE_NEWNS | CLONE_NEWNET)", "a
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, nullptr);
 	prctl(PR_SET_NAME, "ibemu-host", 0, 0, 0);
+	/* nothing of the daemon's stays open here (its sockets, its lock, and
+	 * above all /dev/fuse and the CUSE sessions: a holder keeping them
+	 * would keep a dead daemon's FUSE connection from being aborted, and
+	 * itself hang in a mount() that looks a path up there); and the
+	 * daemon must still be there before we look anything up */
+	if ((rep > 0 && syscall(SYS_close_range, 0u, static_cast<unsigned>(rep - 1), 0u) != 0) ||
+	    syscall(SYS_close_range, static_cast<unsigned>(rep + 1), ~0u, 0u) != 0)
+		holderFail(rep, 8);
+	int pidfd = static_cast<int>(syscall(SYS_pidfd_open, daemon, 0));
+	if (pidfd < 0 || getppid() != daemon)
+		holderFail(rep, 6);
 	if (unshare(CLONE_NEWNS | CLONE_NEWNET) != 0)
 		holderFail(rep, 1);
 	for (size_t i = 0; i + 1 < binds.size(); i += 2)
@@ -63,9 +83,18 @@ constexpr const char *kSteps[] = { "", "unshare(CLONE_NEWNS | CLONE_NEWNET)", "a
 			holderFail(rep, 2);
 	if (mount("tmpfs", "/dev/infiniband", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755") != 0)
 		holderFail(rep, 3);
-	for (size_t i = 0; i + 1 < links.size(); i += 2)
-		if (symlink(links[i + 1], links[i]) != 0)
+	/* bind mounts, not links: a link's target would be every HCA's */
+	for (size_t i = 0; i + 1 < devices.size(); i += 2) {
+		int f = open(devices[i], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (f < 0)
 			holderFail(rep, 4);
+		close(f);
+		if (mount(devices[i + 1], devices[i], nullptr, MS_BIND, nullptr) != 0)
+			holderFail(rep, 4);
+	}
+	for (const char *dir : covers)
+		if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "mode=0555") != 0)
+			holderFail(rep, 7);
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	ifreq ifr{};
 	memcpy(ifr.ifr_name, "lo", 3);
@@ -75,15 +104,9 @@ constexpr const char *kSteps[] = { "", "unshare(CLONE_NEWNS | CLONE_NEWNET)", "a
 	if (ioctl(s, SIOCSIFFLAGS, &ifr) != 0)
 		holderFail(rep, 5);
 	close(s);
-	int pidfd = static_cast<int>(syscall(SYS_pidfd_open, daemon, 0));
-	if (pidfd < 0 || getppid() != daemon)
-		holderFail(rep, 6);
 	Report ok;
 	(void)!write(rep, &ok, sizeof ok);
-	/* nothing of the daemon's stays open here: its sockets, its lock */
-	if (pidfd > 0)
-		syscall(SYS_close_range, 0u, static_cast<unsigned>(pidfd - 1), 0u);
-	syscall(SYS_close_range, static_cast<unsigned>(pidfd + 1), ~0u, 0u);
+	close(rep);
 	pollfd p{ pidfd, POLLIN, 0 };
 	while (poll(&p, 1, -1) < 0 && errno == EINTR)
 		;
@@ -101,14 +124,16 @@ int HostNamespaces::start(const std::vector<HostView> &views, std::string &err)
 {
 	pid_t daemon = getpid();
 	for (const auto &v : views) {
-		std::vector<std::string> linkPaths;
-		for (const auto &[name, target] : v.links)
-			linkPaths.push_back("/dev/infiniband/" + name);
-		std::vector<const char *> binds, links;
+		std::vector<std::string> devPaths;
+		for (const auto &[name, file] : v.devices)
+			devPaths.push_back("/dev/infiniband/" + name);
+		std::vector<const char *> binds, devices, covers;
 		for (const auto &[from, to] : v.binds)
 			binds.insert(binds.end(), { from.c_str(), to.c_str() });
-		for (size_t i = 0; i < v.links.size(); i++)
-			links.insert(links.end(), { linkPaths[i].c_str(), v.links[i].second.c_str() });
+		for (size_t i = 0; i < v.devices.size(); i++)
+			devices.insert(devices.end(), { devPaths[i].c_str(), v.devices[i].second.c_str() });
+		for (const auto &dir : v.covers)
+			covers.push_back(dir.c_str());
 		int rep[2];
 		if (pipe2(rep, O_CLOEXEC) != 0) {
 			err = "host " + v.name + ": pipe: " + strerror(errno);
@@ -118,7 +143,7 @@ int HostNamespaces::start(const std::vector<HostView> &views, std::string &err)
 		pid_t pid = fork();
 		if (pid == 0) {
 			close(rep[0]);
-			hold(rep[1], daemon, binds, links);
+			hold(rep[1], daemon, binds, devices, covers);
 		}
 		int e = errno;
 		close(rep[1]);

@@ -4,8 +4,10 @@
 // HCAs sit in (emu::Hca::hostName), each with a network namespace and a
 // mount namespace of its own, as a node of a real cluster has. The mount
 // namespace is the instance's with /dev/infiniband and
-// /sys/class/infiniband{,_mad,_verbs} showing only the host's HCAs;
-// the network namespace has its loopback up and nothing else yet.
+// /sys/class/infiniband{,_mad,_verbs} showing only the host's HCAs (and
+// the instance's own copies of every HCA's covered); the network
+// namespace has its loopback up and nothing else yet. A view of a node,
+// not a wall between users: see docs/cluster.md.
 //
 // Each host's namespaces are held by a small child of the daemon (its
 // holder, named "ibemu-host"), made at start and kept for the instance's
@@ -16,7 +18,10 @@
 //
 // One object per daemon. start() runs on the daemon's mounter thread (the
 // holders' bind mounts look things up in the FUSE filesystem the io thread
-// serves); everything else on the io thread, once start() has returned.
+// serves); the lookups (netns(), hostOf(), holder()) on any thread, and
+// answer nothing until start() has returned; stop() on the daemon's main
+// thread once its io loop has returned and the mounter thread has ended
+// (Daemon::run), or inside start() on a failure.
 #pragma once
 
 #include <atomic>
@@ -32,8 +37,13 @@ struct HostView {
 	std::string name;
 	/* bind mounts: what, and where (/sys/class/infiniband, ...) */
 	std::vector<std::pair<std::string, std::string>> binds;
-	/* /dev/infiniband becomes a tmpfs with these links: name, target */
-	std::vector<std::pair<std::string, std::string>> links;
+	/* /dev/infiniband becomes a tmpfs with these device files: name, and
+	 * the file (a node or the FUSE file) bind-mounted there */
+	std::vector<std::pair<std::string, std::string>> devices;
+	/* directories that then get an empty tmpfs over them: where the
+	 * instance keeps every HCA's device files and sysfs views
+	 * (RUNDIR/fs/{dev,class,hosts}, scratch/dev-infiniband) */
+	std::vector<std::string> covers;
 };
 
 class HostNamespaces {

@@ -69,11 +69,12 @@ void SeccompDoor::watch(Socket s)
 		if (ec) /* dropped */
 			return;
 		int listener, base;
-		int rc = cuse_dev::seccomp::receiveHandOver(s->native_handle(), listener, base);
+		std::string host;
+		int rc = cuse_dev::seccomp::receiveHandOver(s->native_handle(), listener, base, host);
 		if (rc == -EAGAIN)
 			return watch(s);
 		if (rc == 0) {
-			rc = devices_.adopt(listener, base);
+			rc = devices_.adopt(listener, base, host);
 			if (rc)
 				spdlog::warn("seccomp: refused a listener ({})", strerror(-rc));
 			cuse_dev::seccomp::answerHandOver(s->native_handle(), -rc);

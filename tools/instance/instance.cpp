@@ -2,6 +2,8 @@
 // Copyright (c) 2026 the ibemu authors
 #include "tools/instance/instance.h"
 
+#include "fabric/types.h"
+
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -94,9 +96,7 @@ std::string defaultInstance()
 
 bool makeInstance(const std::string &name, Instance &out, std::string &err)
 {
-	if (name.empty() || name.size() > 64 || !isalnum(static_cast<unsigned char>(name[0])) ||
-	    name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-		    std::string::npos) {
+	if (!fabric::isPathName(name)) {
 		err = "instance names use letters, digits, '.', '_' and '-', start with a letter or digit, and have "
 		      "at most 64 characters: \"" +
 			name + "\"";

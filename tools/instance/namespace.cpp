@@ -13,12 +13,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <csignal>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <thread>
 #include <unistd.h>
 
@@ -266,6 +268,57 @@ int joinMountNamespace(int pid, std::string &err)
 		return fail(err, "chroot to the daemon's root");
 	}
 	return 0;
+}
+
+namespace {
+
+/* The parent of process pid, as /proc says, or 0. */
+int parentOf(int pid)
+{
+	int ppid = 0;
+	if (FILE *f = fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "re")) {
+		char line[256];
+		while (fgets(line, sizeof line, f))
+			if (strncmp(line, "PPid:", 5) == 0)
+				ppid = atoi(line + 5);
+		fclose(f);
+	}
+	return ppid;
+}
+
+} /* namespace */
+
+int joinHostNamespaces(int daemonPid, int holder, std::string &err)
+{
+	/* one process throughout: the pidfd names it, and it is checked to be
+	 * alive after the last look at it by pid, so no pid reused meanwhile
+	 * could be another's */
+	int pidfd = static_cast<int>(syscall(SYS_pidfd_open, holder, 0));
+	if (pidfd < 0 && errno != ESRCH)
+		return fail(err, "pidfd_open of the holder " + std::to_string(holder));
+	if (pidfd < 0 || parentOf(holder) != daemonPid) {
+		if (pidfd >= 0)
+			close(pidfd);
+		err = "no holder";
+		return -ESRCH;
+	}
+	/* setns() puts us at the namespace's root; the daemon may live in a
+	 * chroot inside it (the VM harness does), and its holder with it */
+	std::string proc = "/proc/" + std::to_string(holder);
+	int rootFd = openOfDaemon(proc + "/root", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = rootFd < 0 ? fail(err, "open " + proc + "/root") : 0;
+	if (rc == 0 && setns(pidfd, CLONE_NEWNET | CLONE_NEWNS) != 0)
+		rc = fail(err, "setns to the namespaces of the holder " + std::to_string(holder));
+	if (rc == 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0u) != 0) {
+		err = "no holder";
+		rc = -ESRCH;
+	}
+	if (rc == 0 && (fchdir(rootFd) != 0 || chroot(".") != 0))
+		rc = fail(err, "chroot to the holder's root");
+	if (rootFd >= 0)
+		close(rootFd);
+	close(pidfd);
+	return rc;
 }
 
 } /* namespace ibemu::tools */
