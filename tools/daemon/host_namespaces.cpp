@@ -92,8 +92,9 @@ constexpr const char *kSteps[] = { "",
 		if (mount(devices[i + 1], devices[i], nullptr, MS_BIND, nullptr) != 0)
 			holderFail(rep, 4);
 	}
-	for (const char *dir : covers)
-		if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "mode=0555") != 0)
+	for (const char *dir : covers) /* one the transport does not make (CUSE: no fs/dev) has nothing to hide */
+		if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "mode=0555") != 0 &&
+		    errno != ENOENT)
 			holderFail(rep, 7);
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	ifreq ifr{};
