@@ -295,8 +295,11 @@ std::vector<Client> clientsOf(const Instance &inst, const nlohmann::json &live, 
 		int pid = c.value("pid", 0);
 		if (pid <= 0 || pid == except || pid == getpid())
 			continue;
-		if (!holdsDevices(pid, marks) &&
-		    !(live.value("exec_transport", "") == "seccomp" && inInstanceNamespace(pid, live)))
+		/* in the instance's or a host's mount namespace, /dev/infiniband
+		 * is the instance's (a host's files are bind mounts there) */
+		bool inside = inInstanceNamespace(pid, live);
+		if (!holdsDevices(pid, marks) && !(inside && holdsDevices(pid, { "/dev/infiniband/" })) &&
+		    !(live.value("exec_transport", "") == "seccomp" && inside))
 			continue;
 		std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
 		std::string name;
