@@ -20,7 +20,7 @@ verbs_transport
 chmod 755 "$work"
 
 H=hosts-$$
-"$ibemu" up --instance $H --topology "$data/hosts.topo" --local "hosta HCA-1,hosta HCA-2,hostb HCA-1" >/dev/null 2>&1
+"$ibemu" up --instance $H --ipoib --topology "$data/hosts.topo" --local "hosta HCA-1,hosta HCA-2,hostb HCA-1" >/dev/null 2>&1
 expect_eq "up" 0 $?
 expect_exec_transport $H
 

@@ -23,7 +23,7 @@ done
 chmod 755 "$work"
 
 I=e2e-ipoib-$$
-out=$("$ibemu" up --instance $I --sm 2>&1)
+out=$("$ibemu" up --instance $I --ipoib --sm 2>&1)
 expect_eq "up --sm" 0 $?
 expect_exec_transport $I
 h1=ibemu-host1

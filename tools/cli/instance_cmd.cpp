@@ -462,6 +462,9 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 			"the host enables it already; =off never")
 		->check(CLI::IsMember({ "auto", "on", "off" }))
 		->envname("IBEMU_FUSE_URING");
+	upCmd->add_flag("--ipoib", u->ipoib,
+			"IPoIB: ib0 (ib1, ...) in every host's network namespace, for `ibemu exec --host` "
+			"(docs/cluster.md)");
 	upCmd->add_flag("--sm", u->sm,
 			"Run OpenSM in the instance and wait until every local port with a cable is ACTIVE and an SM "
 			"is MASTER");
@@ -540,6 +543,8 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 			if (!u->web.empty())
 				args.push_back(u->web);
 		}
+		if (u->ipoib)
+			args.push_back("--ipoib");
 		if (u->sm) {
 			args.push_back("--sm");
 			args.push_back("--");

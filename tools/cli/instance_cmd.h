@@ -53,6 +53,7 @@ struct UpOpts {
 	std::string host, subnetKey, listen; /* a subnet split across hosts */
 	std::optional<uint64_t> seed;
 	bool global = false, json = false, sm = false, keepLogs = false;
+	bool ipoib = false; /* ibemud --ipoib */
 	bool webOn = false;
 	std::string web;
 	unsigned waitTimeout = 60;

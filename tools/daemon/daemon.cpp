@@ -56,7 +56,8 @@ void raiseFileLimit()
 
 void Daemon::ready()
 {
-	startIpoib(); /* the hosts' ib0, ib1 (docs/cluster.md) */
+	if (opts_.ipoib)
+		startIpoib(); /* the hosts' ib0, ib1 (docs/cluster.md) */
 	if (opts_.sm) {
 		std::string err;
 		sm_ = std::make_unique<tools::SmProcess>(io_, inst_.smDir());

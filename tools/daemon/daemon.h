@@ -65,6 +65,7 @@ struct DaemonOptions {
 	 * (enable it), "off" */
 	std::string fuseUring = "auto";
 	bool sm = false; /* run OpenSM in the instance */
+	bool ipoib = false; /* ib0, ib1, ... in every cluster host's namespace */
 	std::vector<std::string> smArgs; /* its arguments, after -- */
 	std::string scenario; /* a scenario file to play once ready */
 	std::optional<uint64_t> seed; /* instead of the scenario's own */

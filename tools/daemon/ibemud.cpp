@@ -63,6 +63,8 @@ int main(int argc, char **argv)
 	app.add_option("--listen", opts.listen,
 		       "With a topology of several hosts: ADDR:PORT to listen on instead of the file's addr= "
 		       "(0.0.0.0:PORT or [::]:PORT: every address)");
+	app.add_flag("--ipoib", opts.ipoib,
+		     "IPoIB: ib0 (ib1, ...) in every cluster host's network namespace (docs/cluster.md)");
 	app.add_flag("--sm", opts.sm, "Run OpenSM in the instance (cache, temp files and log in the run directory)");
 	app.add_option("--scenario", opts.scenario, "A scenario file (TOML) of fault events to play once ready");
 	app.add_option("--seed", opts.seed, "With --scenario: the seed of its random choices, instead of the file's");
