@@ -306,16 +306,23 @@ void Daemon::startMounter()
 	}
 	Links links = linkTable();
 	mounter_ = std::thread([this, links, views = hostViews(links)] {
-		std::string e;
+		std::string e, hostErr;
 		int rc = mountAll(links, e);
-		if (rc == 0) /* made from the instance's namespace, as mounted */
-			rc = hostNs_.start(views, e);
-		boost::asio::post(io_, [this, rc, e] {
+		/* made from the instance's namespace, as mounted; where they
+		 * cannot be (a container that may not bring a loopback up), the
+		 * hosts have none, as a --global instance's, and the rest serves */
+		if (rc == 0 && hostNs_.start(views, hostErr) != 0)
+			hostErr += "; `ibemu exec --host` has no namespaces to join";
+		else
+			hostErr.clear();
+		boost::asio::post(io_, [this, rc, e, hostErr] {
 			if (rc) {
 				spdlog::error("{}", e);
 				stop(1);
 				return;
 			}
+			if (!hostErr.empty())
+				spdlog::warn("cluster hosts: {}", hostErr);
 			ready();
 		});
 	});
