@@ -438,8 +438,7 @@ TEST_CASE("ipoib: what a remote sends that is no IPv4 packet or no ARP over IB i
 	f.drain();
 	for (size_t n = 0; n < 4; n++) { /* 0 to 3 bytes: not even a header */
 		Injector *i = &inj;
-		std::vector<uint8_t> frame(n, 0x08);
-		memcpy(i->buf, frame.data(), n);
+		memset(i->buf, 0x08, n);
 		ib_uverbs_send_wr w{};
 		w.opcode = IB_WR_SEND;
 		w.wr.ud.ah = i->ah;
