@@ -110,8 +110,10 @@ bool writeAll(int fd, const std::string &text)
 }
 
 /* Does process pid have one of the instance's device files open? The
- * links in /proc/PID/fd name them as the daemon's namespace sees them. */
-bool holdsDevices(int pid, const std::vector<std::string> &marks)
+ * links in /proc/PID/fd name them as the daemon's namespace sees them;
+ * alsoMark, if given, marks them too (the process's own
+ * /dev/infiniband where that is the instance's). */
+bool holdsDevices(int pid, const std::vector<std::string> &marks, const char *alsoMark)
 {
 	std::string dir = "/proc/" + std::to_string(pid) + "/fd";
 	DIR *d = opendir(dir.c_str());
@@ -127,6 +129,8 @@ bool holdsDevices(int pid, const std::vector<std::string> &marks)
 		for (const auto &m : marks)
 			if (t.find(m) != std::string::npos)
 				found = true;
+		if (alsoMark && t.find(alsoMark) != std::string::npos)
+			found = true;
 	}
 	closedir(d);
 	return found;
@@ -298,8 +302,8 @@ std::vector<Client> clientsOf(const Instance &inst, const nlohmann::json &live, 
 		/* in the instance's or a host's mount namespace, /dev/infiniband
 		 * is the instance's (a host's files are bind mounts there) */
 		bool inside = inInstanceNamespace(pid, live);
-		if (!holdsDevices(pid, marks) && !(inside && holdsDevices(pid, { "/dev/infiniband/" })) &&
-		    !(live.value("exec_transport", "") == "seccomp" && inside))
+		if (!(live.value("exec_transport", "") == "seccomp" && inside) &&
+		    !holdsDevices(pid, marks, inside ? "/dev/infiniband/" : nullptr))
 			continue;
 		std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
 		std::string name;
