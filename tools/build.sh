@@ -4,6 +4,8 @@
 # again, so a build never silently keeps options nobody asked for.
 # Used by demo.sh and test.sh.
 # usage: tools/build.sh DIR [meson options...]
+# IBEMU_BUILD_TARGETS: build only these targets (meson compile's names),
+# not the whole tree
 set -euo pipefail
 dir=$1
 shift
@@ -22,7 +24,7 @@ if [ ! -f "$dir/build.ninja" ]; then
 fi
 # progress every tenth of the way ("build: 40% built (452/1130)"), on a
 # terminal or not; the whole output only when the build fails
-meson compile -C "$dir" 2>&1 | tee "$dir.compile.log" | tr '\r' '\n' | awk -v dir="$dir" '
+meson compile -C "$dir" ${IBEMU_BUILD_TARGETS:-} 2>&1 | tee "$dir.compile.log" | tr '\r' '\n' | awk -v dir="$dir" '
 	match($0, /^\[[0-9]+\/[0-9]+\]/) {
 		split(substr($0, 2, RLENGTH - 2), nm, "/")
 		step = int(nm[1] * 10 / nm[2])

@@ -109,6 +109,9 @@ expect "the ASan build leaves out the VM suites" 1 "$(grep -c '^test -C build-as
 expect "the ASan build leaves out the repeats" 1 "$(grep -c '^test -C build-asan .*--no-suite repeat' "$calls")"
 expect "the release build runs the repeats" 0 "$(grep -c '^test -C build .*--no-suite repeat' "$calls")"
 expect "the fuzz build runs the fuzzers" 1 "$(grep -c '^test -C build-fuzz .*--suite fuzz' "$calls")"
+expect "the fuzz build builds the fuzzers alone" "compile -C build-fuzz fuzz" "$(grep '^compile -C build-fuzz' "$calls")"
+expect "the other builds build everything" "compile -C build|compile -C build-asan" \
+	"$(grep -E '^compile -C build(-asan)? *$' "$calls" | sed 's/ *$//' | paste -sd'|')"
 expect "the whole run's counts" "tests: 6 passed, 0 failed, 0 skipped" "$(tail -1 <<<"$out")"
 
 cli_done cli-scripts
