@@ -397,3 +397,11 @@ TEST_CASE("capture: which PSN an ACK and a NAK carry", "[capture]")
 	CHECK(v.psn == 10);
 	CHECK(rnr[0][v.eth] == (emu::kAethRnrNak | 14));
 }
+
+TEST_CASE("capture: an opcode's name says its transport, XRC's too", "[capture]")
+{
+	CHECK(tools::opcodeName(IB_OPCODE_RC | IB_OPCODE_SEND_ONLY) == "RC SEND ONLY");
+	CHECK(tools::opcodeName(IB_OPCODE_UD | IB_OPCODE_SEND_ONLY_WITH_IMMEDIATE) == "UD SEND ONLY WITH IMMEDIATE");
+	CHECK(tools::opcodeName(IB_OPCODE_XRC | IB_OPCODE_RDMA_WRITE_ONLY) == "XRC RDMA WRITE ONLY");
+	CHECK(tools::opcodeName(0xe4) == "transport 0x7 SEND ONLY"); /* manufacturer specific */
+}

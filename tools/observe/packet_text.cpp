@@ -122,6 +122,8 @@ std::string transportName(uint8_t opcode)
 		return "RD";
 	case fabric::IB_OPCODE_UD:
 		return "UD";
+	case fabric::IB_OPCODE_XRC:
+		return "XRC";
 	default:
 		return fmt::format("transport {:#x}", opcode >> 5);
 	}
