@@ -45,7 +45,10 @@ inline const char *errName(int e)
 /* RESET to RTS, connected to QP destQpn at dlid through port 1 (MTU 1024,
  * PSNs 0, one read or atomic each way, RNR timer 12, timeout 14, retries
  * 7), with the access flags given; rtr and rts: the attributes given at
- * RTR and at RTS besides the state (kRcRtr and kRcRts for RC) */
+ * RTR and at RTS besides the state (kRcRtr and kRcRts for RC). On an
+ * Ethernet port (rdma_rxe, which the VM suite compares with) there are no
+ * LIDs: both QPs are then on the one device, and the address is a GRH to
+ * the port's own first GID. */
 constexpr int kRcRtr = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 	IBV_QP_MIN_RNR_TIMER;
 constexpr int kRcRts = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
@@ -66,6 +69,13 @@ inline bool toRts(ibv_qp *qp, uint32_t destQpn, uint16_t dlid, unsigned access, 
 	x.min_rnr_timer = 12;
 	x.ah_attr.dlid = dlid;
 	x.ah_attr.port_num = 1;
+	ibv_port_attr port{};
+	if (ibv_query_port(qp->context, 1, &port) == 0 && port.link_layer == IBV_LINK_LAYER_ETHERNET) {
+		x.ah_attr.is_global = 1;
+		x.ah_attr.grh.hop_limit = 64;
+		if (ibv_query_gid(qp->context, 1, 0, &x.ah_attr.grh.dgid))
+			return false;
+	}
 	if (ibv_modify_qp(qp, &x, IBV_QP_STATE | rtr))
 		return false;
 	x = {};
