@@ -14,12 +14,7 @@ ibemu=$1
 . "$(dirname "$0")/lib.sh"
 e2e_setup ipoib
 verbs_transport
-for t in ip ping rping python3; do
-	if ! command -v $t >/dev/null; then
-		echo "ipoib: needs $t (tools/install-deps.sh); skipped"
-		exit 77
-	fi
-done
+need_tools ip ping rping python3
 chmod 755 "$work"
 
 I=e2e-ipoib-$$

@@ -25,6 +25,17 @@ e2e_setup() { # suite name
 	trap e2e_cleanup EXIT
 }
 
+# need_tools TOOL...: the suite is skipped unless every TOOL is on PATH
+need_tools() {
+	local t
+	for t in "$@"; do
+		if ! command -v "$t" >/dev/null; then
+			echo "$suite: needs $t (tools/install-deps.sh); skipped"
+			exit 77
+		fi
+	done
+}
+
 # verbs_transport: how the suite's instances give programs under `ibemu
 # exec` their verbs and rdma_cm devices, as `ibemu up` takes it from
 # IBEMU_TRANSPORT (set $transport): cuse (character devices; the VM

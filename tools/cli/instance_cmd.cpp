@@ -197,10 +197,12 @@ int hostHolder(const Instance &inst, int pid, const nlohmann::json &ready, const
 		code = 1;
 		return 0;
 	}
+	code = 2;
+	if (why = servedElsewhere(inst, ready, host); !why.empty())
+		return 0;
 	std::string names = hostNames(ready);
 	why = "instance \"" + inst.name + "\" has no host \"" + host + "\"" +
 		(names.empty() ? "" : " (its hosts: " + names + "; `ibemu hosts` lists them)");
-	code = 2;
 	return 0;
 }
 
@@ -324,11 +326,16 @@ int hosts(const Instance &inst, bool json)
 					    { "port", i.value("port", 0u) } });
 		out["hosts"].push_back(e);
 	}
+	addOtherHosts(ready, out["hosts"]); /* a split subnet's other daemons' */
 	if (json) {
 		printf("%s\n", jsonText(out).c_str());
 		return 0;
 	}
 	for (const auto &h : out["hosts"]) {
+		if (h.contains("served_by")) {
+			printOtherHost(h);
+			continue;
+		}
 		printf("%s\n", h["name"].get<std::string>().c_str());
 		for (const auto &c : h["hcas"])
 			printf("  %-8s %s  \"%s\"\n", c["name"].get<std::string>().c_str(),

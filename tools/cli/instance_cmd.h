@@ -8,6 +8,7 @@
 //   instance_print.cpp  what up and status print
 //   instance_up.cpp     `ibemu up`: start ibemud and wait until it is ready
 //   instance_cmd.cpp    down, exec, status and the command tree
+//   split_hosts.cpp     the hosts a split subnet's other daemons serve
 #pragma once
 
 #include "tools/instance/instance.h"
@@ -62,5 +63,14 @@ struct UpOpts {
 };
 
 int up(const std::vector<std::string> &daemonArgs, const Instance &inst, const UpOpts &o);
+
+/* split_hosts.cpp */
+/* the ready file's hosts of the other daemons, for `ibemu hosts --json` */
+void addOtherHosts(const nlohmann::json &ready, nlohmann::ordered_json &hosts);
+/* one of them as `ibemu hosts` prints it */
+void printOtherHost(const nlohmann::ordered_json &h);
+/* where another daemon serves host `host`, for `exec --host`; empty
+ * when none does */
+std::string servedElsewhere(const Instance &inst, const nlohmann::json &ready, const std::string &host);
 
 } /* namespace ibemu::tools::instance_cmd */

@@ -128,6 +128,7 @@ private:
 	void ready();
 	nlohmann::ordered_json describe() const;
 	nlohmann::ordered_json hostsJson() const;
+	nlohmann::ordered_json otherHostsJson() const;
 	nlohmann::ordered_json globalVerbsWarnings() const;
 	std::string liveStatus() const;
 

@@ -64,6 +64,49 @@ nlohmann::ordered_json Daemon::hostsJson() const
 	return hosts;
 }
 
+/* A split subnet's cluster hosts that other daemons serve
+ * (docs/multihost.md, "Hosts across daemons"): the CAs the file gives to
+ * another host=, grouped by host as that daemon groups its local HCAs
+ * (a description's first word; one that names no host, by its GUID), each
+ * with the daemon that serves it and its ports' rdma_cm addresses, which
+ * every daemon numbers alike. Which of them that daemon made local
+ * (`--local`) and whether they have an ib0 only it knows. */
+nlohmann::ordered_json Daemon::otherHostsJson() const
+{
+	nlohmann::ordered_json hosts = nlohmann::ordered_json::array();
+	for (const auto &n : subnet_.nodes()) {
+		if (!n->foreign || n->type != fabric::NodeType::CA)
+			continue;
+		const fabric::TopoHost &owner = split_.hosts[size_t(split_.ownerOf[n->index])];
+		char guid[24];
+		snprintf(guid, sizeof guid, "0x%016" PRIx64, n->nodeGuid);
+		std::string_view word = fabric::descHost(n->desc);
+		const std::string name = fabric::isPathName(word) ? std::string(word) : std::string(guid);
+		auto it = std::find_if(hosts.begin(), hosts.end(), [&](const auto &e) {
+			return e["name"] == name && e["served_by"]["host"] == owner.name;
+		});
+		if (it == hosts.end()) {
+			hosts.push_back({ { "name", name },
+					  { "served_by", { { "host", owner.name }, { "addr", owner.addr } } },
+					  { "hcas", nlohmann::ordered_json::array() },
+					  { "addresses", nlohmann::ordered_json::array() } });
+			it = hosts.end() - 1;
+		}
+		(*it)["hcas"].push_back({ { "node_desc", n->desc }, { "node_guid", guid } });
+		for (unsigned port = 1; port <= n->numPorts; port++) {
+			char v4[INET_ADDRSTRLEN];
+			uint32_t a4 = host_->cma().ipv4Of(*n, port);
+			if (!a4) /* a CA past the 256th */
+				continue;
+			inet_ntop(AF_INET, &a4, v4, sizeof v4);
+			(*it)["addresses"].push_back({ { "address", std::string(v4) + "/16" },
+						       { "node_guid", guid },
+						       { "port", port } });
+		}
+	}
+	return hosts;
+}
+
 nlohmann::ordered_json Daemon::describe() const
 {
 	nlohmann::ordered_json j;
@@ -96,6 +139,8 @@ nlohmann::ordered_json Daemon::describe() const
 				 "the seccomp transport or CUSE" },
 			       { "fix", "ibemu down, then ibemu up --transport auto" } };
 	j["hosts"] = hostsJson();
+	if (!split_.hosts.empty())
+		j["other_hosts"] = otherHostsJson();
 	j["topology"] = !opts_.gen.empty() ? "gen " + opts_.gen
 		: opts_.topology.empty()   ? "(built-in default)"
 					   : opts_.topology;
