@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <cinttypes>
 #include <cstdio>
+#include <map>
 #include <unistd.h>
 
 namespace ibemu::tools {
@@ -74,6 +75,8 @@ nlohmann::ordered_json Daemon::hostsJson() const
 nlohmann::ordered_json Daemon::otherHostsJson() const
 {
 	nlohmann::ordered_json hosts = nlohmann::ordered_json::array();
+	std::map<std::pair<std::string, std::string>, size_t> at; /* (host, host=) to its entry: a big split
+								     subnet has thousands */
 	for (const auto &n : subnet_.nodes()) {
 		if (!n->foreign || n->type != fabric::NodeType::CA)
 			continue;
@@ -82,16 +85,13 @@ nlohmann::ordered_json Daemon::otherHostsJson() const
 		snprintf(guid, sizeof guid, "0x%016" PRIx64, n->nodeGuid);
 		std::string_view word = fabric::descHost(n->desc);
 		const std::string name = fabric::isPathName(word) ? std::string(word) : std::string(guid);
-		auto it = std::find_if(hosts.begin(), hosts.end(), [&](const auto &e) {
-			return e["name"] == name && e["served_by"]["host"] == owner.name;
-		});
-		if (it == hosts.end()) {
+		auto [slot, added] = at.try_emplace({ name, owner.name }, hosts.size());
+		if (added)
 			hosts.push_back({ { "name", name },
 					  { "served_by", { { "host", owner.name }, { "addr", owner.addr } } },
 					  { "hcas", nlohmann::ordered_json::array() },
 					  { "addresses", nlohmann::ordered_json::array() } });
-			it = hosts.end() - 1;
-		}
+		auto it = hosts.begin() + std::ptrdiff_t(slot->second);
 		(*it)["hcas"].push_back({ { "node_desc", n->desc }, { "node_guid", guid } });
 		for (unsigned port = 1; port <= n->numPorts; port++) {
 			char v4[INET_ADDRSTRLEN];
