@@ -214,9 +214,12 @@ void Cma::gids(const CmaId &id, fabric::Gid &sgid, fabric::Gid &dgid) const
 	}
 	Hca *h;
 	uint8_t p;
-	if (id.dst.family() == kAfIb) {
+	bool resolved = id.state != CmaState::Idle && id.state != CmaState::AddrBound;
+	if (resolved && id.dst.size() && id.dst.isAny()) { /* cma_resolve_loopback() */
+		dgid = sgid;
+	} else if (id.dst.family() == kAfIb) {
 		memcpy(dgid.data(), reinterpret_cast<const sockaddr_ib *>(id.dst.ss.data)->sib_addr, 16);
-	} else if (id.state != CmaState::Idle && id.state != CmaState::AddrBound) {
+	} else if (resolved) {
 		if (localPort(id.dst, h, p)) {
 			h->madPorts[p - 1]->gid(0, dgid);
 		} else if (const fabric::Port *far = farPort(id.dst)) {

@@ -64,6 +64,8 @@ struct CmaAddr {
 	/* the port number (AF_IB: the low 16 bits of the service ID) */
 	uint16_t port() const;
 	void setPort(uint16_t port);
+	/* cma_any_addr(): the zero address or a loopback one (127.0.0.0/8,
+	 * ::1), which rdma_bind_addr() binds to no device, as the kernel's */
 	bool isAny() const;
 	/* 224.0.0.0/4, ff00::/8 */
 	bool isMulticast() const;

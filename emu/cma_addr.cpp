@@ -74,16 +74,23 @@ void CmaAddr::setPort(uint16_t port)
 bool CmaAddr::isAny() const
 {
 	static const uint8_t zero[16] = {};
+	static const uint8_t loopback[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
+	const uint8_t *a16;
 	switch (family()) {
-	case AF_INET:
-		return reinterpret_cast<const sockaddr_in *>(ss.data)->sin_addr.s_addr == 0;
+	case AF_INET: {
+		uint32_t a = ntohl(reinterpret_cast<const sockaddr_in *>(ss.data)->sin_addr.s_addr);
+		return a == 0 || a >> 24 == 127;
+	}
 	case AF_INET6:
-		return memcmp(&reinterpret_cast<const sockaddr_in6 *>(ss.data)->sin6_addr, zero, 16) == 0;
+		a16 = reinterpret_cast<const sockaddr_in6 *>(ss.data)->sin6_addr.s6_addr;
+		break;
 	case kAfIb:
-		return memcmp(reinterpret_cast<const sockaddr_ib *>(ss.data)->sib_addr, zero, 16) == 0;
+		a16 = reinterpret_cast<const sockaddr_ib *>(ss.data)->sib_addr;
+		break;
 	default:
 		return true;
 	}
+	return memcmp(a16, zero, 16) == 0 || memcmp(a16, loopback, 16) == 0;
 }
 
 size_t CmaAddr::size() const
@@ -269,18 +276,35 @@ int Cma::resolveAddr(CmaId &id, const CmaAddr *src, const CmaAddr &dst, uint32_t
 		});
 		return 0;
 	}
-	bool onSubnet = dst.family() != AF_INET ||
-		(ntohl(reinterpret_cast<const sockaddr_in *>(dst.ss.data)->sin_addr.s_addr) & 0xffff0000) == kSubnet;
-	if (!onSubnet) /* no route to it: the kernel's rdma_resolve_ip() fails at once */
-		return -ENETUNREACH;
-	id.dst = dst;
-	id.state = CmaState::AddrQuery;
-
 	Hca *h = nullptr;
 	uint8_t p = 0;
-	bool found = localPort(dst, h, p);
-	if (found && queryPort(*h->madPorts[p - 1]).state != fabric::PortState::Active)
-		found = false;
+	bool found = false;
+	if (dst.isAny()) {
+		/* cma_resolve_loopback(): the ID's own port, else the first
+		 * active one, else the first HCA's port 1; the destination GID
+		 * is the source's (gids()) */
+		if (id.hca) {
+			h = id.hca;
+			p = id.portNum;
+		} else if (!activePort(h, p)) {
+			if (host_.hcas().empty())
+				return -ENODEV;
+			h = host_.hcas().front().get();
+			p = 1;
+		}
+		found = true;
+	} else {
+		bool onSubnet = dst.family() != AF_INET ||
+			(ntohl(reinterpret_cast<const sockaddr_in *>(dst.ss.data)->sin_addr.s_addr) & 0xffff0000) ==
+				kSubnet;
+		if (!onSubnet) /* no route to it: the kernel's rdma_resolve_ip() fails at once */
+			return -ENETUNREACH;
+		found = localPort(dst, h, p);
+		if (found && queryPort(*h->madPorts[p - 1]).state != fabric::PortState::Active)
+			found = false;
+	}
+	id.dst = dst;
+	id.state = CmaState::AddrQuery;
 	if (!found && dst.family() == kAfIb) /* AF_IB needs no ARP: an active port will do */
 		found = activePort(h, p, id.hostScope);
 	bool elsewhere = found && !id.hostScope.empty() && h->hostName != id.hostScope;

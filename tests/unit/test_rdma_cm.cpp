@@ -60,6 +60,47 @@ TEST_CASE("rdma_cm: each local port has its address", "[rdma_cm]")
 	CHECK(p.client.cmd(RDMA_USER_CM_CMD_QUERY_ROUTE, q2, sizeof r) == -ENOENT);
 }
 
+/* cma_any_addr(): a loopback address is a wildcard. libfabric's verbs
+ * provider binds 127.0.0.1 ("localhost") on every fi_getinfo and takes
+ * EADDRNOTAVAIL as "no verbs here" */
+TEST_CASE("rdma_cm: loopback addresses bind to no device and resolve to a local port", "[rdma_cm]")
+{
+	CmPair p;
+	uint32_t id = p.client.create(1);
+	CHECK(p.client.bindIp(id, ip4(inet_addr("127.0.0.1"), 7000)) > 0);
+	rdma_ucm_query_route_resp r{};
+	rdma_ucm_query q{ uintptr_t(&r), id, 0 };
+	REQUIRE(p.client.cmd(RDMA_USER_CM_CMD_QUERY_ROUTE, q, sizeof r) > 0);
+	CHECK(r.node_guid == 0);
+	CHECK(r.port_num == 0);
+	/* a wildcard on the port overlaps every address on it */
+	uint32_t id2 = p.client.create(2);
+	CHECK(p.client.bindIp(id2, ip4(p.addr1, 7000)) == -EADDRINUSE);
+	CHECK(p.client.bindIp(id2, ip4(inet_addr("127.0.0.2"), 7001)) > 0);
+	sockaddr_in6 v6{};
+	v6.sin6_family = AF_INET6;
+	v6.sin6_addr = in6addr_loopback;
+	uint32_t id3 = p.client.create(3);
+	CHECK(p.client.bindIp(id3, v6) > 0);
+
+	/* rdma_resolve_addr() to a loopback address: the first active port,
+	 * whose own GID the destination is (cma_resolve_loopback()) */
+	uint32_t id4 = p.client.create(4);
+	REQUIRE(p.client.resolveIp(id4, nullptr, ip4(inet_addr("127.0.0.1"), 7000)) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	REQUIRE(p.client.resolveRoute(id4) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_ROUTE_RESOLVED);
+	rdma_ucm_query q4{ uintptr_t(&r), id4, 0 };
+	REQUIRE(p.client.cmd(RDMA_USER_CM_CMD_QUERY_ROUTE, q4, sizeof r) > 0);
+	CHECK(be64toh(r.node_guid) == p.hca1->node->nodeGuid);
+	CHECK(r.num_paths == 1);
+	CHECK(ntohs(r.ib_route[0].slid) == p.lid1());
+	CHECK(ntohs(r.ib_route[0].dlid) == p.lid1());
+	CHECK(memcmp(r.ib_route[0].sgid, r.ib_route[0].dgid, 16) == 0);
+}
+
 TEST_CASE("rdma_cm: address resolution errors as a real host gives them", "[rdma_cm]")
 {
 	CmPair p;
