@@ -233,6 +233,10 @@ private:
 	/* a local HCA port that is Active, for a destination with no port
 	 * of its own here: false if none */
 	bool activePort(Hca *&hca, uint8_t &port, const std::string &scope = {}) const;
+	/* addr_resolve() writing the route's source back: a zero source
+	 * address (not a loopback one) becomes that of port p of h in its
+	 * family, its port number kept */
+	void fillSource(CmaAddr &src, Hca &h, uint8_t p) const;
 	/* IDs of two cluster hosts: two port spaces, as on two nodes */
 	static bool apart(const CmaId &a, const CmaId &b)
 	{

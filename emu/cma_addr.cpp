@@ -235,6 +235,26 @@ bool Cma::activePort(Hca *&hca, uint8_t &port, const std::string &scope) const
 	return false;
 }
 
+void Cma::fillSource(CmaAddr &src, Hca &h, uint8_t p) const
+{
+	static const uint8_t zero[16] = {};
+	const MadPort &mp = *h.madPorts[p - 1];
+	if (src.family() == AF_INET) {
+		auto *a = reinterpret_cast<sockaddr_in *>(src.ss.data);
+		if (a->sin_addr.s_addr == 0)
+			a->sin_addr.s_addr = ipv4Of(*h.node, p);
+	} else if (src.family() == AF_INET6) {
+		auto *a = reinterpret_cast<sockaddr_in6 *>(src.ss.data);
+		if (memcmp(&a->sin6_addr, zero, 16) == 0)
+			memcpy(&a->sin6_addr, ipv6Of(mp.port().guid).data(), 16);
+	} else if (src.family() == kAfIb) { /* cma_resolve_ib_dev(): the port's GID */
+		auto *a = reinterpret_cast<sockaddr_ib *>(src.ss.data);
+		fabric::Gid g;
+		if (memcmp(a->sib_addr, zero, 16) == 0 && mp.gid(0, g))
+			memcpy(a->sib_addr, g.data(), 16);
+	}
+}
+
 /* ---------------- address and route resolution ---------------- */
 
 /* rdma_resolve_addr(): IPoIB's ARP, answered by the active port that has
@@ -337,6 +357,11 @@ int Cma::resolveAddr(CmaId &id, const CmaAddr *src, const CmaAddr &dst, uint32_t
 		if (!i->hca) { /* bound to any address: the destination's port, as the kernel's loopback */
 			i->hca = h;
 			i->portNum = p;
+			/* and its address as the source, the route's
+			 * (libfabric's ofi_rxm sends it to its peers as its
+			 * own); a loopback destination leaves it alone */
+			if (!i->dst.isAny())
+				fillSource(i->src, *h, p);
 		}
 		i->state = CmaState::AddrResolved;
 		post(*i, RDMA_CM_EVENT_ADDR_RESOLVED, 0);

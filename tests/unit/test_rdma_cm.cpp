@@ -101,6 +101,52 @@ TEST_CASE("rdma_cm: loopback addresses bind to no device and resolve to a local 
 	CHECK(memcmp(r.ib_route[0].sgid, r.ib_route[0].dgid, 16) == 0);
 }
 
+/* addr_resolve() writes the route's source address back into an ID
+ * bound to a zero address: librdmacm's rdma_get_local_addr() then has
+ * the port's address, which libfabric's ofi_rxm sends its peers as its
+ * own (0.0.0.0 they refuse: "invalid address") */
+TEST_CASE("rdma_cm: resolving from no source takes the route's source address", "[rdma_cm]")
+{
+	CmPair p;
+	auto srcOf = [&p](uint32_t id) {
+		rdma_ucm_query_route_resp r{};
+		rdma_ucm_query q{ uintptr_t(&r), id, 0 };
+		REQUIRE(p.client.cmd(RDMA_USER_CM_CMD_QUERY_ROUTE, q, sizeof r) > 0);
+		return *reinterpret_cast<sockaddr_in *>(&r.src_addr);
+	};
+	/* no source: a local destination is its own route's source */
+	uint32_t id = p.client.create(1);
+	REQUIRE(p.client.resolveIp(id, nullptr, ip4(p.addr2, 7000)) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	sockaddr_in a = srcOf(id);
+	CHECK(a.sin_addr.s_addr == p.addr2);
+	CHECK(a.sin_port != 0); /* the ephemeral port it was bound to */
+	/* bound to 0.0.0.0 first: the same, its port kept */
+	uint32_t id2 = p.client.create(2);
+	REQUIRE(p.client.bindIp(id2, ip4(INADDR_ANY, 7002)) > 0);
+	REQUIRE(p.client.resolveIp(id2, nullptr, ip4(p.addr1, 7000)) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	a = srcOf(id2);
+	CHECK(a.sin_addr.s_addr == p.addr1);
+	CHECK(a.sin_port == htons(7002));
+	/* a source given stays */
+	uint32_t id3 = p.client.create(3);
+	sockaddr_in6 src = ip4(p.addr1, 0);
+	REQUIRE(p.client.resolveIp(id3, &src, ip4(p.addr2, 7000)) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(srcOf(id3).sin_addr.s_addr == p.addr1);
+	/* a loopback destination leaves the zero source alone
+	 * (cma_resolve_loopback()) */
+	uint32_t id4 = p.client.create(4);
+	REQUIRE(p.client.resolveIp(id4, nullptr, ip4(inet_addr("127.0.0.1"), 7000)) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(srcOf(id4).sin_addr.s_addr == 0);
+}
+
 TEST_CASE("rdma_cm: address resolution errors as a real host gives them", "[rdma_cm]")
 {
 	CmPair p;
