@@ -21,6 +21,12 @@ public:
 	 * Returns 0 with pid and npages set (what release() needs), or
 	 * -EINVAL, -EPERM, -ENOMEM, -EFAULT in the kernel's order. */
 	int pin(UserAccess &ua, pid_t tid, uint64_t addr, uint64_t len, bool writable, pid_t &pid, uint64_t &npages);
+	/* ib_umem_get() of memory the driver itself maps for a queue (mlx5's
+	 * CQ buffer, ibemu's CQ ring or the completions it keeps): charges
+	 * the pages bytes spans to tid's process against its RLIMIT_MEMLOCK
+	 * as pin() does, without judging an address range. 0 with pid and
+	 * npages set, or -EINVAL, -EPERM, -ENOMEM. */
+	int charge(UserAccess &ua, pid_t tid, uint64_t bytes, pid_t &pid, uint64_t &npages);
 	/* ib_umem_release() */
 	void release(pid_t pid, uint64_t npages);
 
@@ -29,6 +35,8 @@ public:
 	const std::map<pid_t, uint64_t> &all() const { return pinned_; }
 
 private:
+	/* can_do_mlock(), then the charge against the limit (steps 2, 6-8) */
+	int account(UserAccess &ua, pid_t tid, uint64_t pages, pid_t &pid);
 	std::map<pid_t, uint64_t> pinned_;
 };
 

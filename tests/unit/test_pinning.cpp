@@ -142,3 +142,55 @@ TEST_CASE("pinning: closing the file uncharges every MR", "[pinning]")
 	CHECK(fx.host->pinned().all().empty());
 	CHECK(fx.ua.openMems == 0); /* and every address-space handle is closed */
 }
+
+/* A CQ's memory is its creator's, charged as mlx5 charges the CQ buffer
+ * it pins: ibemu_cq_ring_bytes() of the size asked for, against
+ * RLIMIT_MEMLOCK. ofi_rxm asks for 262,144 entries (12 MiB): the caller
+ * pays, not the daemon. */
+TEST_CASE("pinning: a CQ's entries are charged to its creator", "[pinning]")
+{
+	PinFixture fx;
+	uint64_t small = (ibemu_cq_ring_bytes(8) + kPageSize - 1) / kPageSize;
+	uint64_t big = (ibemu_cq_ring_bytes(262144) + kPageSize - 1) / kPageSize;
+	REQUIRE(big > 3000);
+	uint32_t cq, cq2;
+	REQUIRE(fx.c.createCq(8, cq) == 0);
+	CHECK(fx.pinned() == small);
+	REQUIRE(fx.c.createCq(262144, cq2) == 0);
+	CHECK(fx.pinned() == small + big);
+	REQUIRE(fx.c.destroy(CMD_DESTROY_CQ, cq2) == 0);
+	CHECK(fx.pinned() == small);
+
+	/* past the limit: ENOMEM and nothing stays charged; 0 without
+	 * CAP_IPC_LOCK: EPERM */
+	fx.ua.proc(100).memlock = (small + 10) * kPageSize;
+	CHECK(fx.c.createCq(262144, cq2) == -ENOMEM);
+	CHECK(fx.pinned() == small);
+	REQUIRE(fx.c.createCq(8, cq2) == 0);
+	CHECK(fx.pinned() == 2 * small);
+
+	/* RESIZE_CQ charges the new size and lets the old go */
+	ib_uverbs_resize_cq rs{};
+	rs.cq_handle = cq2;
+	rs.cqe = 262144;
+	ib_uverbs_resize_cq_resp rr{};
+	CHECK(fx.c.cmd(CMD_RESIZE_CQ, rs, rr) == -ENOMEM);
+	CHECK(fx.pinned() == 2 * small);
+	fx.ua.proc(100).memlock = ~uint64_t(0);
+	REQUIRE(fx.c.cmd(CMD_RESIZE_CQ, rs, rr) == 0);
+	CHECK(fx.pinned() == small + big);
+	fx.ua.proc(100).memlock = 0;
+	CHECK(fx.c.createCq(8, cq2) == -EPERM);
+}
+
+TEST_CASE("pinning: closing the file uncharges its CQs", "[pinning]")
+{
+	VerbsFixture fx;
+	{
+		Client c(fx, fx.dev1(), 100);
+		uint32_t cq;
+		REQUIRE(c.createCq(262144, cq) == 0);
+		CHECK(fx.host->pinned().pinnedPages(100) > 3000);
+	}
+	CHECK(fx.host->pinned().pinnedPages(100) == 0);
+}
