@@ -145,7 +145,7 @@ TEST_CASE("pinning: closing the file uncharges every MR", "[pinning]")
 
 /* A CQ's memory is its creator's, charged as mlx5 charges the CQ buffer
  * it pins: ibemu_cq_ring_bytes() of the size asked for, against
- * RLIMIT_MEMLOCK. ofi_rxm asks for 262,144 entries (12 MiB): the caller
+ * RLIMIT_MEMLOCK. ofi_rxm asks for 262,144 entries (24 MiB): the caller
  * pays, not the daemon. */
 TEST_CASE("pinning: a CQ's entries are charged to its creator", "[pinning]")
 {
