@@ -6,7 +6,8 @@
 # rdma_cm) and its connected endpoints between two hosts; then a two-rank
 # Open MPI job over Open MPI's ofi MTL (`--mca pml cm --mca mtl ofi`,
 # FI_PROVIDER="verbs;ofi_rxm"), one rank on each HCA of a host, whose
-# messages cross the fabric: both ports' PMAs count them. The topology is
+# messages cross the fabric: both ports' PMAs count them; and the same
+# job over UCX (`--mca pml ucx`). The topology is
 # tests/data/hosts.topo (hosta: two HCAs, hostb: one).
 # usage: mpi_ofi.sh IBEMU_BINARY TOPOLOGY_DIR [MPI_OFI_CHECK]
 set -u
@@ -97,6 +98,18 @@ else
 	d1=$((($(xmit ibemu1) - x1) * 4))
 	expect_eq "the MPI job's bytes left both ports (ibemu0 $d0, ibemu1 $d1 bytes)" "1 1" \
 		"$((d0 >= 22365460)) $((d1 >= 22365460))"
+
+	# the same job over UCX (--mca pml ucx: its verbs transports, each
+	# rank on one HCA), the path the ofi MTL is compared with
+	x0=$(xmit ibemu0)
+	out=$(on hosta mpirun --allow-run-as-root -x UCX_TLS=rc_verbs,ud_verbs,self --mca pml ucx \
+		-np 1 env UCX_NET_DEVICES=ibemu0:1 "$mpi_check" : \
+		-np 1 env UCX_NET_DEVICES=ibemu1:1 "$mpi_check" 2>&1)
+	expect_eq "mpirun -np 2 --mca pml ucx: exit 0" 0 $?
+	expect_match "mpi_ofi_check over UCX: every byte arrived" \
+		'^mpi_ofi_check: 2 ranks, 22365460 bytes each way, 0 bad bytes, allreduce 3$' "$out"
+	d0=$((($(xmit ibemu0) - x0) * 4))
+	expect_eq "the UCX job's bytes left ibemu0's port ($d0 bytes)" 1 "$((d0 >= 22365460))"
 fi
 
 down_inst $M
