@@ -81,23 +81,25 @@ int UverbsFile::createCq(Request &r)
 		return -EINVAL;
 	if (int rc = room(UType::Cq))
 		return rc;
+	/* ibemu's provider: the completions go to its ring (ibemu_user_verbs.h) */
+	std::unique_ptr<CqRing> ring;
+	uint32_t capacity = ibemu_queue_capacity(cmd.cqe); /* rxe's rounding */
+	if (int ret = driverCqRing(r, sizeof(ib_uverbs_create_cq),
+				   sizeof(ib_uverbs_create_cq_resp) + sizeof(ibemu_create_cq_resp), cmd.cqe, ring))
+		return ret;
+	if (!ring && cmd.cqe > dev_.limits().maxCqeWithoutRing)
+		return -EINVAL; /* the daemon's heap would hold them */
 	/* its memory, ring or kept completions, is the caller's to pay for:
 	 * charged to its RLIMIT_MEMLOCK as mlx5 pins a CQ's buffer */
 	pid_t pid;
 	uint64_t npages;
 	if (int ret = pinned_.charge(ua_, r.tid, ibemu_cq_ring_bytes(cmd.cqe), pid, npages))
 		return ret;
-	/* ibemu's provider: the completions go to its ring (ibemu_user_verbs.h) */
-	std::unique_ptr<CqRing> ring;
-	uint32_t capacity = ibemu_queue_capacity(cmd.cqe); /* rxe's rounding */
-	int ret = driverCqRing(r, sizeof(ib_uverbs_create_cq),
-			       sizeof(ib_uverbs_create_cq_resp) + sizeof(ibemu_create_cq_resp), cmd.cqe, ring);
 	struct {
 		ib_uverbs_create_cq_resp core;
 		ibemu_create_cq_resp drv;
 	} resp{ { res.handle(), capacity }, { ring ? ring->entries() : 0, 0 } };
-	if (!ret)
-		ret = respond(r, &resp, ibemuProvider_ ? sizeof resp : sizeof resp.core);
+	int ret = respond(r, &resp, ibemuProvider_ ? sizeof resp : sizeof resp.core);
 	if (ret) {
 		pinned_.release(pid, npages);
 		return ret;
@@ -154,29 +156,38 @@ int UverbsFile::resizeCq(Request &r)
 	if (cmd.cqe < 1 || cmd.cqe > dev_.limits().maxCqe || cmd.cqe < pending)
 		return -EINVAL;
 	uint32_t capacity = ibemu_queue_capacity(cmd.cqe);
-	pid_t pid;
-	uint64_t npages;
-	if (int ret = pinned_.charge(ua_, r.tid, ibemu_cq_ring_bytes(cmd.cqe), pid, npages))
-		return ret; /* the new size is charged before the old is let go, as mlx5's */
 	std::unique_ptr<CqRing> ring;
-	int ret = driverCqRing(r, sizeof(ib_uverbs_resize_cq),
-			       sizeof(ib_uverbs_resize_cq_resp) + sizeof(ibemu_resize_cq_resp), cmd.cqe, ring);
-	if (!ret && (ring ? !cq->ring : cq->ring && capacity >= cq->ring->entries()))
-		ret = -EINVAL; /* a ring for a CQ without one, or beyond the ring it has */
+	if (int ret = driverCqRing(r, sizeof(ib_uverbs_resize_cq),
+				   sizeof(ib_uverbs_resize_cq_resp) + sizeof(ibemu_resize_cq_resp), cmd.cqe, ring))
+		return ret;
+	if (ring ? !cq->ring : cq->ring && capacity >= cq->ring->entries())
+		return -EINVAL; /* a ring for a CQ without one, or beyond the ring it has */
+	if (!cq->ring && cmd.cqe > dev_.limits().maxCqeWithoutRing)
+		return -EINVAL; /* the daemon's heap would hold them */
+	/* a CQ that keeps its ring keeps that ring's charge; a new ring or
+	 * the kept completions are charged their new size before the old is
+	 * let go, as mlx5's */
+	bool keepsRing = cq->ring && !ring;
+	pid_t pid = cq->pid;
+	uint64_t npages = cq->npages;
+	if (!keepsRing)
+		if (int ret = pinned_.charge(ua_, r.tid, ibemu_cq_ring_bytes(cmd.cqe), pid, npages))
+			return ret;
 	CqRing *now = ring ? ring.get() : cq->ring.get();
 	struct {
 		ib_uverbs_resize_cq_resp core;
 		ibemu_resize_cq_resp drv;
 	} resp{ { capacity, 0 }, { now ? now->entries() : 0, 0 } };
-	if (!ret)
-		ret = respond(r, &resp, ibemuProvider_ && r.outLen >= sizeof resp ? sizeof resp : sizeof resp.core);
-	if (ret) {
-		pinned_.release(pid, npages);
+	if (int ret = respond(r, &resp, ibemuProvider_ && r.outLen >= sizeof resp ? sizeof resp : sizeof resp.core)) {
+		if (!keepsRing)
+			pinned_.release(pid, npages);
 		return ret;
 	}
-	pinned_.release(cq->pid, cq->npages);
-	cq->pid = pid;
-	cq->npages = npages;
+	if (!keepsRing) {
+		pinned_.release(cq->pid, cq->npages);
+		cq->pid = pid;
+		cq->npages = npages;
+	}
 	if (ring) {
 		ring->takeFrom(*cq->ring);
 		cq->ring = std::move(ring);
