@@ -64,9 +64,15 @@ struct CmaAddr {
 	/* the port number (AF_IB: the low 16 bits of the service ID) */
 	uint16_t port() const;
 	void setPort(uint16_t port);
-	/* cma_any_addr(): the zero address or a loopback one (127.0.0.0/8,
-	 * ::1), which rdma_bind_addr() binds to no device, as the kernel's */
+	/* cma_zero_addr(): 0.0.0.0, ::, AF_IB's zero GID (or no family) */
+	bool isZero() const;
+	/* cma_loopback_addr(): 127.0.0.0/8, ::1, AF_IB's ::1 */
+	bool isLoopback() const;
+	/* cma_any_addr(): either, which rdma_bind_addr() binds to no device,
+	 * as the kernel's */
 	bool isAny() const;
+	/* cma_set_loopback(): 127.0.0.1, ::1, AF_IB's ::1; the port kept */
+	void setLoopback();
 	/* 224.0.0.0/4, ff00::/8 */
 	bool isMulticast() const;
 	/* bytes of the family's sockaddr, 0 for an unknown family */

@@ -71,26 +71,63 @@ void CmaAddr::setPort(uint16_t port)
 	}
 }
 
+namespace {
+
+const uint8_t kLoopback16[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
+
+/* the 16 address bytes of an AF_INET6 or AF_IB address, else nullptr */
+uint8_t *bytes16(CmaAddr &a)
+{
+	switch (a.family()) {
+	case AF_INET6:
+		return reinterpret_cast<sockaddr_in6 *>(a.ss.data)->sin6_addr.s6_addr;
+	case kAfIb:
+		return reinterpret_cast<sockaddr_ib *>(a.ss.data)->sib_addr;
+	default:
+		return nullptr;
+	}
+}
+
+const uint8_t *bytes16(const CmaAddr &a)
+{
+	return bytes16(const_cast<CmaAddr &>(a));
+}
+
+uint32_t ipv4(const CmaAddr &a)
+{
+	return ntohl(reinterpret_cast<const sockaddr_in *>(a.ss.data)->sin_addr.s_addr);
+}
+
+} /* namespace */
+
+bool CmaAddr::isZero() const
+{
+	if (family() == AF_INET)
+		return ipv4(*this) == 0;
+	static const uint8_t zero[16] = {};
+	const uint8_t *a16 = bytes16(*this);
+	return !a16 || memcmp(a16, zero, 16) == 0; /* an unknown family: none at all */
+}
+
+bool CmaAddr::isLoopback() const
+{
+	if (family() == AF_INET)
+		return ipv4(*this) >> 24 == 127;
+	const uint8_t *a16 = bytes16(*this);
+	return a16 && memcmp(a16, kLoopback16, 16) == 0;
+}
+
 bool CmaAddr::isAny() const
 {
-	static const uint8_t zero[16] = {};
-	static const uint8_t loopback[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
-	const uint8_t *a16;
-	switch (family()) {
-	case AF_INET: {
-		uint32_t a = ntohl(reinterpret_cast<const sockaddr_in *>(ss.data)->sin_addr.s_addr);
-		return a == 0 || a >> 24 == 127;
-	}
-	case AF_INET6:
-		a16 = reinterpret_cast<const sockaddr_in6 *>(ss.data)->sin6_addr.s6_addr;
-		break;
-	case kAfIb:
-		a16 = reinterpret_cast<const sockaddr_ib *>(ss.data)->sib_addr;
-		break;
-	default:
-		return true;
-	}
-	return memcmp(a16, zero, 16) == 0 || memcmp(a16, loopback, 16) == 0;
+	return isZero() || isLoopback();
+}
+
+void CmaAddr::setLoopback()
+{
+	if (family() == AF_INET)
+		reinterpret_cast<sockaddr_in *>(ss.data)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	else if (uint8_t *a16 = bytes16(*this))
+		memcpy(a16, kLoopback16, 16);
 }
 
 size_t CmaAddr::size() const
@@ -237,22 +274,16 @@ bool Cma::activePort(Hca *&hca, uint8_t &port, const std::string &scope) const
 
 void Cma::fillSource(CmaAddr &src, Hca &h, uint8_t p) const
 {
-	static const uint8_t zero[16] = {};
+	if (!src.isZero())
+		return;
 	const MadPort &mp = *h.madPorts[p - 1];
-	if (src.family() == AF_INET) {
-		auto *a = reinterpret_cast<sockaddr_in *>(src.ss.data);
-		if (a->sin_addr.s_addr == 0)
-			a->sin_addr.s_addr = ipv4Of(*h.node, p);
-	} else if (src.family() == AF_INET6) {
-		auto *a = reinterpret_cast<sockaddr_in6 *>(src.ss.data);
-		if (memcmp(&a->sin6_addr, zero, 16) == 0)
-			memcpy(&a->sin6_addr, ipv6Of(mp.port().guid).data(), 16);
-	} else if (src.family() == kAfIb) { /* cma_resolve_ib_dev(): the port's GID */
-		auto *a = reinterpret_cast<sockaddr_ib *>(src.ss.data);
-		fabric::Gid g;
-		if (memcmp(a->sib_addr, zero, 16) == 0 && mp.gid(0, g))
-			memcpy(a->sib_addr, g.data(), 16);
-	}
+	fabric::Gid g;
+	if (src.family() == AF_INET)
+		reinterpret_cast<sockaddr_in *>(src.ss.data)->sin_addr.s_addr = ipv4Of(*h.node, p);
+	else if (src.family() == AF_INET6)
+		memcpy(&reinterpret_cast<sockaddr_in6 *>(src.ss.data)->sin6_addr, ipv6Of(mp.port().guid).data(), 16);
+	else if (src.family() == kAfIb && mp.gid(0, g)) /* cma_resolve_ib_dev(): the port's GID */
+		memcpy(reinterpret_cast<sockaddr_ib *>(src.ss.data)->sib_addr, g.data(), 16);
 }
 
 /* ---------------- address and route resolution ---------------- */
@@ -301,15 +332,18 @@ int Cma::resolveAddr(CmaId &id, const CmaAddr *src, const CmaAddr &dst, uint32_t
 	bool found = false;
 	if (dst.isAny()) {
 		/* cma_resolve_loopback(): the ID's own port, else the first
-		 * active one, else the first HCA's port 1; the destination GID
-		 * is the source's (gids()) */
+		 * active one of its host, else its host's first HCA's port 1;
+		 * the destination GID is the source's (gids()) */
 		if (id.hca) {
 			h = id.hca;
 			p = id.portNum;
-		} else if (!activePort(h, p)) {
-			if (host_.hcas().empty())
+		} else if (!activePort(h, p, id.hostScope)) {
+			auto first = std::find_if(host_.hcas().begin(), host_.hcas().end(), [&id](const auto &hca) {
+				return id.hostScope.empty() || hca->hostName == id.hostScope;
+			});
+			if (first == host_.hcas().end())
 				return -ENODEV;
-			h = host_.hcas().front().get();
+			h = first->get();
 			p = 1;
 		}
 		found = true;
@@ -359,8 +393,11 @@ int Cma::resolveAddr(CmaId &id, const CmaAddr *src, const CmaAddr &dst, uint32_t
 			i->portNum = p;
 			/* and its address as the source, the route's
 			 * (libfabric's ofi_rxm sends it to its peers as its
-			 * own); a loopback destination leaves it alone */
-			if (!i->dst.isAny())
+			 * own); to a loopback destination the loopback address,
+			 * its port kept (cma_bind_loopback()) */
+			if (i->dst.isAny())
+				i->src.setLoopback();
+			else
 				fillSource(i->src, *h, p);
 		}
 		i->state = CmaState::AddrResolved;

@@ -138,13 +138,42 @@ TEST_CASE("rdma_cm: resolving from no source takes the route's source address", 
 	p.drain();
 	p.client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
 	CHECK(srcOf(id3).sin_addr.s_addr == p.addr1);
-	/* a loopback destination leaves the zero source alone
-	 * (cma_resolve_loopback()) */
+	/* a loopback destination makes the source the loopback address, its
+	 * port kept (cma_bind_loopback(): cma_set_loopback()) */
 	uint32_t id4 = p.client.create(4);
+	REQUIRE(p.client.bindIp(id4, ip4(INADDR_ANY, 7004)) > 0);
 	REQUIRE(p.client.resolveIp(id4, nullptr, ip4(inet_addr("127.0.0.1"), 7000)) > 0);
 	p.drain();
 	p.client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
-	CHECK(srcOf(id4).sin_addr.s_addr == 0);
+	a = srcOf(id4);
+	CHECK(a.sin_addr.s_addr == htonl(INADDR_LOOPBACK));
+	CHECK(a.sin_port == htons(7004));
+}
+
+/* On a cluster instance a loopback destination resolves within the ID's
+ * host: its first active port, else its first HCA's port 1, never another
+ * host's (cma_resolve_loopback() looks at the devices of the ID's network
+ * namespace) */
+TEST_CASE("rdma_cm: a loopback destination resolves to a port of the ID's host", "[rdma_cm]")
+{
+	CmPair p;
+	p.hca1->hostName = "hosta";
+	p.hca2->hostName = "hostb";
+	p.client.file->setHostScope("hostb");
+	auto resolvedNode = [&p](uint64_t uid) {
+		uint32_t id = p.client.create(uid);
+		REQUIRE(p.client.resolveIp(id, nullptr, ip4(inet_addr("127.0.0.1"), 7000)) > 0);
+		p.drain();
+		p.client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+		rdma_ucm_query_route_resp r{};
+		rdma_ucm_query q{ uintptr_t(&r), id, 0 };
+		REQUIRE(p.client.cmd(RDMA_USER_CM_CMD_QUERY_ROUTE, q, sizeof r) > 0);
+		return be64toh(r.node_guid);
+	};
+	CHECK(resolvedNode(1) == p.hca2->node->nodeGuid);
+	/* hostb's port down, hosta's active: still hostb's HCA */
+	p.hca2->node->port(1).state = fabric::PortState::Down;
+	CHECK(resolvedNode(2) == p.hca2->node->nodeGuid);
 }
 
 TEST_CASE("rdma_cm: address resolution errors as a real host gives them", "[rdma_cm]")
