@@ -7,7 +7,8 @@
 # Open MPI job over Open MPI's ofi MTL (`--mca pml cm --mca mtl ofi`,
 # FI_PROVIDER="verbs;ofi_rxm"), one rank on each HCA of a host, whose
 # messages cross the fabric: both ports' PMAs count them; and the same
-# job over UCX (`--mca pml ucx`). The topology is
+# job over UCX (`--mca pml ucx`). As nobody, ofi_rxm's large CQ wants an
+# RLIMIT_MEMLOCK above 8 MiB (ENOMEM). The topology is
 # tests/data/hosts.topo (hosta: two HCAs, hostb: one).
 # usage: mpi_ofi.sh IBEMU_BINARY TOPOLOGY_DIR [MPI_OFI_CHECK]
 set -u
@@ -43,20 +44,22 @@ expect_match "fi_info on hosta: verbs;ofi_rxm on ibemu0 at ib0's address" \
 expect_match "fi_info on hosta: and on ibemu1 at ib1's" 'src_addr: fi_sockaddr_in://10\.200\.1\.1:0' "$out"
 expect_match "fi_info on hosta: ibemu1's domain" 'name: ibemu1$' "$out"
 
-# pingpong NAME ENDPOINT PROVIDER: a server on hostb, a client on hosta
-# (a client that comes before its server listens is refused on the
+# pingpong NAME ENDPOINT PROVIDER [WRAPPER...]: a server on hostb, a
+# client on hosta, each run through WRAPPER (a user, a limit) if given (a
+# client that comes before its server listens is refused on the
 # out-of-band socket, and runs again); prints both exit statuses
 pingpong() {
 	local name=$1 e=$2 p=$3 rc runs=1
-	on hostb fi_pingpong -p "$p" -e "$e" -I 100 -S 64 >"$work/$name.server" 2>&1 &
+	shift 3
+	on hostb "$@" fi_pingpong -p "$p" -e "$e" -I 100 -S 64 >"$work/$name.server" 2>&1 &
 	local server=$!
 	sleep 1
-	on hosta fi_pingpong -p "$p" -e "$e" -I 100 -S 64 10.200.2.1 >"$work/$name.client" 2>&1
+	on hosta "$@" fi_pingpong -p "$p" -e "$e" -I 100 -S 64 10.200.2.1 >"$work/$name.client" 2>&1
 	rc=$?
 	while [ $rc -ne 0 ] && [ $runs -lt 5 ] && kill -0 $server 2>/dev/null &&
 		grep -q 'Connection refused' "$work/$name.client"; do
 		sleep 2
-		on hosta fi_pingpong -p "$p" -e "$e" -I 100 -S 64 10.200.2.1 >"$work/$name.client" 2>&1
+		on hosta "$@" fi_pingpong -p "$p" -e "$e" -I 100 -S 64 10.200.2.1 >"$work/$name.client" 2>&1
 		rc=$?
 		runs=$((runs + 1))
 	done
@@ -71,6 +74,25 @@ expect_match "fi_pingpong ofi_rxm: 100 messages of 64 bytes" '^64 +100 +=100 ' "
 after=$(xmit ibemu2)
 expect_eq "fi_pingpong ofi_rxm: hostb's port sent its 100 answers (6,400 bytes and more)" 1 \
 	"$(((after - before) * 4 >= 6400))"
+
+# as a user without CAP_IPC_LOCK, ofi_rxm's CQ of 262,144 entries (24
+# MiB, charged as mlx5 pins a CQ buffer) is past an 8 MiB RLIMIT_MEMLOCK
+# (Debian's default): ENOMEM; with the limit raised (or CAP_IPC_LOCK,
+# where this root cannot raise it) it runs
+nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+rcs=$(pingpong low rdm 'verbs;ofi_rxm' prlimit --memlock=8388608 "${nobody[@]}")
+expect_eq "fi_pingpong ofi_rxm as nobody, memlock 8 MiB: client and server fail" "1 1" "$(echo $rcs | awk '{print ($1 != 0), ($2 != 0)}')"
+expect_match "fi_pingpong ofi_rxm as nobody, memlock 8 MiB: ENOMEM in fi_enable" \
+	'^fi_enable\(\).*\(Cannot allocate memory\)' "$(cat "$work/low.client" "$work/low.server")"
+if prlimit --memlock=67108864 true 2>/dev/null; then
+	raised=(prlimit --memlock=67108864 "${nobody[@]}") what="memlock 64 MiB"
+else # no CAP_SYS_RESOURCE (a container) to raise the hard limit: exempt it
+	raised=(prlimit --memlock=8388608 "${nobody[@]}" --inh-caps +ipc_lock --ambient-caps +ipc_lock)
+	what="memlock 8 MiB with CAP_IPC_LOCK"
+fi
+rcs=$(pingpong nobody rdm 'verbs;ofi_rxm' "${raised[@]}")
+expect_eq "fi_pingpong ofi_rxm as nobody, $what: client and server exit 0" "0 0" "$rcs"
+[ "$rcs" = "0 0" ] || cat "$work/nobody.server" "$work/nobody.client"
 
 rcs=$(pingpong msg msg verbs)
 expect_eq "fi_pingpong -p verbs -e msg hosta -> hostb: client and server exit 0" "0 0" "$rcs"
