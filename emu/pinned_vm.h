@@ -40,4 +40,37 @@ private:
 	std::map<pid_t, uint64_t> pinned_;
 };
 
+/* One charge of a command that may still fail: released when the guard
+ * goes out of scope unless the object that pays for it took it (take()). */
+class PinnedCharge {
+public:
+	explicit PinnedCharge(PinnedVm &vm) : vm_(vm) {}
+	~PinnedCharge()
+	{
+		if (npages_)
+			vm_.release(pid_, npages_);
+	}
+	PinnedCharge(const PinnedCharge &) = delete;
+	PinnedCharge &operator=(const PinnedCharge &) = delete;
+
+	int pin(UserAccess &ua, pid_t tid, uint64_t addr, uint64_t len, bool writable)
+	{
+		return vm_.pin(ua, tid, addr, len, writable, pid_, npages_);
+	}
+	int charge(UserAccess &ua, pid_t tid, uint64_t bytes) { return vm_.charge(ua, tid, bytes, pid_, npages_); }
+	pid_t pid() const { return pid_; }
+	/* the charge is the caller's now: its pid and pages */
+	void take(pid_t &pid, uint64_t &npages)
+	{
+		pid = pid_;
+		npages = npages_;
+		npages_ = 0;
+	}
+
+private:
+	PinnedVm &vm_;
+	pid_t pid_ = 0;
+	uint64_t npages_ = 0;
+};
+
 } /* namespace ibemu::emu */

@@ -91,22 +91,17 @@ int UverbsFile::createCq(Request &r)
 		return -EINVAL; /* the daemon's heap would hold them */
 	/* its memory, ring or kept completions, is the caller's to pay for:
 	 * charged to its RLIMIT_MEMLOCK as mlx5 pins a CQ's buffer */
-	pid_t pid;
-	uint64_t npages;
-	if (int ret = pinned_.charge(ua_, r.tid, ibemu_cq_ring_bytes(cmd.cqe), pid, npages))
+	PinnedCharge pinned(pinned_);
+	if (int ret = pinned.charge(ua_, r.tid, ibemu_cq_ring_bytes(cmd.cqe)))
 		return ret;
 	struct {
 		ib_uverbs_create_cq_resp core;
 		ibemu_create_cq_resp drv;
 	} resp{ { res.handle(), capacity }, { ring ? ring->entries() : 0, 0 } };
-	int ret = respond(r, &resp, ibemuProvider_ ? sizeof resp : sizeof resp.core);
-	if (ret) {
-		pinned_.release(pid, npages);
+	if (int ret = respond(r, &resp, ibemuProvider_ ? sizeof resp : sizeof resp.core))
 		return ret;
-	}
 	auto cq = std::make_unique<Cq>();
-	cq->pid = pid;
-	cq->npages = npages;
+	pinned.take(cq->pid, cq->npages);
 	cq->ring = std::move(ring);
 	cq->file = this;
 	cq->cqe = capacity;
@@ -168,25 +163,20 @@ int UverbsFile::resizeCq(Request &r)
 	 * the kept completions are charged their new size before the old is
 	 * let go, as mlx5's */
 	bool keepsRing = cq->ring && !ring;
-	pid_t pid = cq->pid;
-	uint64_t npages = cq->npages;
+	PinnedCharge pinned(pinned_);
 	if (!keepsRing)
-		if (int ret = pinned_.charge(ua_, r.tid, ibemu_cq_ring_bytes(cmd.cqe), pid, npages))
+		if (int ret = pinned.charge(ua_, r.tid, ibemu_cq_ring_bytes(cmd.cqe)))
 			return ret;
 	CqRing *now = ring ? ring.get() : cq->ring.get();
 	struct {
 		ib_uverbs_resize_cq_resp core;
 		ibemu_resize_cq_resp drv;
 	} resp{ { capacity, 0 }, { now ? now->entries() : 0, 0 } };
-	if (int ret = respond(r, &resp, ibemuProvider_ && r.outLen >= sizeof resp ? sizeof resp : sizeof resp.core)) {
-		if (!keepsRing)
-			pinned_.release(pid, npages);
+	if (int ret = respond(r, &resp, ibemuProvider_ && r.outLen >= sizeof resp ? sizeof resp : sizeof resp.core))
 		return ret;
-	}
 	if (!keepsRing) {
 		pinned_.release(cq->pid, cq->npages);
-		cq->pid = pid;
-		cq->npages = npages;
+		pinned.take(cq->pid, cq->npages);
 	}
 	if (ring) {
 		ring->takeFrom(*cq->ring);
