@@ -249,7 +249,9 @@ private:
 		return !a.hostScope.empty() && !b.hostScope.empty() && a.hostScope != b.hostScope;
 	}
 	int bindPort(CmaId &id);
-	bool portInUse(const CmaId &id, uint16_t port) const;
+	/* 0, or why id cannot have port: -EADDRNOTAVAIL with a wildcard on
+	 * either side, -EADDRINUSE for equal addresses (cma_check_port()) */
+	int portConflict(const CmaId &id, uint16_t port) const;
 	void post(CmaId &id, uint32_t event, int status);
 	void send(CmaId &id, rdma_ucm_event_resp ev, CmaId *connReq = nullptr);
 	void onRequest(const CmEvent &ev);
