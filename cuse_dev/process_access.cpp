@@ -193,7 +193,9 @@ int ProcessAccess::credentials(pid_t tid, emu::ProcessCreds &out)
 		return -ESRCH;
 	out.pid = tgid;
 	out.memlockSoft = soft;
-	out.capIpcLock = caps[CAP_IPC_LOCK / 32].effective & (1u << (CAP_IPC_LOCK % 32));
+	/* the kernel's capable() counts only the initial user namespace: root
+	 * of its own (unshare -Ur) is not exempt from RLIMIT_MEMLOCK */
+	out.capIpcLock = (caps[CAP_IPC_LOCK / 32].effective & (1u << (CAP_IPC_LOCK % 32))) && sameUserNamespace(tid);
 	out.capNetBindService = (caps[CAP_NET_BIND_SERVICE / 32].effective & (1u << (CAP_NET_BIND_SERVICE % 32))) &&
 				sameUserNamespace(tid);
 	return 0;

@@ -214,9 +214,12 @@ void Cma::gids(const CmaId &id, fabric::Gid &sgid, fabric::Gid &dgid) const
 	}
 	Hca *h;
 	uint8_t p;
-	if (id.dst.family() == kAfIb) {
+	bool resolved = id.state != CmaState::Idle && id.state != CmaState::AddrBound;
+	if (resolved && id.dst.size() && id.dst.isAny()) { /* cma_resolve_loopback() */
+		dgid = sgid;
+	} else if (id.dst.family() == kAfIb) {
 		memcpy(dgid.data(), reinterpret_cast<const sockaddr_ib *>(id.dst.ss.data)->sib_addr, 16);
-	} else if (id.state != CmaState::Idle && id.state != CmaState::AddrBound) {
+	} else if (resolved) {
 		if (localPort(id.dst, h, p)) {
 			h->madPorts[p - 1]->gid(0, dgid);
 		} else if (const fabric::Port *far = farPort(id.dst)) {
@@ -237,7 +240,7 @@ uint64_t Cma::serviceId(const CmaId &id, const CmaAddr &addr) const
 
 /* ---------------- binding ---------------- */
 
-bool Cma::portInUse(const CmaId &id, uint16_t port) const
+int Cma::portConflict(const CmaId &id, uint16_t port) const
 {
 	auto [from, to] = byPort_.equal_range(portKey(id.ps, port));
 	for (auto it = from; it != to; ++it) {
@@ -258,20 +261,22 @@ bool Cma::portInUse(const CmaId &id, uint16_t port) const
 			continue;
 		if (id.reuseaddr && o->reuseaddr && o->state != CmaState::Listen)
 			continue;
-		return true;
+		/* cma_check_port(): a wildcard on either side is not the
+		 * address in use, two equal addresses are */
+		return o->src.isAny() || id.src.isAny() ? -EADDRNOTAVAIL : -EADDRINUSE;
 	}
-	return false;
+	return 0;
 }
 
 int Cma::bindPort(CmaId &id)
 {
 	if (uint16_t port = id.src.port())
-		return portInUse(id, port) ? -EADDRINUSE : 0;
+		return portConflict(id, port);
 	unsigned range = kEphemeralHi - kEphemeralLo + 1;
 	unsigned start = rng()() % range;
 	for (unsigned i = 0; i < range; i++) {
 		uint16_t p = uint16_t(kEphemeralLo + (start + i) % range);
-		if (!portInUse(id, p)) {
+		if (!portConflict(id, p)) {
 			id.src.setPort(p);
 			return 0;
 		}

@@ -64,7 +64,15 @@ struct CmaAddr {
 	/* the port number (AF_IB: the low 16 bits of the service ID) */
 	uint16_t port() const;
 	void setPort(uint16_t port);
+	/* cma_zero_addr(): 0.0.0.0, ::, AF_IB's zero GID (or no family) */
+	bool isZero() const;
+	/* cma_loopback_addr(): 127.0.0.0/8, ::1, AF_IB's ::1 */
+	bool isLoopback() const;
+	/* cma_any_addr(): either, which rdma_bind_addr() binds to no device,
+	 * as the kernel's */
 	bool isAny() const;
+	/* cma_set_loopback(): 127.0.0.1, ::1, AF_IB's ::1; the port kept */
+	void setLoopback();
 	/* 224.0.0.0/4, ff00::/8 */
 	bool isMulticast() const;
 	/* bytes of the family's sockaddr, 0 for an unknown family */
@@ -231,13 +239,19 @@ private:
 	/* a local HCA port that is Active, for a destination with no port
 	 * of its own here: false if none */
 	bool activePort(Hca *&hca, uint8_t &port, const std::string &scope = {}) const;
+	/* addr_resolve() writing the route's source back: a zero source
+	 * address (not a loopback one) becomes that of port p of h in its
+	 * family, its port number kept */
+	void fillSource(CmaAddr &src, Hca &h, uint8_t p) const;
 	/* IDs of two cluster hosts: two port spaces, as on two nodes */
 	static bool apart(const CmaId &a, const CmaId &b)
 	{
 		return !a.hostScope.empty() && !b.hostScope.empty() && a.hostScope != b.hostScope;
 	}
 	int bindPort(CmaId &id);
-	bool portInUse(const CmaId &id, uint16_t port) const;
+	/* 0, or why id cannot have port: -EADDRNOTAVAIL with a wildcard on
+	 * either side, -EADDRINUSE for equal addresses (cma_check_port()) */
+	int portConflict(const CmaId &id, uint16_t port) const;
 	void post(CmaId &id, uint32_t event, int status);
 	void send(CmaId &id, rdma_ucm_event_resp ev, CmaId *connReq = nullptr);
 	void onRequest(const CmEvent &ev);

@@ -71,19 +71,63 @@ void CmaAddr::setPort(uint16_t port)
 	}
 }
 
+namespace {
+
+const uint8_t kLoopback16[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
+
+/* the 16 address bytes of an AF_INET6 or AF_IB address, else nullptr */
+uint8_t *bytes16(CmaAddr &a)
+{
+	switch (a.family()) {
+	case AF_INET6:
+		return reinterpret_cast<sockaddr_in6 *>(a.ss.data)->sin6_addr.s6_addr;
+	case kAfIb:
+		return reinterpret_cast<sockaddr_ib *>(a.ss.data)->sib_addr;
+	default:
+		return nullptr;
+	}
+}
+
+const uint8_t *bytes16(const CmaAddr &a)
+{
+	return bytes16(const_cast<CmaAddr &>(a));
+}
+
+uint32_t ipv4(const CmaAddr &a)
+{
+	return ntohl(reinterpret_cast<const sockaddr_in *>(a.ss.data)->sin_addr.s_addr);
+}
+
+} /* namespace */
+
+bool CmaAddr::isZero() const
+{
+	if (family() == AF_INET)
+		return ipv4(*this) == 0;
+	static const uint8_t zero[16] = {};
+	const uint8_t *a16 = bytes16(*this);
+	return !a16 || memcmp(a16, zero, 16) == 0; /* an unknown family: none at all */
+}
+
+bool CmaAddr::isLoopback() const
+{
+	if (family() == AF_INET)
+		return ipv4(*this) >> 24 == 127;
+	const uint8_t *a16 = bytes16(*this);
+	return a16 && memcmp(a16, kLoopback16, 16) == 0;
+}
+
 bool CmaAddr::isAny() const
 {
-	static const uint8_t zero[16] = {};
-	switch (family()) {
-	case AF_INET:
-		return reinterpret_cast<const sockaddr_in *>(ss.data)->sin_addr.s_addr == 0;
-	case AF_INET6:
-		return memcmp(&reinterpret_cast<const sockaddr_in6 *>(ss.data)->sin6_addr, zero, 16) == 0;
-	case kAfIb:
-		return memcmp(reinterpret_cast<const sockaddr_ib *>(ss.data)->sib_addr, zero, 16) == 0;
-	default:
-		return true;
-	}
+	return isZero() || isLoopback();
+}
+
+void CmaAddr::setLoopback()
+{
+	if (family() == AF_INET)
+		reinterpret_cast<sockaddr_in *>(ss.data)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	else if (uint8_t *a16 = bytes16(*this))
+		memcpy(a16, kLoopback16, 16);
 }
 
 size_t CmaAddr::size() const
@@ -228,6 +272,20 @@ bool Cma::activePort(Hca *&hca, uint8_t &port, const std::string &scope) const
 	return false;
 }
 
+void Cma::fillSource(CmaAddr &src, Hca &h, uint8_t p) const
+{
+	if (!src.isZero())
+		return;
+	const MadPort &mp = *h.madPorts[p - 1];
+	fabric::Gid g;
+	if (src.family() == AF_INET)
+		reinterpret_cast<sockaddr_in *>(src.ss.data)->sin_addr.s_addr = ipv4Of(*h.node, p);
+	else if (src.family() == AF_INET6)
+		memcpy(&reinterpret_cast<sockaddr_in6 *>(src.ss.data)->sin6_addr, ipv6Of(mp.port().guid).data(), 16);
+	else if (src.family() == kAfIb && mp.gid(0, g)) /* cma_resolve_ib_dev(): the port's GID */
+		memcpy(reinterpret_cast<sockaddr_ib *>(src.ss.data)->sib_addr, g.data(), 16);
+}
+
 /* ---------------- address and route resolution ---------------- */
 
 /* rdma_resolve_addr(): IPoIB's ARP, answered by the active port that has
@@ -269,18 +327,38 @@ int Cma::resolveAddr(CmaId &id, const CmaAddr *src, const CmaAddr &dst, uint32_t
 		});
 		return 0;
 	}
-	bool onSubnet = dst.family() != AF_INET ||
-		(ntohl(reinterpret_cast<const sockaddr_in *>(dst.ss.data)->sin_addr.s_addr) & 0xffff0000) == kSubnet;
-	if (!onSubnet) /* no route to it: the kernel's rdma_resolve_ip() fails at once */
-		return -ENETUNREACH;
-	id.dst = dst;
-	id.state = CmaState::AddrQuery;
-
 	Hca *h = nullptr;
 	uint8_t p = 0;
-	bool found = localPort(dst, h, p);
-	if (found && queryPort(*h->madPorts[p - 1]).state != fabric::PortState::Active)
-		found = false;
+	bool found = false;
+	if (dst.isAny()) {
+		/* cma_resolve_loopback(): the ID's own port, else the first
+		 * active one of its host, else its host's first HCA's port 1;
+		 * the destination GID is the source's (gids()) */
+		if (id.hca) {
+			h = id.hca;
+			p = id.portNum;
+		} else if (!activePort(h, p, id.hostScope)) {
+			auto first = std::find_if(host_.hcas().begin(), host_.hcas().end(), [&id](const auto &hca) {
+				return id.hostScope.empty() || hca->hostName == id.hostScope;
+			});
+			if (first == host_.hcas().end())
+				return -ENODEV;
+			h = first->get();
+			p = 1;
+		}
+		found = true;
+	} else {
+		bool onSubnet = dst.family() != AF_INET ||
+			(ntohl(reinterpret_cast<const sockaddr_in *>(dst.ss.data)->sin_addr.s_addr) & 0xffff0000) ==
+				kSubnet;
+		if (!onSubnet) /* no route to it: the kernel's rdma_resolve_ip() fails at once */
+			return -ENETUNREACH;
+		found = localPort(dst, h, p);
+		if (found && queryPort(*h->madPorts[p - 1]).state != fabric::PortState::Active)
+			found = false;
+	}
+	id.dst = dst;
+	id.state = CmaState::AddrQuery;
 	if (!found && dst.family() == kAfIb) /* AF_IB needs no ARP: an active port will do */
 		found = activePort(h, p, id.hostScope);
 	bool elsewhere = found && !id.hostScope.empty() && h->hostName != id.hostScope;
@@ -313,6 +391,14 @@ int Cma::resolveAddr(CmaId &id, const CmaAddr *src, const CmaAddr &dst, uint32_t
 		if (!i->hca) { /* bound to any address: the destination's port, as the kernel's loopback */
 			i->hca = h;
 			i->portNum = p;
+			/* and its address as the source, the route's
+			 * (libfabric's ofi_rxm sends it to its peers as its
+			 * own); to a loopback destination the loopback address,
+			 * its port kept (cma_bind_loopback()) */
+			if (i->dst.isAny())
+				i->src.setLoopback();
+			else
+				fillSource(i->src, *h, p);
 		}
 		i->state = CmaState::AddrResolved;
 		post(*i, RDMA_CM_EVENT_ADDR_RESOLVED, 0);

@@ -6,24 +6,14 @@
 
 namespace ibemu::emu {
 
-int PinnedVm::pin(UserAccess &ua, pid_t tid, uint64_t addr, uint64_t len, bool writable, pid_t &pid, uint64_t &npages)
+int PinnedVm::account(UserAccess &ua, pid_t tid, uint64_t pages, pid_t &pid)
 {
-	/* 1. the range must not wrap, even once rounded up to a page */
-	uint64_t end = addr + len;
-	if (end < addr || end > ~uint64_t(0) - (kPageSize - 1))
-		return -EINVAL;
 	ProcessCreds creds;
 	if (int r = ua.credentials(tid, creds); r < 0)
 		return r;
 	/* 2. can_do_mlock() */
 	if (creds.memlockSoft == 0 && !creds.capIpcLock)
 		return -EPERM;
-	/* 5. every page touched counts, partial ones included */
-	uint64_t first = addr & ~(kPageSize - 1);
-	uint64_t last = (end + kPageSize - 1) & ~(kPageSize - 1);
-	uint64_t pages = (last - first) / kPageSize;
-	if (pages == 0 || pages > UINT32_MAX)
-		return -EINVAL;
 	/* 6-8. charge first, then compare: reaching the limit exactly is fine */
 	uint64_t limit = creds.memlockSoft == ~uint64_t(0) ? ~uint64_t(0) : creds.memlockSoft / kPageSize;
 	uint64_t &charged = pinned_[creds.pid];
@@ -32,13 +22,43 @@ int PinnedVm::pin(UserAccess &ua, pid_t tid, uint64_t addr, uint64_t len, bool w
 		release(creds.pid, pages);
 		return -ENOMEM;
 	}
+	pid = creds.pid;
+	return 0;
+}
+
+int PinnedVm::pin(UserAccess &ua, pid_t tid, uint64_t addr, uint64_t len, bool writable, pid_t &pid, uint64_t &npages)
+{
+	/* 1. the range must not wrap, even once rounded up to a page */
+	uint64_t end = addr + len;
+	if (end < addr || end > ~uint64_t(0) - (kPageSize - 1))
+		return -EINVAL;
+	/* 5. every page touched counts, partial ones included */
+	uint64_t first = addr & ~(kPageSize - 1);
+	uint64_t last = (end + kPageSize - 1) & ~(kPageSize - 1);
+	uint64_t pages = (last - first) / kPageSize;
+	if (pages == 0 || pages > UINT32_MAX)
+		return -EINVAL;
+	pid_t owner;
+	if (int r = account(ua, tid, pages, owner))
+		return r;
 	/* 9. pin_user_pages_fast(FOLL_WRITE, + FOLL_FORCE when not writable):
 	 * only a writable MR needs a writable mapping */
-	if (int r = ua.pinnable(tid, creds.pid, addr, len, writable); r < 0) {
-		release(creds.pid, pages);
+	if (int r = ua.pinnable(tid, owner, addr, len, writable); r < 0) {
+		release(owner, pages);
 		return r;
 	}
-	pid = creds.pid;
+	pid = owner;
+	npages = pages;
+	return 0;
+}
+
+int PinnedVm::charge(UserAccess &ua, pid_t tid, uint64_t bytes, pid_t &pid, uint64_t &npages)
+{
+	uint64_t pages = (bytes + kPageSize - 1) / kPageSize;
+	if (pages == 0 || pages > UINT32_MAX)
+		return -EINVAL;
+	if (int r = account(ua, tid, pages, pid))
+		return r;
 	npages = pages;
 	return 0;
 }

@@ -322,12 +322,11 @@ int UverbsFile::regMr(Request &r)
 	bool writable = cmd.access_flags &
 		(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_MW_BIND);
 	auto mr = std::make_unique<Mr>();
-	if (int ret = pinned_.pin(ua_, r.tid, cmd.start, cmd.length, writable, mr->pid, mr->npages))
+	PinnedCharge pinned(pinned_);
+	if (int ret = pinned.pin(ua_, r.tid, cmd.start, cmd.length, writable))
 		return ret;
-	if (int ret = memoryOf(r.tid, mr->pid, cmd.start, mr->mem)) {
-		pinned_.release(mr->pid, mr->npages);
+	if (int ret = memoryOf(r.tid, pinned.pid(), cmd.start, mr->mem))
 		return ret;
-	}
 	mr->pd = pd;
 	mr->start = cmd.start;
 	mr->iova = cmd.hca_va;
@@ -337,9 +336,9 @@ int UverbsFile::regMr(Request &r)
 	ib_uverbs_reg_mr_resp resp{ res.handle(), mr->lkey, mr->rkey };
 	if (int ret = respond(r, &resp, sizeof resp)) {
 		dev_.removeMr(mr.get());
-		pinned_.release(mr->pid, mr->npages);
 		return ret;
 	}
+	pinned.take(mr->pid, mr->npages);
 	pd->usecnt++;
 	commit(res, std::move(mr));
 	return 0;

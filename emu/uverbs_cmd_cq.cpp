@@ -83,10 +83,17 @@ int UverbsFile::createCq(Request &r)
 		return rc;
 	/* ibemu's provider: the completions go to its ring (ibemu_user_verbs.h) */
 	std::unique_ptr<CqRing> ring;
+	uint32_t capacity = ibemu_queue_capacity(cmd.cqe); /* rxe's rounding */
 	if (int ret = driverCqRing(r, sizeof(ib_uverbs_create_cq),
 				   sizeof(ib_uverbs_create_cq_resp) + sizeof(ibemu_create_cq_resp), cmd.cqe, ring))
 		return ret;
-	uint32_t capacity = ibemu_queue_capacity(cmd.cqe); /* rxe's rounding */
+	if (!ring && cmd.cqe > dev_.limits().maxCqeWithoutRing)
+		return -EINVAL; /* the daemon's heap would hold them */
+	/* its memory, ring or kept completions, is the caller's to pay for:
+	 * charged to its RLIMIT_MEMLOCK as mlx5 pins a CQ's buffer */
+	PinnedCharge pinned(pinned_);
+	if (int ret = pinned.charge(ua_, r.tid, ibemu_cq_ring_bytes(cmd.cqe)))
+		return ret;
 	struct {
 		ib_uverbs_create_cq_resp core;
 		ibemu_create_cq_resp drv;
@@ -94,6 +101,7 @@ int UverbsFile::createCq(Request &r)
 	if (int ret = respond(r, &resp, ibemuProvider_ ? sizeof resp : sizeof resp.core))
 		return ret;
 	auto cq = std::make_unique<Cq>();
+	pinned.take(cq->pid, cq->npages);
 	cq->ring = std::move(ring);
 	cq->file = this;
 	cq->cqe = capacity;
@@ -149,6 +157,16 @@ int UverbsFile::resizeCq(Request &r)
 		return ret;
 	if (ring ? !cq->ring : cq->ring && capacity >= cq->ring->entries())
 		return -EINVAL; /* a ring for a CQ without one, or beyond the ring it has */
+	if (!cq->ring && cmd.cqe > dev_.limits().maxCqeWithoutRing)
+		return -EINVAL; /* the daemon's heap would hold them */
+	/* a CQ that keeps its ring keeps that ring's charge; a new ring or
+	 * the kept completions are charged their new size before the old is
+	 * let go, as mlx5's */
+	bool keepsRing = cq->ring && !ring;
+	PinnedCharge pinned(pinned_);
+	if (!keepsRing)
+		if (int ret = pinned.charge(ua_, r.tid, ibemu_cq_ring_bytes(cmd.cqe)))
+			return ret;
 	CqRing *now = ring ? ring.get() : cq->ring.get();
 	struct {
 		ib_uverbs_resize_cq_resp core;
@@ -156,6 +174,10 @@ int UverbsFile::resizeCq(Request &r)
 	} resp{ { capacity, 0 }, { now ? now->entries() : 0, 0 } };
 	if (int ret = respond(r, &resp, ibemuProvider_ && r.outLen >= sizeof resp ? sizeof resp : sizeof resp.core))
 		return ret;
+	if (!keepsRing) {
+		pinned_.release(cq->pid, cq->npages);
+		pinned.take(cq->pid, cq->npages);
+	}
 	if (ring) {
 		ring->takeFrom(*cq->ring);
 		cq->ring = std::move(ring);

@@ -70,6 +70,7 @@ int UverbsFile::destroy(UObject &obj, bool force)
 	}
 	case UType::Cq: {
 		auto &cq = static_cast<Cq &>(obj);
+		pinned_.release(cq.pid, cq.npages);
 		if (cq.channel) { /* no copy of the program's end: its events are dropped */
 			cq.channel->forget(cq, -1);
 			cq.channel->cqs--;

@@ -77,7 +77,13 @@ struct VerbsLimits {
 	uint32_t maxQpWr = 4096;
 	uint32_t maxSge = 32;
 	uint32_t maxCq = 1024;
-	uint32_t maxCqe = 65536;
+	/* mlx5's: ofi_rxm asks for (rx + tx) x its universe, 262,144 by
+	 * default; the caller's RLIMIT_MEMLOCK pays for it (CREATE_CQ) */
+	uint32_t maxCqe = 4194303;
+	/* a CQ without a ring of ibemu's provider (another provider, the raw
+	 * ABI) keeps its completions in the daemon's heap: no larger than
+	 * before max_cqe grew (EINVAL), so that a big CQ is the caller's memfd */
+	uint32_t maxCqeWithoutRing = 65536;
 	uint32_t maxMr = 4096;
 	uint32_t maxMw = 4096;
 	uint32_t maxPd = 1024;

@@ -140,6 +140,10 @@ struct Cq final : UObject {
 	Cq() : UObject(kType) {}
 	UverbsFile *file = nullptr;
 	uint32_t cqe = 0; /* capacity */
+	/* the pages of its ring charged to the creating process, as mlx5
+	 * pins its CQ buffer (ibemu_cq_ring_bytes() of what it asked for) */
+	pid_t pid = 0;
+	uint64_t npages = 0;
 	std::deque<ib_uverbs_wc> queue; /* unless the completions go to ... */
 	std::unique_ptr<CqRing> ring; /* ... memory shared with ibemu's provider */
 	bool overflowed = false;

@@ -7,7 +7,8 @@
 # rdma_cm ports below 1024 want CAP_NET_BIND_SERVICE; one user holds at
 # most 3/4 of the device's PDs (EAGAIN past it), others and root go on
 # (the rdma cgroup's rdma.max: unit tests, where the kernel has no rdma
-# controller, as on the CI host).
+# controller, as on the CI host); CAP_IPC_LOCK in a user namespace of
+# its own does not lift RLIMIT_MEMLOCK.
 # usage: hostile_verbs.sh IBEMU_BINARY UVERBS_PROBE UCMA_PROBE
 set -u
 ibemu=$1
@@ -48,6 +49,13 @@ out=$(inst $S "${nobody[@]}" "$ucma_probe" bind-port 0.0.0.0 1024)
 expect_match "port 1024 as anyone: ok" '^bind 1024: ok$' "$out"
 out=$(inst $S "$ucma_probe" bind-port 0.0.0.0 100)
 expect_match "port 100 as root: ok" '^bind 100: ok$' "$out"
+
+# --- CAP_IPC_LOCK of a user namespace of one's own (unshare -Ur) is not
+# the kernel's capable(): REG_MR stays within RLIMIT_MEMLOCK (ENOMEM past
+# it, EPERM at 0) as for anyone else
+out=$(inst $S "${nobody[@]}" unshare -Ur "$uverbs_probe" pin /dev/infiniband/uverbs0)
+expect_eq "pinning as root of a user namespace of its own: RLIMIT_MEMLOCK applies" 0 $?
+expect_match "the 9th page is ENOMEM" '^reg 1 more \(9 > 8\): Cannot allocate memory$' "$out"
 
 # --- item 7: one user cannot take all of the device's PDs
 fifo=$work/hold

@@ -141,12 +141,21 @@ expect_eq "ucx_perftest tag_lat over rc_verbs/ud_verbs: client and server exit 0
 expect_match "ucx_perftest: 1000 iterations" '^Final: +1000 ' "$(cat "$work/ucx.client")"
 x_after=$(xmit0)
 expect_eq "ucx_perftest: its 1000 messages crossed ibemu0's port" 1 "$(((x_after - x_before) >= 1000))"
+# (-e rdm names ofi_rxd, libfabric's reliable datagrams over the verbs
+# datagram endpoints: these programs run on no host, with no IPoIB
+# interface, where libfabric 1.17's ofi_rxm, which it would take first,
+# has only AF_IB addresses and fails in fi_domain() (its verbs provider
+# calls rdma_resolve_addr() without a destination, EINVAL from librdmacm
+# itself, on any kernel; ofiwg/libfabric#10472 reports it for later
+# releases too). ofi_rxm runs
+# between two hosts' ib0 in e2e-mpi-ofi.)
 for e in dgram rdm; do
-	d=()
+	d=() p=verbs
 	[ $e = dgram ] && d=(-d ibemu1-dgram)
-	rcs=$(pair fi_$e fi_pingpong -p verbs -e $e "${d[@]}" -I 100 -S 64 -- \
-		fi_pingpong -p verbs -e $e "${d[@]/ibemu1/ibemu0}" -I 100 -S 64 127.0.0.1)
-	expect_eq "fi_pingpong -p verbs -e $e: client and server exit 0" "0 0" "$rcs"
+	[ $e = rdm ] && p='verbs;ofi_rxd'
+	rcs=$(pair fi_$e fi_pingpong -p "$p" -e $e "${d[@]}" -I 100 -S 64 -- \
+		fi_pingpong -p "$p" -e $e "${d[@]/ibemu1/ibemu0}" -I 100 -S 64 127.0.0.1)
+	expect_eq "fi_pingpong -p $p -e $e: client and server exit 0" "0 0" "$rcs"
 	expect_match "fi_pingpong -e $e: 100 messages of 64 bytes" '^64 +100 +=100 ' "$(cat "$work/fi_$e.client")"
 done
 

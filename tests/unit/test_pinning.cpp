@@ -142,3 +142,128 @@ TEST_CASE("pinning: closing the file uncharges every MR", "[pinning]")
 	CHECK(fx.host->pinned().all().empty());
 	CHECK(fx.ua.openMems == 0); /* and every address-space handle is closed */
 }
+
+namespace {
+
+/* pages of a CQ of cqe entries */
+uint64_t cqPages(uint32_t cqe)
+{
+	return (ibemu_cq_ring_bytes(cqe) + kPageSize - 1) / kPageSize;
+}
+
+/* process 100 through ibemu's provider, whose CQs may have a ring */
+struct RingClient {
+	Client c;
+	explicit RingClient(VerbsFixture &fx) : c(fx, fx.dev1(), 100, false) { REQUIRE(providerContext(c, {}) == 0); }
+	/* RESIZE_CQ to a new ring in the memfd ringFd, or none (-1) */
+	int resize(uint32_t cq, uint32_t cqe, int ringFd)
+	{
+		struct {
+			ib_uverbs_resize_cq core;
+			ibemu_resize_cq_req drv;
+		} req{ { 0, cq, cqe }, { ringFd, 0 } };
+		struct {
+			ib_uverbs_resize_cq_resp core;
+			ibemu_resize_cq_resp drv;
+		} resp{};
+		return c.cmd(CMD_RESIZE_CQ, req, resp);
+	}
+};
+
+} /* namespace */
+
+/* A CQ's memory is its creator's, charged as mlx5 charges the CQ buffer
+ * it pins: ibemu_cq_ring_bytes() of the size asked for, against
+ * RLIMIT_MEMLOCK. ofi_rxm asks for 262,144 entries (24 MiB): the caller
+ * pays, not the daemon, and its provider's ring (its memfd) holds them. */
+TEST_CASE("pinning: a CQ's entries are charged to its creator", "[pinning]")
+{
+	PinFixture fx;
+	RingClient rc(fx);
+	uint64_t small = cqPages(8), big = cqPages(262144);
+	REQUIRE(big > 3000);
+	ProviderMemfd ring1(ibemu_cq_ring_bytes(262144)), ring2(ibemu_cq_ring_bytes(262144));
+	uint32_t cq, cq2;
+	REQUIRE(fx.c.createCq(8, cq) == 0);
+	CHECK(fx.pinned() == small);
+	REQUIRE(createRingCq(rc.c, 262144, ring1.fd, cq2) == 0);
+	CHECK(fx.pinned() == small + big);
+	REQUIRE(rc.c.destroy(CMD_DESTROY_CQ, cq2) == 0);
+	CHECK(fx.pinned() == small);
+
+	/* past the limit: ENOMEM and nothing stays charged; 0 without
+	 * CAP_IPC_LOCK: EPERM */
+	fx.ua.proc(100).memlock = (small + 10) * kPageSize;
+	CHECK(createRingCq(rc.c, 262144, ring1.fd, cq2) == -ENOMEM);
+	CHECK(fx.pinned() == small);
+	REQUIRE(createRingCq(rc.c, 8, -1, cq2) == 0);
+	CHECK(fx.pinned() == 2 * small);
+
+	/* RESIZE_CQ to a new ring charges the new size and lets the old go */
+	CHECK(rc.resize(cq2, 262144, ring2.fd) == -EINVAL); /* no ring to begin with */
+	REQUIRE(createRingCq(rc.c, 8, ring1.fd, cq2) == 0);
+	CHECK(fx.pinned() == 3 * small);
+	CHECK(rc.resize(cq2, 262144, ring2.fd) == -ENOMEM);
+	CHECK(fx.pinned() == 3 * small);
+	fx.ua.proc(100).memlock = ~uint64_t(0);
+	REQUIRE(rc.resize(cq2, 262144, ring2.fd) == 0);
+	CHECK(fx.pinned() == 2 * small + big);
+	fx.ua.proc(100).memlock = 0;
+	CHECK(fx.c.createCq(8, cq2) == -EPERM);
+}
+
+/* Shrinking a ring CQ without a new ring keeps the ring, and the ring
+ * keeps its charge; a CQ without a ring is charged its new size. */
+TEST_CASE("pinning: RESIZE_CQ that keeps its ring keeps its charge", "[pinning]")
+{
+	PinFixture fx;
+	RingClient rc(fx);
+	ProviderMemfd ring(ibemu_cq_ring_bytes(262144));
+	uint32_t cq, plain;
+	REQUIRE(createRingCq(rc.c, 262144, ring.fd, cq) == 0);
+	REQUIRE(fx.pinned() == cqPages(262144));
+	REQUIRE(rc.resize(cq, 8, -1) == 0);
+	CHECK(fx.pinned() == cqPages(262144));
+	REQUIRE(rc.c.destroy(CMD_DESTROY_CQ, cq) == 0);
+	CHECK(fx.pinned() == 0);
+
+	REQUIRE(fx.c.createCq(8, plain) == 0);
+	ib_uverbs_resize_cq_resp rr{};
+	REQUIRE(fx.c.cmd(CMD_RESIZE_CQ, ib_uverbs_resize_cq{ 0, plain, 1000 }, rr) == 0);
+	CHECK(fx.pinned() == cqPages(1000));
+	REQUIRE(fx.c.cmd(CMD_RESIZE_CQ, ib_uverbs_resize_cq{ 0, plain, 8 }, rr) == 0);
+	CHECK(fx.pinned() == cqPages(8));
+}
+
+/* A CQ without a ring keeps its completions in the daemon: at most 65,536
+ * entries (EINVAL past it, created or resized), whatever the caller's
+ * RLIMIT_MEMLOCK; larger ones need the provider's ring. */
+TEST_CASE("pinning: a CQ without a ring is at most 65,536 entries", "[pinning]")
+{
+	PinFixture fx;
+	RingClient rc(fx);
+	ProviderMemfd ring(ibemu_cq_ring_bytes(65537));
+	uint32_t cq;
+	CHECK(fx.c.createCq(65537, cq) == -EINVAL);
+	CHECK(createRingCq(rc.c, 65537, -1, cq) == -EINVAL);
+	CHECK(fx.pinned() == 0);
+	REQUIRE(fx.c.createCq(65536, cq) == 0);
+	ib_uverbs_resize_cq_resp rr{};
+	CHECK(fx.c.cmd(CMD_RESIZE_CQ, ib_uverbs_resize_cq{ 0, cq, 65537 }, rr) == -EINVAL);
+	CHECK(fx.pinned() == cqPages(65536));
+	REQUIRE(createRingCq(rc.c, 65537, ring.fd, cq) == 0);
+	CHECK(fx.pinned() == cqPages(65536) + cqPages(65537));
+}
+
+TEST_CASE("pinning: closing the file uncharges its CQs", "[pinning]")
+{
+	VerbsFixture fx;
+	{
+		RingClient rc(fx);
+		ProviderMemfd ring(ibemu_cq_ring_bytes(262144));
+		uint32_t cq;
+		REQUIRE(createRingCq(rc.c, 262144, ring.fd, cq) == 0);
+		CHECK(fx.host->pinned().pinnedPages(100) > 3000);
+	}
+	CHECK(fx.host->pinned().pinnedPages(100) == 0);
+}

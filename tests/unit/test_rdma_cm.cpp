@@ -60,6 +60,124 @@ TEST_CASE("rdma_cm: each local port has its address", "[rdma_cm]")
 	CHECK(p.client.cmd(RDMA_USER_CM_CMD_QUERY_ROUTE, q2, sizeof r) == -ENOENT);
 }
 
+/* cma_any_addr(): a loopback address is a wildcard. libfabric's verbs
+ * provider binds 127.0.0.1 ("localhost") on every fi_getinfo and takes
+ * EADDRNOTAVAIL as "no verbs here" */
+TEST_CASE("rdma_cm: loopback addresses bind to no device and resolve to a local port", "[rdma_cm]")
+{
+	CmPair p;
+	uint32_t id = p.client.create(1);
+	CHECK(p.client.bindIp(id, ip4(inet_addr("127.0.0.1"), 7000)) > 0);
+	rdma_ucm_query_route_resp r{};
+	rdma_ucm_query q{ uintptr_t(&r), id, 0 };
+	REQUIRE(p.client.cmd(RDMA_USER_CM_CMD_QUERY_ROUTE, q, sizeof r) > 0);
+	CHECK(r.node_guid == 0);
+	CHECK(r.port_num == 0);
+	/* a wildcard on the port overlaps every address on it:
+	 * EADDRNOTAVAIL, as cma_check_port() (EADDRINUSE is for equal
+	 * addresses) */
+	uint32_t id2 = p.client.create(2);
+	CHECK(p.client.bindIp(id2, ip4(p.addr1, 7000)) == -EADDRNOTAVAIL);
+	CHECK(p.client.bindIp(id2, ip4(inet_addr("127.0.0.2"), 7001)) > 0);
+	sockaddr_in6 v6{};
+	v6.sin6_family = AF_INET6;
+	v6.sin6_addr = in6addr_loopback;
+	uint32_t id3 = p.client.create(3);
+	CHECK(p.client.bindIp(id3, v6) > 0);
+
+	/* rdma_resolve_addr() to a loopback address: the first active port,
+	 * whose own GID the destination is (cma_resolve_loopback()) */
+	uint32_t id4 = p.client.create(4);
+	REQUIRE(p.client.resolveIp(id4, nullptr, ip4(inet_addr("127.0.0.1"), 7000)) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	REQUIRE(p.client.resolveRoute(id4) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_ROUTE_RESOLVED);
+	rdma_ucm_query q4{ uintptr_t(&r), id4, 0 };
+	REQUIRE(p.client.cmd(RDMA_USER_CM_CMD_QUERY_ROUTE, q4, sizeof r) > 0);
+	CHECK(be64toh(r.node_guid) == p.hca1->node->nodeGuid);
+	CHECK(r.num_paths == 1);
+	CHECK(ntohs(r.ib_route[0].slid) == p.lid1());
+	CHECK(ntohs(r.ib_route[0].dlid) == p.lid1());
+	CHECK(memcmp(r.ib_route[0].sgid, r.ib_route[0].dgid, 16) == 0);
+}
+
+/* addr_resolve() writes the route's source address back into an ID
+ * bound to a zero address: librdmacm's rdma_get_local_addr() then has
+ * the port's address, which libfabric's ofi_rxm sends its peers as its
+ * own (0.0.0.0 they refuse: "invalid address") */
+TEST_CASE("rdma_cm: resolving from no source takes the route's source address", "[rdma_cm]")
+{
+	CmPair p;
+	auto srcOf = [&p](uint32_t id) {
+		rdma_ucm_query_route_resp r{};
+		rdma_ucm_query q{ uintptr_t(&r), id, 0 };
+		REQUIRE(p.client.cmd(RDMA_USER_CM_CMD_QUERY_ROUTE, q, sizeof r) > 0);
+		return *reinterpret_cast<sockaddr_in *>(&r.src_addr);
+	};
+	/* no source: a local destination is its own route's source */
+	uint32_t id = p.client.create(1);
+	REQUIRE(p.client.resolveIp(id, nullptr, ip4(p.addr2, 7000)) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	sockaddr_in a = srcOf(id);
+	CHECK(a.sin_addr.s_addr == p.addr2);
+	CHECK(a.sin_port != 0); /* the ephemeral port it was bound to */
+	/* bound to 0.0.0.0 first: the same, its port kept */
+	uint32_t id2 = p.client.create(2);
+	REQUIRE(p.client.bindIp(id2, ip4(INADDR_ANY, 7002)) > 0);
+	REQUIRE(p.client.resolveIp(id2, nullptr, ip4(p.addr1, 7000)) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	a = srcOf(id2);
+	CHECK(a.sin_addr.s_addr == p.addr1);
+	CHECK(a.sin_port == htons(7002));
+	/* a source given stays */
+	uint32_t id3 = p.client.create(3);
+	sockaddr_in6 src = ip4(p.addr1, 0);
+	REQUIRE(p.client.resolveIp(id3, &src, ip4(p.addr2, 7000)) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	CHECK(srcOf(id3).sin_addr.s_addr == p.addr1);
+	/* a loopback destination makes the source the loopback address, its
+	 * port kept (cma_bind_loopback(): cma_set_loopback()) */
+	uint32_t id4 = p.client.create(4);
+	REQUIRE(p.client.bindIp(id4, ip4(INADDR_ANY, 7004)) > 0);
+	REQUIRE(p.client.resolveIp(id4, nullptr, ip4(inet_addr("127.0.0.1"), 7000)) > 0);
+	p.drain();
+	p.client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+	a = srcOf(id4);
+	CHECK(a.sin_addr.s_addr == htonl(INADDR_LOOPBACK));
+	CHECK(a.sin_port == htons(7004));
+}
+
+/* On a cluster instance a loopback destination resolves within the ID's
+ * host: its first active port, else its first HCA's port 1, never another
+ * host's (cma_resolve_loopback() looks at the devices of the ID's network
+ * namespace) */
+TEST_CASE("rdma_cm: a loopback destination resolves to a port of the ID's host", "[rdma_cm]")
+{
+	CmPair p;
+	p.hca1->hostName = "hosta";
+	p.hca2->hostName = "hostb";
+	p.client.file->setHostScope("hostb");
+	auto resolvedNode = [&p](uint64_t uid) {
+		uint32_t id = p.client.create(uid);
+		REQUIRE(p.client.resolveIp(id, nullptr, ip4(inet_addr("127.0.0.1"), 7000)) > 0);
+		p.drain();
+		p.client.expect(RDMA_CM_EVENT_ADDR_RESOLVED);
+		rdma_ucm_query_route_resp r{};
+		rdma_ucm_query q{ uintptr_t(&r), id, 0 };
+		REQUIRE(p.client.cmd(RDMA_USER_CM_CMD_QUERY_ROUTE, q, sizeof r) > 0);
+		return be64toh(r.node_guid);
+	};
+	CHECK(resolvedNode(1) == p.hca2->node->nodeGuid);
+	/* hostb's port down, hosta's active: still hostb's HCA */
+	p.hca2->node->port(1).state = fabric::PortState::Down;
+	CHECK(resolvedNode(2) == p.hca2->node->nodeGuid);
+}
+
 TEST_CASE("rdma_cm: address resolution errors as a real host gives them", "[rdma_cm]")
 {
 	CmPair p;
@@ -266,7 +384,7 @@ TEST_CASE("rdma_cm: an IPv6 wildcard bind takes IPv4's port too, unless AFONLY",
 	uint32_t v6 = p.client.create(1);
 	REQUIRE(p.client.bindIp(v6, any6(7000)) > 0);
 	uint32_t v4 = p.client.create(2);
-	CHECK(p.client.bindIp(v4, ip4(p.addr1, 7000)) == -EADDRINUSE);
+	CHECK(p.client.bindIp(v4, ip4(p.addr1, 7000)) == -EADDRNOTAVAIL);
 
 	uint32_t only = p.client.create(3);
 	int one = 1;
