@@ -129,21 +129,9 @@ int handOver(int sock, int listener, int base, const std::string &host, std::str
 	memcpy(msgBuf, &b, sizeof b);
 	memcpy(msgBuf + sizeof b, host.data(), host.size());
 	size_t len = sizeof b + host.size();
-	iovec iov{ msgBuf, len };
-	alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-	msghdr msg{};
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = control;
-	msg.msg_controllen = sizeof control;
-	cmsghdr *c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &listener, sizeof listener);
 	/* no strerror() from here: the filter is on, and a locale's message
 	 * catalog would be opened through it, with nobody to answer */
-	if (sendmsg(sock, &msg, MSG_NOSIGNAL) != ssize_t(len)) {
+	if (emu::sendWithDescriptors(sock, msgBuf, len, &listener, 1, MSG_NOSIGNAL) != ssize_t(len)) {
 		err = std::string("cannot reach the daemon: ") + strerrorname_np(errno);
 		return -1;
 	}
