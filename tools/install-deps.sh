@@ -25,6 +25,8 @@ test=(
 	tshark chromium chromium-driver
 	ibverbs-utils ibverbs-providers rdma-core perftest rdmacm-utils
 	ucx-utils libfabric-bin
+	# an MPI job across cluster hosts (tests/e2e/mpi.sh, built when MPI is)
+	openmpi-bin libopenmpi-dev
 	ibsim-utils libumad2sim0
 	# the container image of the Kubernetes example, run by podman
 	podman runc mmdebstrap

@@ -6,6 +6,7 @@
 #include "tools/cli/instance_cmd.h"
 #include "cuse_dev/seccomp_filter.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/launch_client.h"
 #include "tools/cli/rdma_netlink.h"
 #include "tools/control/json_text.h"
 #include "tools/instance/host_verbs.h"
@@ -28,6 +29,8 @@
 #include <sys/un.h>
 #include <thread>
 #include <unistd.h>
+
+extern char **environ;
 
 namespace ibemu::tools {
 
@@ -228,6 +231,18 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::s
 			return code;
 		}
 	}
+	/* under the filter of an `ibemu exec` already (a launcher's remote
+	 * shell), which no second filter can join: the daemon runs this exec */
+	if (haveReady && ready.value("exec_transport", "") == "seccomp" && cuse_dev::seccomp::underListener()) {
+		launch::Request r;
+		r.host = host;
+		char dir[PATH_MAX];
+		r.cwd = getcwd(dir, sizeof dir) ? dir : "/";
+		r.argv = cmd;
+		for (char **e = environ; *e; e++)
+			r.env.emplace_back(*e);
+		return launchThroughDaemon(ready.value("launch_socket", ""), r);
+	}
 	if (haveReady && ready.value("verbs_provider", "ibemu") == "ibemu") {
 		std::string provider = providerPath();
 		if (provider.empty()) {
@@ -235,8 +250,9 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::s
 				"ibemu exec: ibemu's libibverbs provider (libibemu-rdmav34.so) is not installed "
 				"next to ibemu or in " IBEMU_PROVIDER_DIR "; verbs programs get the stock provider\n");
 		} else {
-			const char *theirs = getenv("RDMAV_DRIVERS");
-			setenv("RDMAV_DRIVERS", (theirs && *theirs ? provider + ":" + theirs : provider).c_str(), 1);
+			std::string theirs = getenv("RDMAV_DRIVERS") ? getenv("RDMAV_DRIVERS") : "";
+			if (theirs != provider && theirs.rfind(provider + ":", 0) != 0) /* an exec's of ours: once */
+				setenv("RDMAV_DRIVERS", (theirs.empty() ? provider : provider + ":" + theirs).c_str(), 1);
 		}
 	}
 	/* the seccomp transport: the door is reached from here, before the

@@ -75,6 +75,8 @@ nlohmann::ordered_json Daemon::describe() const
 	j["exec_transport"] = seccomp_ ? "seccomp" : cuse_ ? "cuse" : "fuse";
 	if (seccomp_)
 		j["seccomp_socket"] = seccompSocket();
+	if (launchDoor_) /* `ibemu exec` under `ibemu exec` (tools/daemon/launch_door.h) */
+		j["launch_socket"] = launchSocket();
 	/* how FUSE requests reach the daemon: "io_uring" (a queue per CPU) or
 	 * "/dev/fuse" */
 	j["fuse_requests"] = fs_ && fs_->overIoUring() ? "io_uring" : "/dev/fuse";

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Jobs across cluster hosts (docs/cluster.md, "Jobs across hosts"), on the
+# built-in fabric with IPoIB and OpenSM.
+#
+# The launch path first (docs/transports.md, "Launching across hosts"): a
+# host's program sees its own host name; ibemu-rsh run by a program of
+# ibemu-host1 (so under its exec's seccomp filter) runs its command on
+# ibemu-host2 through the daemon's launch door, served as host2's (its
+# HCA opens), with ssh's options, the command's exit status, its signal,
+# the caller's SIGTERM forwarded and the command killed when the caller
+# dies; a nested exec to an unknown host fails as a plain one does (exit
+# 2, the message); a caller without CAP_SYS_ADMIN in its bounding set gets
+# a command that has none either (it cannot join the host); a malformed
+# request and one past the limit of launches are refused, and the daemon
+# goes on.
+#
+# Then an MPI job: mpirun on ibemu-host1 starts its ranks on both hosts
+# through ibemu-rsh (plm_rsh_agent); the ranks report both hosts as their
+# processor names, exchange BYTES across them intact (tests/tools/
+# mpi_hosts.cpp), and the two HCAs' PMA PortXmitData/PortRcvData move by
+# at least that much. Each pml in $pmls runs the same job (Open MPI over
+# UCX: pml ucx, its verbs transports only).
+# usage: mpi.sh IBEMU_BINARY MPI_HOSTS_BINARY
+set -u
+ibemu=$1
+mpi_hosts=$2
+. "$(dirname "$0")/lib.sh"
+e2e_setup mpi
+verbs_transport
+for t in perfquery ping python3 setpriv; do
+	if ! command -v $t >/dev/null; then
+		echo "mpi: needs $t (tools/install-deps.sh); skipped"
+		exit 77
+	fi
+done
+if [ ! -w /dev/net/tun ]; then
+	echo "mpi: needs /dev/net/tun for the hosts' ib0; skipped"
+	exit 77
+fi
+chmod 755 "$work"
+# ibemu-rsh next to ibemu (build/tools/, or where both are installed)
+PATH=$(dirname "$ibemu"):$PATH
+export PATH
+
+I=e2e-mpi-$$
+h1=ibemu-host1
+h2=ibemu-host2
+out=$("$ibemu" up --instance $I --ipoib --sm 2>&1)
+expect_eq "up --ipoib --sm" 0 $?
+expect_exec_transport $I
+on_host() { local h=$1; shift; timeout "$tool_timeout" "$ibemu" exec --instance $I --host "$h" -- "$@" 2>&1; }
+
+expect_eq "a host's program sees its host name" "$h2" "$(on_host $h2 hostname)"
+expect_eq "ibemu-rsh from host1 runs on host2 (a nested exec, through the daemon)" "$h2 $h2" \
+	"$(on_host $h1 ibemu-rsh $h2 'echo $(hostname) $IBEMU_HOST')"
+expect_eq "... served as host2's: its HCA opens" 1 \
+	"$(on_host $h1 ibemu-rsh $h2 ibv_devinfo -d ibemu1 | grep -c PORT_ACTIVE)"
+out=$(on_host $h1 ibemu-rsh -x -l root $h2 exit 7)
+expect_eq "... with ssh's options; the command's exit status" 7 $?
+out=$(on_host $h1 sh -c 'ibemu-rsh '$h2' "kill -9 \$\$"; echo $?' | tail -n 1) # after sh's "Killed"
+expect_eq "... a command killed by a signal: the caller is too" 137 "$out"
+out=$(on_host $h1 sh -c 'ibemu-rsh '$h2' "trap \"exit 42\" TERM; echo ready; sleep 977 & wait" >'"$work"'/term.out 2>&1 & c=$!
+	for i in $(seq 100); do grep -q ready '"$work"'/term.out && break; sleep 0.1; done; kill -TERM $c; wait $c; echo $?')
+expect_eq "... the caller's SIGTERM goes to the command" 42 "$out"
+out=$(on_host $h1 sh -c 'ibemu-rsh '$h2' "echo ready; exec sleep 978" >'"$work"'/kill.out 2>&1 & c=$!
+	for i in $(seq 100); do grep -q ready '"$work"'/kill.out && break; sleep 0.1; done; kill -9 $c')
+gone=no
+for _ in $(seq 1 100); do
+	pgrep -f '^sleep 978$' >/dev/null || { gone=yes; break; }
+	sleep 0.1
+done
+expect_eq "... a caller killed: its command is killed too" yes "$gone"
+out=$(on_host $h1 "$ibemu" exec --host nosuch -- true)
+expect_eq "a nested exec to an unknown host: exit 2" 2 $?
+expect_match "... and says so" 'has no host "nosuch" \(its hosts: ibemu-host1, ibemu-host2' "$out"
+out=$(on_host $h1 setpriv --bounding-set=-sys_admin ibemu-rsh $h2 true)
+expect_eq "a caller without CAP_SYS_ADMIN: neither has its command (cannot join the host)" 1 $?
+expect_match "... and says why" 'setns to the namespaces.*Operation not permitted' "$out"
+
+# the door itself: a malformed request, and one past the limit of 64
+# launches at once, each get their errno; the daemon goes on
+door=$("$ibemu" status --instance $I --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["launch_socket"])')
+out=$(python3 - "$door" <<'PY'
+import socket, struct, sys
+def answer(s):
+    data = b""
+    while len(data) < 8:
+        more = s.recv(8 - len(data))
+        if not more:
+            return "closed"
+        data += more
+    return "%d %d" % struct.unpack("<Ii", data)
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"\0" * 16)  # no magic, no descriptors
+print("malformed:", answer(s))
+waiting = []
+for _ in range(64):
+    w = socket.socket(socket.AF_UNIX)
+    w.connect(sys.argv[1])
+    waiting.append(w)
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+print("past the limit:", answer(s))
+PY
+)
+expect_eq "the launch door refuses a malformed request (EINVAL) and the 65th launch at once (EAGAIN)" \
+	"malformed: 1 22
+past the limit: 1 11" "$out"
+expect_eq "... and goes on" "$h2" "$(on_host $h1 ibemu-rsh $h2 hostname)"
+
+# the ports' PMA data counters (in 4-byte words), extended: "XMIT RCV"
+port_data() {
+	on_host "$1" perfquery -x | awk -F'[.:]+' '/PortXmitData/ { x = $NF } /PortRcvData/ { r = $NF } END { print x, r }'
+}
+
+# wait until both ib0 have a carrier: the job's out-of-band channel is TCP over them
+for _ in $(seq 1 100); do
+	on_host $h1 ping -c 1 -W 1 10.200.1.1 >/dev/null && break
+done
+
+bytes=$((8 << 20))
+pmls=${IBEMU_MPI_PMLS:-ucx}
+command -v mpirun >/dev/null || {
+	echo "mpi: no mpirun (openmpi-bin, tools/install-deps.sh): the MPI job skipped"
+	pmls=
+}
+for pml in $pmls; do
+	case $pml in
+	ucx) pml_args=(--mca pml ucx -x UCX_TLS=self,sm,rc_verbs,ud_verbs -x UCX_WARN_UNUSED_ENV_VARS=n) ;;
+	*)
+		bad "no arguments for pml $pml"
+		continue
+		;;
+	esac
+	read -r x1 r1 <<<"$(port_data $h1)"
+	read -r x2 r2 <<<"$(port_data $h2)"
+	out=$(on_host $h1 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		mpirun --allow-run-as-root -np 4 --host $h1:2,$h2:2 \
+		--mca plm_rsh_agent ibemu-rsh --mca oob_tcp_if_include ib0 --mca btl self,vader \
+		"${pml_args[@]}" "$mpi_hosts" $bytes)
+	rc=$?
+	expect_eq "$pml: the job exits 0" 0 $rc
+	[ $rc = 0 ] || printf '%s\n' "$out" | tail -20
+	expect_match "$pml: its ranks ran on both hosts" "^hosts: $h1,$h2\$" "$out"
+	expect_match "$pml: every rank's bytes reached its partner on the other host" \
+		"^moved $((bytes * 4)) bytes across hosts\$" "$out"
+	expect_match "$pml: intact" '^ok$' "$out"
+	read -r x1b r1b <<<"$(port_data $h1)"
+	read -r x2b r2b <<<"$(port_data $h2)"
+	# each host's two ranks sent 2 * bytes to the other host, and received as much
+	for c in "host1 sent:$x1:$x1b" "host1 received:$r1:$r1b" "host2 sent:$x2:$x2b" "host2 received:$r2:$r2b"; do
+		IFS=: read -r what before after <<<"$c"
+		moved=$(((after - before) * 4))
+		if [ "$moved" -ge $((2 * bytes)) ]; then ok; else bad "$pml: the PMA data counters: $what $moved bytes, not at least $((2 * bytes))"; fi
+	done
+done
+
+down_inst $I
+e2e_done

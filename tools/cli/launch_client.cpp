@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The launch door's clients (tools/cli/launch_client.h).
+#include "tools/cli/launch_client.h"
+
+#include "emu/user_access.h"
+#include "tools/cli/commands.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <vector>
+
+namespace ibemu::tools {
+
+namespace {
+
+int refused(int err)
+{
+	const char *why = err == EAGAIN	   ? "the daemon is running as many launches as it allows already"
+			  : err == EPERM   ? "the daemon launches for its own user only"
+			  : err == EINVAL  ? "the daemon found the request malformed"
+			  : err == ETIMEDOUT ? "the request did not reach the daemon in time"
+					     : strerror(err);
+	fprintf(stderr, "ibemu exec: the daemon did not run the command: %s\n", why);
+	return 1;
+}
+
+bool sendAll(int s, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = send(s, p, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		p += w;
+		n -= size_t(w);
+	}
+	return true;
+}
+
+} /* namespace */
+
+int launchThroughDaemon(const std::string &path, const launch::Request &r)
+{
+	launch::RequestHead head;
+	std::string bytes;
+	if (!launch::encode(r, head, bytes)) {
+		fprintf(stderr, "ibemu exec: the command and its environment are too large to launch (%zu bytes at most)\n",
+			launch::kMaxBytes);
+		return 1;
+	}
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sockaddr_un a{};
+	a.sun_family = AF_UNIX;
+	if (s < 0 || path.empty() || path.size() >= sizeof a.sun_path) {
+		fprintf(stderr, "ibemu exec: the daemon has no launch door (an older ibemud, or no ibemu next to it)\n");
+		return 1;
+	}
+	memcpy(a.sun_path, path.c_str(), path.size());
+	if (connect(s, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) {
+		fprintf(stderr, "ibemu exec: cannot reach the daemon's launch door %s: %s\n", path.c_str(),
+			strerror(errno));
+		return 1;
+	}
+	/* our 0, 1 and 2 are the command's (/dev/null for one we lack) */
+	int fds[3];
+	for (int i = 0; i < 3; i++)
+		fds[i] = fcntl(i, F_GETFD) >= 0 ? i : open("/dev/null", O_RDWR | O_CLOEXEC);
+	/* the signals the command gets from us, from now on */
+	sigset_t forward;
+	sigemptyset(&forward);
+	for (int sig : { SIGINT, SIGTERM, SIGHUP })
+		sigaddset(&forward, sig);
+	sigprocmask(SIG_BLOCK, &forward, nullptr);
+	int sfd = signalfd(-1, &forward, SFD_CLOEXEC);
+	if (emu::sendWithDescriptors(s, &head, sizeof head, fds, 3, MSG_NOSIGNAL) != ssize_t(sizeof head) ||
+	    !sendAll(s, bytes.data(), bytes.size())) {
+		fprintf(stderr, "ibemu exec: the daemon's launch door closed: %s\n", strerror(errno));
+		return 1;
+	}
+	launch::Answer ans{};
+	size_t got = 0;
+	for (;;) {
+		pollfd p[2] = { { s, POLLIN, 0 }, { sfd, POLLIN, 0 } };
+		if (poll(p, sfd >= 0 ? 2 : 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (sfd >= 0 && (p[1].revents & POLLIN)) {
+			signalfd_siginfo si{};
+			if (read(sfd, &si, sizeof si) == ssize_t(sizeof si)) {
+				uint32_t sig = si.ssi_signo;
+				sendAll(s, reinterpret_cast<const char *>(&sig), sizeof sig);
+			}
+		}
+		if (p[0].revents) {
+			ssize_t n = recv(s, reinterpret_cast<char *>(&ans) + got, sizeof ans - got, 0);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			got += size_t(n);
+			if (got == sizeof ans)
+				break;
+		}
+	}
+	close(s);
+	if (got != sizeof ans) {
+		fprintf(stderr, "ibemu exec: the daemon went away before the command ended\n");
+		return 1;
+	}
+	switch (ans.kind) {
+	case launch::AnswerKind::Exited:
+		return ans.value & 0xff;
+	case launch::AnswerKind::Signaled: /* ended as the command was */
+		signal(ans.value, SIG_DFL);
+		sigprocmask(SIG_UNBLOCK, &forward, nullptr);
+		raise(ans.value);
+		return 128 + ans.value;
+	case launch::AnswerKind::Refused:
+		return refused(ans.value);
+	}
+	fprintf(stderr, "ibemu exec: the daemon's answer makes no sense\n");
+	return 1;
+}
+
+namespace {
+
+/* The caller's "GID:GROUPS:CAPBND:CAPINH:NNP" (tools/daemon/launch_door.cpp)
+ * made ours: 0, or -1 with a message. */
+int takeCreds(const char *creds)
+{
+	std::vector<std::string> f;
+	for (const char *p = creds;; p++) {
+		const char *e = strchr(p, ':');
+		f.emplace_back(p, e ? size_t(e - p) : strlen(p));
+		if (!e)
+			break;
+		p = e;
+	}
+	if (f.size() != 5) {
+		fprintf(stderr, "ibemu --launched: malformed credentials\n");
+		return -1;
+	}
+	gid_t gid = gid_t(strtoul(f[0].c_str(), nullptr, 10));
+	std::vector<gid_t> groups, mine(size_t(std::max(getgroups(0, nullptr), 0)));
+	for (const char *p = f[1].c_str(); *p;) {
+		char *end;
+		groups.push_back(gid_t(strtoul(p, &end, 10)));
+		p = *end ? end + 1 : end;
+	}
+	mine.resize(size_t(std::max(getgroups(int(mine.size()), mine.data()), 0)));
+	std::sort(groups.begin(), groups.end());
+	std::sort(mine.begin(), mine.end());
+	if (groups != mine && setgroups(groups.size(), groups.data()) != 0) {
+		perror("ibemu --launched: setgroups");
+		return -1;
+	}
+	if ((getgid() != gid || getegid() != gid) && setresgid(gid, gid, gid) != 0) {
+		perror("ibemu --launched: setresgid");
+		return -1;
+	}
+	uint64_t bnd = strtoull(f[2].c_str(), nullptr, 16), inh = strtoull(f[3].c_str(), nullptr, 16);
+	for (int cap = 0; cap < 64; cap++)
+		if (!(bnd >> cap & 1) && prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1 &&
+		    prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
+			perror("ibemu --launched: dropping a capability from the bounding set");
+			return -1;
+		}
+	/* what we hold, and may pass on, within what the caller could get */
+	__user_cap_header_struct hdr{ _LINUX_CAPABILITY_VERSION_3, 0 };
+	__user_cap_data_struct data[2]{};
+	if (syscall(SYS_capget, &hdr, data) != 0) {
+		perror("ibemu --launched: capget");
+		return -1;
+	}
+	for (int i = 0; i < 2; i++) {
+		auto b = uint32_t(bnd >> (32 * i)), in = uint32_t(inh >> (32 * i));
+		data[i].effective &= b;
+		data[i].permitted &= b;
+		data[i].inheritable &= b & in;
+	}
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (syscall(SYS_capset, &hdr, data) != 0) {
+		perror("ibemu --launched: capset");
+		return -1;
+	}
+	if (f[4] == "1" && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+		perror("ibemu --launched: no_new_privs");
+		return -1;
+	}
+	return 0;
+}
+
+} /* namespace */
+
+bool launchedDirect(int argc, char **argv, int &exitCode)
+{
+	if (argc < 5 || strcmp(argv[1], "--launched") != 0)
+		return false;
+	if (takeCreds(argv[2]) != 0) {
+		exitCode = 126;
+		return true;
+	}
+	if (chdir(argv[3]) != 0 && chdir("/") != 0) /* exec keeps the directory it starts in */
+		perror("ibemu exec: chdir");
+	argv[3] = argv[0];
+	if (!execDirect(argc - 3, argv + 3, exitCode)) {
+		fprintf(stderr, "ibemu --launched: not an exec\n");
+		exitCode = 2;
+	}
+	return true;
+}
+
+} /* namespace ibemu::tools */

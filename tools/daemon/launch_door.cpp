@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: MIT
+// Copyright (c) 2026 the ibemu authors
+// The launch door (tools/daemon/launch_door.h).
+#include "tools/daemon/launch_door.h"
+
+#include "cuse_dev/deferred_close.h"
+#include "emu/user_access.h"
+#include "tools/instance/launch_wire.h"
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5 */
+#endif
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+extern char **environ;
+
+namespace ibemu::tools {
+
+using boost::asio::local::stream_protocol;
+
+struct LaunchDoor::Launch {
+	explicit Launch(boost::asio::io_context &io, stream_protocol::socket s)
+		: sock(std::move(s)), deadline(io), child(io)
+	{
+	}
+	stream_protocol::socket sock;
+	boost::asio::steady_timer deadline; /* for the request to arrive whole */
+	boost::asio::posix::stream_descriptor child; /* a pidfd of the command, once started */
+	launch::RequestHead head;
+	std::array<int, 3> stdio{ -1, -1, -1 };
+	std::string bytes;
+	std::string creds; /* the caller's, for `ibemu --launched` */
+	pid_t pid = 0; /* the command's, while it is not reaped */
+	uint32_t signal = 0;
+	bool done = false;
+
+	~Launch()
+	{
+		for (int fd : stdio)
+			if (fd >= 0)
+				cuse_dev::deferredClose(fd);
+	}
+};
+
+namespace {
+
+/* "0000003fffffffff" from a /proc status line's value: the mask */
+bool hexMask(const std::string &v, uint64_t &mask)
+{
+	char *end = nullptr;
+	errno = 0;
+	mask = strtoull(v.c_str(), &end, 16);
+	return errno == 0 && end && end != v.c_str();
+}
+
+/* The caller at the other end of sock, as `ibemu --launched` takes it
+ * (tools/cli/launched.cpp): "GID:GROUP,GROUP...:CAPBND:CAPINH:NNP". 0, or
+ * -EPERM when it is not of the daemon's user (all four ids) and user
+ * namespace, or cannot be told. */
+int callerCreds(int sock, std::string &creds, std::string &why)
+{
+	ucred cr{};
+	socklen_t len = sizeof cr;
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || cr.pid <= 0) {
+		why = "no credentials";
+		return -EPERM;
+	}
+	if (cr.uid != geteuid()) {
+		why = "uid " + std::to_string(cr.uid) + " is not the daemon's";
+		return -EPERM;
+	}
+	int pidfd = -1;
+	len = sizeof pidfd;
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) != 0)
+		pidfd = static_cast<int>(syscall(SYS_pidfd_open, cr.pid, 0));
+	if (pidfd < 0) {
+		why = "its process is gone";
+		return -EPERM;
+	}
+	std::string proc = "/proc/" + std::to_string(cr.pid);
+	struct stat mine {}, theirs {};
+	bool sameNs = stat("/proc/self/ns/user", &mine) == 0 && stat((proc + "/ns/user").c_str(), &theirs) == 0 &&
+		mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
+	std::ifstream status(proc + "/status");
+	std::string line, uids, gid, groups, bnd, inh, nnp = "0";
+	while (std::getline(status, line)) {
+		size_t colon = line.find(':');
+		if (colon == std::string::npos)
+			continue;
+		std::string key = line.substr(0, colon), val = line.substr(colon + 1);
+		val.erase(0, val.find_first_not_of(" \t"));
+		if (key == "Uid")
+			uids = val;
+		else if (key == "Gid")
+			gid = val.substr(0, val.find_first_of(" \t"));
+		else if (key == "Groups")
+			groups = val;
+		else if (key == "CapBnd")
+			bnd = val;
+		else if (key == "CapInh")
+			inh = val;
+		else if (key == "NoNewPrivs")
+			nnp = val;
+	}
+	/* what was read is of the peer itself: not a process that took its pid */
+	bool alive = syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0u) == 0;
+	close(pidfd);
+	uint64_t b = 0, i = 0;
+	if (!alive || !sameNs || gid.empty() || !hexMask(bnd, b) || !hexMask(inh, i)) {
+		why = !alive ? "its process is gone" : !sameNs ? "another user namespace" : "cannot read its status";
+		return -EPERM;
+	}
+	std::string me = std::to_string(geteuid());
+	for (size_t at = 0, n = 0; n < 4; n++) { /* real, effective, saved, filesystem */
+		size_t end = uids.find_first_of(" \t", at);
+		if (uids.substr(at, end == std::string::npos ? end : end - at) != me) {
+			why = "user ids " + uids + " are not all the daemon's";
+			return -EPERM;
+		}
+		at = end == std::string::npos ? uids.size() : uids.find_first_not_of(" \t", end);
+		if (at == std::string::npos)
+			at = uids.size();
+	}
+	std::replace(groups.begin(), groups.end(), ' ', ',');
+	while (!groups.empty() && groups.back() == ',')
+		groups.pop_back();
+	char masks[64];
+	snprintf(masks, sizeof masks, "%llx:%llx", static_cast<unsigned long long>(b), static_cast<unsigned long long>(i));
+	creds = gid + ":" + groups + ":" + masks + ":" + (nnp == "1" ? "1" : "0");
+	return 0;
+}
+
+/* A host name as `ibemu exec --host` takes one (the instance names' rules) */
+bool hostNameOk(const std::string &h)
+{
+	if (h.size() > 64 || (!h.empty() && !isalnum(static_cast<unsigned char>(h[0]))))
+		return false;
+	return std::all_of(h.begin(), h.end(), [](char c) {
+		return isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+	});
+}
+
+} /* namespace */
+
+LaunchDoor::LaunchDoor(boost::asio::io_context &io, std::string cli, std::string instance)
+	: io_(io), cli_(std::move(cli)), instance_(std::move(instance))
+{
+}
+
+LaunchDoor::~LaunchDoor()
+{
+	close();
+}
+
+int LaunchDoor::listen(const std::string &path, std::string &err)
+{
+	return door_.listen(io_, path, [this](stream_protocol::socket s) { admit(std::move(s)); }, err);
+}
+
+void LaunchDoor::close()
+{
+	door_.close();
+	auto launches = launches_;
+	for (const auto &l : launches) {
+		if (l->pid > 0)
+			kill(-l->pid, SIGKILL);
+		finish(l, 0, 0);
+	}
+}
+
+void LaunchDoor::admit(stream_protocol::socket s)
+{
+	auto l = std::make_shared<Launch>(io_, std::move(s));
+	launches_.insert(l);
+	if (launches_.size() > kMaxLaunches) {
+		spdlog::info("launch: refused: {} launches already", kMaxLaunches);
+		return finish(l, uint32_t(launch::AnswerKind::Refused), EAGAIN);
+	}
+	l->deadline.expires_after(kRequestTime);
+	l->deadline.async_wait([this, l](const boost::system::error_code &e) {
+		if (!e && !l->done && l->pid == 0)
+			finish(l, uint32_t(launch::AnswerKind::Refused), ETIMEDOUT);
+	});
+	readHead(l);
+}
+
+void LaunchDoor::readHead(const LaunchPtr &l)
+{
+	l->sock.async_wait(stream_protocol::socket::wait_read, [this, l](const boost::system::error_code &ec) {
+		if (ec || l->done)
+			return;
+		std::vector<int> fds;
+		bool cut = false;
+		ssize_t n = emu::receiveWithDescriptors(l->sock.native_handle(), &l->head, sizeof l->head,
+							MSG_DONTWAIT, fds, cut);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return readHead(l);
+		bool ok = n == ssize_t(sizeof l->head) && fds.size() == 3 && !cut && launch::headOk(l->head);
+		for (size_t i = 0; i < fds.size(); i++)
+			if (ok)
+				l->stdio[i] = fds[i];
+			else
+				cuse_dev::deferredClose(fds[i]);
+		if (!ok) {
+			if (n != 0)
+				spdlog::info("launch: refused a malformed request");
+			return finish(l, uint32_t(launch::AnswerKind::Refused), EINVAL);
+		}
+		readStrings(l);
+	});
+}
+
+void LaunchDoor::readStrings(const LaunchPtr &l)
+{
+	l->bytes.resize(l->head.bytes);
+	boost::asio::async_read(l->sock, boost::asio::buffer(l->bytes),
+				[this, l](const boost::system::error_code &ec, size_t) {
+					if (l->done)
+						return;
+					if (ec)
+						return finish(l, uint32_t(launch::AnswerKind::Refused), EINVAL);
+					start(l);
+				});
+}
+
+void LaunchDoor::start(const LaunchPtr &l)
+{
+	launch::Request r;
+	std::string why;
+	if (launch::decode(l->head, l->bytes, r) != 0 || !hostNameOk(r.host)) {
+		spdlog::info("launch: refused a malformed request");
+		return finish(l, uint32_t(launch::AnswerKind::Refused), EINVAL);
+	}
+	l->bytes = {};
+	if (callerCreds(l->sock.native_handle(), l->creds, why) != 0) {
+		spdlog::info("launch: refused a caller: {}", why);
+		return finish(l, uint32_t(launch::AnswerKind::Refused), EPERM);
+	}
+	/* ibemu --launched CREDS CWD exec --instance=I [--host=H] -- CMD... */
+	std::vector<std::string> args{ cli_, "--launched", l->creds, r.cwd, "exec", "--instance=" + instance_ };
+	if (!r.host.empty())
+		args.push_back("--host=" + r.host);
+	args.push_back("--");
+	args.insert(args.end(), r.argv.begin(), r.argv.end());
+	std::vector<char *> argv, envp;
+	for (auto &a : args)
+		argv.push_back(a.data());
+	argv.push_back(nullptr);
+	for (auto &e : r.env)
+		envp.push_back(e.data());
+	envp.push_back(nullptr);
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&at);
+	for (int i = 0; i < 3; i++)
+		posix_spawn_file_actions_adddup2(&fa, l->stdio[i], i);
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	sigset_t none, all;
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	/* a session and process group of its own: the caller's signals and
+	 * its end go to the whole command */
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	pid_t pid = 0;
+	int rc = posix_spawn(&pid, cli_.c_str(), &fa, &at, argv.data(), envp.data());
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	for (int &fd : l->stdio) {
+		cuse_dev::deferredClose(fd);
+		fd = -1;
+	}
+	if (rc != 0) {
+		spdlog::warn("launch: cannot start {}: {}", cli_, strerror(rc));
+		return finish(l, uint32_t(launch::AnswerKind::Refused), rc);
+	}
+	l->pid = pid;
+	l->deadline.cancel();
+	/* our unreaped child: its pid cannot be another's */
+	int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+	if (pidfd < 0) {
+		kill(-pid, SIGKILL);
+		waitpid(pid, nullptr, 0);
+		l->pid = 0;
+		return finish(l, uint32_t(launch::AnswerKind::Refused), errno);
+	}
+	spdlog::info("launch: pid {} runs `{}`{}", pid, r.argv[0], r.host.empty() ? "" : " on host " + r.host);
+	l->child.assign(pidfd);
+	watchChild(l);
+	readSignals(l);
+}
+
+void LaunchDoor::watchChild(const LaunchPtr &l)
+{
+	l->child.async_wait(boost::asio::posix::stream_descriptor::wait_read,
+			    [this, l](const boost::system::error_code &ec) {
+				    if (ec || l->done)
+					    return;
+				    siginfo_t si{};
+				    if (waitid(idtype_t(P_PIDFD), l->child.native_handle(), &si, WEXITED | WNOHANG) != 0 ||
+					si.si_pid == 0)
+					    return watchChild(l);
+				    l->pid = 0;
+				    bool exited = si.si_code == CLD_EXITED;
+				    finish(l,
+					   uint32_t(exited ? launch::AnswerKind::Exited : launch::AnswerKind::Signaled),
+					   si.si_status);
+			    });
+}
+
+void LaunchDoor::readSignals(const LaunchPtr &l)
+{
+	boost::asio::async_read(l->sock, boost::asio::buffer(&l->signal, sizeof l->signal),
+				[this, l](const boost::system::error_code &ec, size_t) {
+					if (l->done || l->pid == 0)
+						return;
+					if (ec) { /* the caller is gone: so is its command */
+						kill(-l->pid, SIGKILL);
+						return;
+					}
+					if (l->signal == SIGINT || l->signal == SIGTERM || l->signal == SIGHUP)
+						kill(-l->pid, int(l->signal));
+					readSignals(l);
+				});
+}
+
+void LaunchDoor::finish(const LaunchPtr &l, uint32_t kind, int32_t value)
+{
+	if (l->done)
+		return;
+	l->done = true;
+	if (kind) {
+		launch::Answer a{ launch::AnswerKind(kind), value };
+		send(l->sock.native_handle(), &a, sizeof a, MSG_DONTWAIT | MSG_NOSIGNAL);
+	}
+	boost::system::error_code ec;
+	l->deadline.cancel();
+	if (l->child.is_open())
+		l->child.close(ec);
+	if (l->sock.is_open()) {
+		l->sock.cancel(ec);
+		cuse_dev::deferredClose(l->sock.release(ec));
+	}
+	launches_.erase(l);
+}
+
+} /* namespace ibemu::tools */
