@@ -8,11 +8,12 @@
 # ibemu-host2 through the daemon's launch door, served as host2's (its
 # HCA opens), with ssh's options, the command's exit status, its signal,
 # the caller's SIGTERM forwarded and the command killed when the caller
-# dies; a nested exec to an unknown host fails as a plain one does (exit
-# 2, the message); a caller without CAP_SYS_ADMIN in its bounding set gets
-# a command that has none either (it cannot join the host); a malformed
-# request and one past the limit of launches are refused, and the daemon
-# goes on.
+# dies, the caller's environment given to the command but not to the
+# ibemu the daemon runs before it has dropped privilege; a nested exec to
+# an unknown host fails as a plain one does (exit 2, the message); a
+# caller without CAP_SYS_ADMIN in its bounding set gets a command that has
+# none either (it cannot join the host); a malformed request and one past
+# the limit of launches are refused, and the daemon goes on.
 #
 # Then an MPI job: mpirun on ibemu-host1 starts its ranks on both hosts
 # through ibemu-rsh (plm_rsh_agent); the ranks report both hosts as their
@@ -70,6 +71,14 @@ for _ in $(seq 1 100); do
 	sleep 0.1
 done
 expect_eq "... a caller killed: its command is killed too" yes "$gone"
+# the ibemu the daemon runs starts with no environment of the caller's
+# (LD_DEBUG here, LD_PRELOAD in earnest: it would run before the ibemu
+# drops what the caller lacks), which then reaches the command
+out=$(on_host $h1 sh -c 'echo "client $$"; FOO=bar LD_DEBUG=files exec ibemu-rsh '$h2' "echo \$FOO"')
+client=$(sed -n 's/^client //p' <<<"$out")
+expect_eq "the launched ibemu starts without the caller's environment" 0 \
+	"$(grep 'needed by .*/ibemu ' <<<"$out" | grep -vc "^ *$client:")"
+expect_match "... which its command gets" '^bar$' "$out"
 out=$(on_host $h1 "$ibemu" exec --host nosuch -- true)
 expect_eq "a nested exec to an unknown host: exit 2" 2 $?
 expect_match "... and says so" 'has no host "nosuch" \(its hosts: ibemu-host1, ibemu-host2' "$out"

@@ -208,13 +208,38 @@ int takeCreds(const char *creds)
 	return 0;
 }
 
+/* The caller's environment, NUL-separated words on descriptor fd (the
+ * launch door's memfd), made ours: 0, or -1 with a message. */
+int takeEnvironment(int fd)
+{
+	std::string words;
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof buf)) > 0 && words.size() <= launch::kMaxBytes)
+		words.append(buf, size_t(n));
+	close(fd);
+	if (n < 0 || words.size() > launch::kMaxBytes) {
+		fprintf(stderr, "ibemu --launched: cannot read the environment\n");
+		return -1;
+	}
+	clearenv();
+	for (size_t at = 0; at < words.size();) {
+		std::string w = words.c_str() + at; /* up to its NUL */
+		at += w.size() + 1;
+		if (size_t eq = w.find('='); eq != std::string::npos && eq > 0)
+			setenv(w.substr(0, eq).c_str(), w.c_str() + eq + 1, 1);
+	}
+	return 0;
+}
+
 } /* namespace */
 
 bool launchedDirect(int argc, char **argv, int &exitCode)
 {
 	if (argc < 5 || strcmp(argv[1], "--launched") != 0)
 		return false;
-	if (takeCreds(argv[2]) != 0) {
+	/* privilege first, then what the caller chose */
+	if (takeCreds(argv[2]) != 0 || takeEnvironment(3) != 0) {
 		exitCode = 126;
 		return true;
 	}

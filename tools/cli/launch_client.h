@@ -17,10 +17,12 @@ namespace ibemu::tools {
  * 1 with a message on stderr when it could not be run. */
 int launchThroughDaemon(const std::string &socket, const launch::Request &r);
 
-/* `ibemu --launched CREDS CWD exec ...`, as the launch door runs it: takes
- * no more privilege than the caller's CREDS (its gid and groups, its
- * capability bounding and inheritable sets, no_new_privs), goes to CWD and
- * runs the exec. false when argv is not that. */
+/* `ibemu --launched CREDS CWD exec ...`, as the launch door runs it (with
+ * no environment): takes no more privilege than the caller's CREDS (its
+ * gid and groups, its capability bounding and inheritable sets,
+ * no_new_privs), then the caller's environment from descriptor 3 (NUL-
+ * separated words), goes to CWD and runs the exec. false when argv is not
+ * that. */
 bool launchedDirect(int argc, char **argv, int &exitCode);
 
 } /* namespace ibemu::tools */

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <fstream>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -262,20 +263,35 @@ void LaunchDoor::start(const LaunchPtr &l)
 		args.push_back("--host=" + r.host);
 	args.push_back("--");
 	args.insert(args.end(), r.argv.begin(), r.argv.end());
-	std::vector<char *> argv, envp;
+	std::vector<char *> argv;
 	for (auto &a : args)
 		argv.push_back(a.data());
 	argv.push_back(nullptr);
-	for (auto &e : r.env)
-		envp.push_back(e.data());
-	envp.push_back(nullptr);
+	/* The caller's environment reaches the command through descriptor 3,
+	 * which `ibemu --launched` reads once it has no more privilege than
+	 * the caller: ibemu starts with none, as an environment of the
+	 * caller's (LD_PRELOAD, LD_LIBRARY_PATH) would run the caller's code
+	 * in it before that, with the daemon's capabilities. */
+	int envFd = memfd_create("ibemu-launch-env", MFD_CLOEXEC);
+	std::string env;
+	for (const auto &e : r.env)
+		env.append(e.c_str(), e.size() + 1);
+	if (envFd < 0 || write(envFd, env.data(), env.size()) != ssize_t(env.size()) || lseek(envFd, 0, SEEK_SET) != 0) {
+		int e = errno;
+		if (envFd >= 0)
+			::close(envFd);
+		spdlog::warn("launch: the environment's memfd: {}", strerror(e));
+		return finish(l, uint32_t(launch::AnswerKind::Refused), e);
+	}
+	char *noEnv[] = { nullptr };
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawnattr_init(&at);
 	for (int i = 0; i < 3; i++)
 		posix_spawn_file_actions_adddup2(&fa, l->stdio[i], i);
-	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	posix_spawn_file_actions_adddup2(&fa, envFd, 3);
+	posix_spawn_file_actions_addclosefrom_np(&fa, 4);
 	sigset_t none, all;
 	sigemptyset(&none);
 	sigfillset(&all);
@@ -285,9 +301,10 @@ void LaunchDoor::start(const LaunchPtr &l)
 	 * its end go to the whole command */
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	pid_t pid = 0;
-	int rc = posix_spawn(&pid, cli_.c_str(), &fa, &at, argv.data(), envp.data());
+	int rc = posix_spawn(&pid, cli_.c_str(), &fa, &at, argv.data(), noEnv);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
+	::close(envFd);
 	for (int &fd : l->stdio) {
 		cuse_dev::deferredClose(fd);
 		fd = -1;

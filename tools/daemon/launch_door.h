@@ -7,8 +7,9 @@
 // host (mpirun's remote shell) could not start a program served as
 // another host's; the daemon starts the ibemu next to it, outside any
 // filter, as a child of its own, with the caller's descriptors 0, 1 and 2,
-// its environment and working directory, and no more privilege than the
-// caller has; the caller waits for the exit status and forwards its
+// its environment (handed over on descriptor 3 once that ibemu has dropped
+// what the caller lacks: it starts with none) and working directory, and
+// no more privilege than the caller has; the caller waits for the exit status and forwards its
 // signals. The wire format is tools/instance/launch_wire.h.
 //
 // <run dir>/launch.sock, mode 0600: the daemon's user only, as the seccomp
