@@ -12,8 +12,9 @@
 # ibemu the daemon runs before it has dropped privilege; a nested exec to
 # an unknown host fails as a plain one does (exit 2, the message); a
 # caller without CAP_SYS_ADMIN in its bounding set gets a command that has
-# none either (it cannot join the host); a malformed request and one past
-# the limit of launches are refused, and the daemon goes on.
+# none either (it cannot join the host); a malformed request, one with a
+# descriptor after its head and one past the limit of launches are
+# refused, and the daemon goes on.
 #
 # Then an MPI job: mpirun on ibemu-host1 starts its ranks on both hosts
 # through ibemu-rsh (plm_rsh_agent); the ranks report both hosts as their
@@ -105,6 +106,17 @@ s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
 s.sendall(b"\0" * 16)  # no magic, no descriptors
 print("malformed:", answer(s))
+# a descriptor after the head: refused at its sendmsg (Linux 6.16) or
+# received, closed and the request refused; never run
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+socket.send_fds(s, [struct.pack("<IIII", 0x31626C69, 1, 0, 8)], [0, 1, 2])
+try:
+    socket.send_fds(s, [b"\0/\0true\0"], [0])
+    got = answer(s)
+except PermissionError:
+    got = "1 22"
+print("a descriptor after the head:", got)
 waiting = []
 for _ in range(64):
     w = socket.socket(socket.AF_UNIX)
@@ -115,8 +127,9 @@ s.connect(sys.argv[1])
 print("past the limit:", answer(s))
 PY
 )
-expect_eq "the launch door refuses a malformed request (EINVAL) and the 65th launch at once (EAGAIN)" \
+expect_eq "the launch door refuses a malformed request, a descriptor after the head (EINVAL) and the 65th launch at once (EAGAIN)" \
 	"malformed: 1 22
+a descriptor after the head: 1 22
 past the limit: 1 11" "$out"
 expect_eq "... and goes on" "$h2" "$(on_host $h1 ibemu-rsh $h2 hostname)"
 

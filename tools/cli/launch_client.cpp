@@ -30,11 +30,11 @@ namespace {
 
 int refused(int err)
 {
-	const char *why = err == EAGAIN	   ? "the daemon is running as many launches as it allows already"
-			  : err == EPERM   ? "the daemon launches for its own user only"
-			  : err == EINVAL  ? "the daemon found the request malformed"
-			  : err == ETIMEDOUT ? "the request did not reach the daemon in time"
-					     : strerror(err);
+	const char *why = err == EAGAIN ? "the daemon is running as many launches as it allows already"
+		: err == EPERM          ? "the daemon launches for its own user only"
+		: err == EINVAL         ? "the daemon found the request malformed"
+		: err == ETIMEDOUT      ? "the request did not reach the daemon in time"
+					: strerror(err);
 	fprintf(stderr, "ibemu exec: the daemon did not run the command: %s\n", why);
 	return 1;
 }
@@ -60,7 +60,8 @@ int launchThroughDaemon(const std::string &path, const launch::Request &r)
 	launch::RequestHead head;
 	std::string bytes;
 	if (!launch::encode(r, head, bytes)) {
-		fprintf(stderr, "ibemu exec: the command and its environment are too large to launch (%zu bytes at most)\n",
+		fprintf(stderr,
+			"ibemu exec: the command and its environment are too large to launch (%zu bytes at most)\n",
 			launch::kMaxBytes);
 		return 1;
 	}
@@ -68,7 +69,8 @@ int launchThroughDaemon(const std::string &path, const launch::Request &r)
 	sockaddr_un a{};
 	a.sun_family = AF_UNIX;
 	if (s < 0 || path.empty() || path.size() >= sizeof a.sun_path) {
-		fprintf(stderr, "ibemu exec: the daemon has no launch door (an older ibemud, or no ibemu next to it)\n");
+		fprintf(stderr,
+			"ibemu exec: the daemon has no launch door (an older ibemud, or no ibemu next to it)\n");
 		return 1;
 	}
 	memcpy(a.sun_path, path.c_str(), path.size());

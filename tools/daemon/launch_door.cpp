@@ -8,7 +8,6 @@
 #include "tools/instance/launch_wire.h"
 
 #include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
@@ -42,8 +41,7 @@ using boost::asio::local::stream_protocol;
 struct LaunchDoor::Launch {
 	explicit Launch(boost::asio::io_context &io, stream_protocol::socket s)
 		: sock(std::move(s)), deadline(io), child(io)
-	{
-	}
+	{}
 	stream_protocol::socket sock;
 	boost::asio::steady_timer deadline; /* for the request to arrive whole */
 	boost::asio::posix::stream_descriptor child; /* a pidfd of the command, once started */
@@ -99,7 +97,8 @@ int callerCreds(int sock, std::string &creds, std::string &why)
 		return -EPERM;
 	}
 	std::string proc = "/proc/" + std::to_string(cr.pid);
-	struct stat mine {}, theirs {};
+	struct stat mine {
+	}, theirs{};
 	bool sameNs = stat("/proc/self/ns/user", &mine) == 0 && stat((proc + "/ns/user").c_str(), &theirs) == 0 &&
 		mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
 	std::ifstream status(proc + "/status");
@@ -146,7 +145,8 @@ int callerCreds(int sock, std::string &creds, std::string &why)
 	while (!groups.empty() && groups.back() == ',')
 		groups.pop_back();
 	char masks[64];
-	snprintf(masks, sizeof masks, "%llx:%llx", static_cast<unsigned long long>(b), static_cast<unsigned long long>(i));
+	snprintf(masks, sizeof masks, "%llx:%llx", static_cast<unsigned long long>(b),
+		 static_cast<unsigned long long>(i));
 	creds = gid + ":" + groups + ":" + masks + ":" + (nnp == "1" ? "1" : "0");
 	return 0;
 }
@@ -165,8 +165,7 @@ bool hostNameOk(const std::string &h)
 
 LaunchDoor::LaunchDoor(boost::asio::io_context &io, std::string cli, std::string instance)
 	: io_(io), cli_(std::move(cli)), instance_(std::move(instance))
-{
-}
+{}
 
 LaunchDoor::~LaunchDoor()
 {
@@ -175,7 +174,8 @@ LaunchDoor::~LaunchDoor()
 
 int LaunchDoor::listen(const std::string &path, std::string &err)
 {
-	return door_.listen(io_, path, [this](stream_protocol::socket s) { admit(std::move(s)); }, err);
+	return door_.listen(
+		io_, path, [this](stream_protocol::socket s) { admit(std::move(s)); }, err);
 }
 
 void LaunchDoor::close()
@@ -212,8 +212,8 @@ void LaunchDoor::readHead(const LaunchPtr &l)
 			return;
 		std::vector<int> fds;
 		bool cut = false;
-		ssize_t n = emu::receiveWithDescriptors(l->sock.native_handle(), &l->head, sizeof l->head,
-							MSG_DONTWAIT, fds, cut);
+		ssize_t n = emu::receiveWithDescriptors(l->sock.native_handle(), &l->head, sizeof l->head, MSG_DONTWAIT,
+							fds, cut);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return readHead(l);
 		bool ok = n == ssize_t(sizeof l->head) && fds.size() == 3 && !cut && launch::headOk(l->head);
@@ -231,17 +231,40 @@ void LaunchDoor::readHead(const LaunchPtr &l)
 	});
 }
 
+void LaunchDoor::receive(const LaunchPtr &l, char *buf, size_t len, Next next)
+{
+	l->sock.async_wait(stream_protocol::socket::wait_read,
+			   [this, l, buf, len, next](const boost::system::error_code &ec) {
+				   if (ec || l->done)
+					   return;
+				   std::vector<int> fds;
+				   bool cut = false;
+				   ssize_t n = emu::receiveWithDescriptors(l->sock.native_handle(), buf, len,
+									   MSG_DONTWAIT, fds, cut);
+				   for (int fd : fds)
+					   cuse_dev::deferredClose(fd);
+				   if (n < 0 && (errno == EAGAIN || errno == EINTR))
+					   return receive(l, buf, len, next);
+				   if (n <= 0 || !fds.empty() || cut)
+					   return next(l, false);
+				   if (size_t(n) < len)
+					   return receive(l, buf + n, len - size_t(n), next);
+				   next(l, true);
+			   });
+}
+
 void LaunchDoor::readStrings(const LaunchPtr &l)
 {
+	/* descriptors come with the head only (any later one is refused at
+	 * its sendmsg, Linux 6.16, or received and closed off the io thread) */
+	emu::refuseDescriptors(l->sock.native_handle());
 	l->bytes.resize(l->head.bytes);
-	boost::asio::async_read(l->sock, boost::asio::buffer(l->bytes),
-				[this, l](const boost::system::error_code &ec, size_t) {
-					if (l->done)
-						return;
-					if (ec)
-						return finish(l, uint32_t(launch::AnswerKind::Refused), EINVAL);
-					start(l);
-				});
+	receive(l, l->bytes.data(), l->bytes.size(), [this](const LaunchPtr &m, bool ok) {
+		if (ok)
+			start(m);
+		else
+			finish(m, uint32_t(launch::AnswerKind::Refused), EINVAL);
+	});
 }
 
 void LaunchDoor::start(const LaunchPtr &l)
@@ -276,7 +299,8 @@ void LaunchDoor::start(const LaunchPtr &l)
 	std::string env;
 	for (const auto &e : r.env)
 		env.append(e.c_str(), e.size() + 1);
-	if (envFd < 0 || write(envFd, env.data(), env.size()) != ssize_t(env.size()) || lseek(envFd, 0, SEEK_SET) != 0) {
+	if (envFd < 0 || write(envFd, env.data(), env.size()) != ssize_t(env.size()) ||
+	    lseek(envFd, 0, SEEK_SET) != 0) {
 		int e = errno;
 		if (envFd >= 0)
 			::close(envFd);
@@ -331,36 +355,34 @@ void LaunchDoor::start(const LaunchPtr &l)
 
 void LaunchDoor::watchChild(const LaunchPtr &l)
 {
-	l->child.async_wait(boost::asio::posix::stream_descriptor::wait_read,
-			    [this, l](const boost::system::error_code &ec) {
-				    if (ec || l->done)
-					    return;
-				    siginfo_t si{};
-				    if (waitid(idtype_t(P_PIDFD), l->child.native_handle(), &si, WEXITED | WNOHANG) != 0 ||
-					si.si_pid == 0)
-					    return watchChild(l);
-				    l->pid = 0;
-				    bool exited = si.si_code == CLD_EXITED;
-				    finish(l,
-					   uint32_t(exited ? launch::AnswerKind::Exited : launch::AnswerKind::Signaled),
-					   si.si_status);
-			    });
+	l->child.async_wait(
+		boost::asio::posix::stream_descriptor::wait_read, [this, l](const boost::system::error_code &ec) {
+			if (ec || l->done)
+				return;
+			siginfo_t si{};
+			if (waitid(idtype_t(P_PIDFD), l->child.native_handle(), &si, WEXITED | WNOHANG) != 0 ||
+			    si.si_pid == 0)
+				return watchChild(l);
+			l->pid = 0;
+			bool exited = si.si_code == CLD_EXITED;
+			finish(l, uint32_t(exited ? launch::AnswerKind::Exited : launch::AnswerKind::Signaled),
+			       si.si_status);
+		});
 }
 
 void LaunchDoor::readSignals(const LaunchPtr &l)
 {
-	boost::asio::async_read(l->sock, boost::asio::buffer(&l->signal, sizeof l->signal),
-				[this, l](const boost::system::error_code &ec, size_t) {
-					if (l->done || l->pid == 0)
-						return;
-					if (ec) { /* the caller is gone: so is its command */
-						kill(-l->pid, SIGKILL);
-						return;
-					}
-					if (l->signal == SIGINT || l->signal == SIGTERM || l->signal == SIGHUP)
-						kill(-l->pid, int(l->signal));
-					readSignals(l);
-				});
+	receive(l, reinterpret_cast<char *>(&l->signal), sizeof l->signal, [this](const LaunchPtr &m, bool ok) {
+		if (m->pid == 0)
+			return;
+		if (!ok) { /* the caller is gone (or broke the protocol): so is its command */
+			kill(-m->pid, SIGKILL);
+			return;
+		}
+		if (m->signal == SIGINT || m->signal == SIGTERM || m->signal == SIGHUP)
+			kill(-m->pid, int(m->signal));
+		readSignals(m);
+	});
 }
 
 void LaunchDoor::finish(const LaunchPtr &l, uint32_t kind, int32_t value)

@@ -29,6 +29,7 @@
 #include <boost/asio/local/stream_protocol.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -57,6 +58,10 @@ private:
 	struct Launch;
 	using LaunchPtr = std::shared_ptr<Launch>;
 	void admit(boost::asio::local::stream_protocol::socket s);
+	/* len bytes into buf, then next(l, true); next(l, false) at the end
+	 * of the connection, an error, or a descriptor sent along */
+	using Next = std::function<void(const LaunchPtr &, bool)>;
+	void receive(const LaunchPtr &l, char *buf, size_t len, Next next);
 	void readHead(const LaunchPtr &l);
 	void readStrings(const LaunchPtr &l);
 	void start(const LaunchPtr &l);

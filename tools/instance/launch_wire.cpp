@@ -19,9 +19,10 @@ bool encode(const Request &r, RequestHead &head, std::string &bytes)
 	bytes.clear();
 	for (const std::string *s : { &r.host, &r.cwd })
 		bytes.append(s->c_str(), s->size() + 1);
+	/* a word ends at its first NUL, as in execve() */
 	for (const auto *words : { &r.argv, &r.env })
 		for (const auto &w : *words)
-			bytes.append(w.c_str(), strlen(w.c_str()) + 1); /* a word ends at its first NUL, as in execve() */
+			bytes.append(w.c_str(), strlen(w.c_str()) + 1);
 	head = RequestHead{};
 	head.argc = static_cast<uint32_t>(r.argv.size());
 	head.envc = static_cast<uint32_t>(r.env.size());
