@@ -94,8 +94,8 @@ expect_match "... and says why" 'setns to the namespaces.*Operation not permitte
 # the door itself: a malformed request, and one past the limit of 64
 # launches at once, each get their errno; the daemon goes on
 door=$("$ibemu" status --instance $I --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["launch_socket"])')
-out=$(python3 - "$door" <<'PY'
-import socket, struct, sys
+out=$(on_host $h1 python3 - "$door" $h2 <<'PY'
+import socket, struct, subprocess, sys
 def answer(s):
     data = b""
     while len(data) < 8:
@@ -126,12 +126,16 @@ for _ in range(64):
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
 print("past the limit:", answer(s))
+# and a nested exec past the limit (python runs under host1's filter)
+rsh = subprocess.run(["ibemu-rsh", sys.argv[2], "true"], capture_output=True, text=True)
+print(rsh.returncode, rsh.stderr.strip())
 PY
 )
-expect_eq "the launch door refuses a malformed request, a descriptor after the head (EINVAL) and the 65th launch at once (EAGAIN)" \
+expect_eq "the launch door refuses a malformed request, a descriptor after the head (EINVAL) and the 65th launch at once (EAGAIN), which a nested exec reports" \
 	"malformed: 1 22
 a descriptor after the head: 1 22
-past the limit: 1 11" "$out"
+past the limit: 1 11
+1 ibemu exec: the daemon did not run the command: the daemon is running as many launches as it allows already (64)" "$out"
 expect_eq "... and goes on" "$h2" "$(on_host $h1 ibemu-rsh $h2 hostname)"
 
 # the ports' PMA data counters (in 4-byte words), extended: "XMIT RCV"

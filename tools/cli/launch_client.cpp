@@ -30,12 +30,17 @@ namespace {
 
 int refused(int err)
 {
-	const char *why = err == EAGAIN ? "the daemon is running as many launches as it allows already"
-		: err == EPERM          ? "the daemon launches for its own user only"
-		: err == EINVAL         ? "the daemon found the request malformed"
-		: err == ETIMEDOUT      ? "the request did not reach the daemon in time"
-					: strerror(err);
-	fprintf(stderr, "ibemu exec: the daemon did not run the command: %s\n", why);
+	std::string why = strerror(err);
+	if (err == EAGAIN)
+		why = "the daemon is running as many launches as it allows already (" +
+			std::to_string(launch::kMaxLaunches) + ")";
+	else if (err == EPERM)
+		why = "the daemon launches for its own user only";
+	else if (err == EINVAL)
+		why = "the daemon found the request malformed";
+	else if (err == ETIMEDOUT)
+		why = "the request did not reach the daemon in time";
+	fprintf(stderr, "ibemu exec: the daemon did not run the command: %s\n", why.c_str());
 	return 1;
 }
 

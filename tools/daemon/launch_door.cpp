@@ -193,8 +193,8 @@ void LaunchDoor::admit(stream_protocol::socket s)
 {
 	auto l = std::make_shared<Launch>(io_, std::move(s));
 	launches_.insert(l);
-	if (launches_.size() > kMaxLaunches) {
-		spdlog::info("launch: refused: {} launches already", kMaxLaunches);
+	if (launches_.size() > launch::kMaxLaunches) {
+		spdlog::info("launch: refused: {} launches already", launch::kMaxLaunches);
 		return finish(l, uint32_t(launch::AnswerKind::Refused), EAGAIN);
 	}
 	l->deadline.expires_after(kRequestTime);

@@ -14,7 +14,7 @@
 //
 // <run dir>/launch.sock, mode 0600: the daemon's user only, as the seccomp
 // door; a caller must be of the daemon's user namespace with all four of
-// its user ids the daemon's. At most kMaxLaunches connections at once
+// its user ids the daemon's. At most launch::kMaxLaunches connections at once
 // (waiting for their request or running): one more is refused (EAGAIN).
 // A request must arrive whole within kRequestTime.
 //
@@ -51,7 +51,6 @@ public:
 	 * is gone anyway. */
 	void close();
 
-	static constexpr unsigned kMaxLaunches = 64;
 	static constexpr std::chrono::seconds kRequestTime{ 10 };
 
 private:

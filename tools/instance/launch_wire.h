@@ -26,6 +26,7 @@ namespace ibemu::tools::launch {
 constexpr uint32_t kMagic = 0x31626c69; /* "ilb1" */
 constexpr size_t kMaxBytes = 1 << 20; /* of the strings together */
 constexpr uint32_t kMaxWords = 16384; /* argc + envc */
+constexpr unsigned kMaxLaunches = 64; /* connections a daemon serves at once: one more gets EAGAIN */
 
 struct RequestHead {
 	uint32_t magic = kMagic;
