@@ -60,6 +60,11 @@ expect_eq "... served as host2's: its HCA opens" 1 \
 	"$(on_host $h1 ibemu-rsh $h2 ibv_devinfo -d ibemu1 | grep -c PORT_ACTIVE)"
 expect_eq "... its programs get ibemu's provider once, not once per exec" 1 \
 	"$(on_host $h1 ibemu-rsh $h2 'echo $RDMAV_DRIVERS' | tr ':' '\n' | grep -c libibemu)"
+# none of the daemon's descriptors (its sockets' connections, the
+# callers' stdio) reaches a launched command: the daemon's are all
+# close-on-exec, as its spawn closes none (a close may wait on a FUSE file)
+expect_eq "... with the caller's stdio and no descriptor of the daemon's" "0 1 2" \
+	"$(on_host $h1 ibemu-rsh $h2 'ls /proc/$$/fd' | sort -n | xargs)"
 out=$(on_host $h1 ibemu-rsh -x -l root $h2 exit 7)
 expect_eq "... with ssh's options; the command's exit status" 7 $?
 out=$(on_host $h1 sh -c 'ibemu-rsh '$h2' "kill -9 \$\$"; echo $?' | tail -n 1) # after sh's "Killed"

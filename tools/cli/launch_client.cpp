@@ -245,6 +245,9 @@ bool launchedDirect(int argc, char **argv, int &exitCode)
 {
 	if (argc < 5 || strcmp(argv[1], "--launched") != 0)
 		return false;
+	/* none of the daemon's descriptors past the caller's 0-2 and the
+	 * environment's 3, should one have been inherited */
+	close_range(4, ~0U, 0);
 	/* privilege first, then what the caller chose */
 	if (takeCreds(argv[2]) != 0 || takeEnvironment(3) != 0) {
 		exitCode = 126;

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <spawn.h>
 #include <sys/mman.h>
@@ -307,6 +308,24 @@ void LaunchDoor::start(const LaunchPtr &l)
 		spdlog::warn("launch: the environment's memfd: {}", strerror(e));
 		return finish(l, uint32_t(launch::AnswerKind::Refused), e);
 	}
+	/* the spawned child's dup2s onto 0-3 must not overwrite one of
+	 * these: above 3 (the daemon's 0-2 may be closed, when ours came
+	 * at their numbers) */
+	for (int *fd : { &l->stdio[0], &l->stdio[1], &l->stdio[2], &envFd })
+		if (*fd <= 3) {
+			int above = fcntl(*fd, F_DUPFD_CLOEXEC, 4);
+			if (above < 0) {
+				int e = errno;
+				::close(envFd);
+				spdlog::warn("launch: cannot move a descriptor: {}", strerror(e));
+				return finish(l, uint32_t(launch::AnswerKind::Refused), e);
+			}
+			if (fd == &envFd)
+				::close(*fd);
+			else /* the caller's: its close may wait (a FUSE file's flush) */
+				cuse_dev::deferredClose(*fd);
+			*fd = above;
+		}
 	char *noEnv[] = { nullptr };
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -314,8 +333,11 @@ void LaunchDoor::start(const LaunchPtr &l)
 	posix_spawnattr_init(&at);
 	for (int i = 0; i < 3; i++)
 		posix_spawn_file_actions_adddup2(&fa, l->stdio[i], i);
+	/* Nothing closed here: the child holds the io thread until it execs
+	 * (CLONE_VFORK), and a close can wait for a FUSE server (flush).
+	 * Every descriptor of the daemon's is close-on-exec, closed once the
+	 * io thread runs again; `ibemu --launched` closes any from 4 on. */
 	posix_spawn_file_actions_adddup2(&fa, envFd, 3);
-	posix_spawn_file_actions_addclosefrom_np(&fa, 4);
 	sigset_t none, all;
 	sigemptyset(&none);
 	sigfillset(&all);

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,8 +46,12 @@ void OwnerOnlyListener::accept()
 	acceptor_->async_accept([this](const boost::system::error_code &ec, stream_protocol::socket s) {
 		if (ec == boost::asio::error::operation_aborted || !acceptor_)
 			return;
-		if (!ec)
+		if (!ec) {
+			/* not inherited by what the daemon runs (the launch door's
+			 * ibemu): Asio accepts without SOCK_CLOEXEC */
+			fcntl(s.native_handle(), F_SETFD, FD_CLOEXEC);
 			admit_(std::move(s));
+		}
 		accept();
 	});
 }
