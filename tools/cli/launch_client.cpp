@@ -95,13 +95,21 @@ int launchThroughDaemon(const std::string &path, const launch::Request &r)
 		sigaddset(&forward, sig);
 	sigprocmask(SIG_BLOCK, &forward, nullptr);
 	int sfd = signalfd(-1, &forward, SFD_CLOEXEC);
-	if (emu::sendWithDescriptors(s, &head, sizeof head, fds, 3, MSG_NOSIGNAL) != ssize_t(sizeof head) ||
-	    !sendAll(s, bytes.data(), bytes.size())) {
-		fprintf(stderr, "ibemu exec: the daemon's launch door closed: %s\n", strerror(errno));
-		return 1;
-	}
 	launch::Answer ans{};
 	size_t got = 0;
+	if (emu::sendWithDescriptors(s, &head, sizeof head, fds, 3, MSG_NOSIGNAL) != ssize_t(sizeof head) ||
+	    !sendAll(s, bytes.data(), bytes.size())) {
+		/* a door that refuses at once (too many launches) answers and
+		 * closes before our request is in: its answer is there */
+		int e = errno;
+		if (recv(s, &ans, sizeof ans, MSG_DONTWAIT) == ssize_t(sizeof ans) &&
+		    ans.kind == launch::AnswerKind::Refused) {
+			close(s);
+			return refused(ans.value);
+		}
+		fprintf(stderr, "ibemu exec: the daemon's launch door closed: %s\n", strerror(e));
+		return 1;
+	}
 	for (;;) {
 		pollfd p[2] = { { s, POLLIN, 0 }, { sfd, POLLIN, 0 } };
 		if (poll(p, sfd >= 0 ? 2 : 1, -1) < 0) {
