@@ -91,6 +91,16 @@ expect_match "... which its command gets" '^bar$' "$out"
 out=$(on_host $h1 "$ibemu" exec --host nosuch -- true)
 expect_eq "a nested exec to an unknown host: exit 2" 2 $?
 expect_match "... and says so" 'has no host "nosuch" \(its hosts: ibemu-host1, ibemu-host2' "$out"
+# a daemon started under another instance's exec (under its listener, as
+# under a container's): an exec from there is under no more filters than
+# that daemon, and takes the device files, not the launch door (whose
+# launched exec was under the listener again, 64 deep)
+J=e2e-mpi-j-$$
+timeout "$tool_timeout" "$ibemu" exec --instance $I -- "$ibemu" up --instance $J >/dev/null 2>&1
+expect_eq "an instance up under another's exec" 0 $?
+out=$(timeout "$tool_timeout" "$ibemu" exec --instance $I -- "$ibemu" exec --instance $J -- echo ran 2>&1)
+expect_match "... its exec from under the same filter runs (not through the launch door)" '^ran$' "$out"
+down_inst $J
 out=$(on_host $h1 setpriv --bounding-set=-sys_admin ibemu-rsh $h2 true)
 expect_eq "a caller without CAP_SYS_ADMIN: neither has its command (cannot join the host)" failed \
 	"$([ $? -ne 0 ] && echo failed)"

@@ -207,7 +207,10 @@ int hostHolder(const Instance &inst, int pid, const nlohmann::json &ready, const
 	return 0;
 }
 
-int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::string &host = {})
+/* launched: run by the daemon's launch door (`ibemu --launched`), which
+ * never takes the door again */
+int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::string &host = {},
+	 bool launched = false)
 {
 	std::string why;
 	int pid = runningPid(inst, &why);
@@ -232,8 +235,14 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::s
 		}
 	}
 	/* under the filter of an `ibemu exec` already (a launcher's remote
-	 * shell), which no second filter can join: the daemon runs this exec */
-	if (haveReady && ready.value("exec_transport", "") == "seccomp" && cuse_dev::seccomp::underListener()) {
+	 * shell), which no second filter can join: the daemon runs this exec.
+	 * Only under more filters than the daemon's own: one the daemon runs
+	 * under too (a container's listener, an exec's it was started under)
+	 * is not an exec's of this instance, and its launched exec would be
+	 * under it again; the old way then, the device files. */
+	if (!launched && haveReady && ready.value("exec_transport", "") == "seccomp" &&
+	    cuse_dev::seccomp::filterCount() > ready.value("seccomp_filters", 0) &&
+	    cuse_dev::seccomp::underListener()) {
 		launch::Request r;
 		r.host = host;
 		char dir[PATH_MAX];
@@ -422,7 +431,7 @@ void addReport(CLI::App &app, const char *name, const char *what, const std::str
 
 } /* namespace */
 
-bool execDirect(int argc, char **argv, int &exitCode)
+bool execDirect(int argc, char **argv, int &exitCode, bool launched)
 {
 	if (argc < 4 || strcmp(argv[1], "exec") != 0)
 		return false;
@@ -443,7 +452,7 @@ bool execDirect(int argc, char **argv, int &exitCode)
 	if (i + 1 >= argc || strcmp(argv[i], "--") != 0)
 		return false;
 	Instance inst;
-	exitCode = instanceOf(name, inst) ? exec(inst, std::vector<std::string>(argv + i + 1, argv + argc), host) : 2;
+	exitCode = instanceOf(name, inst) ? exec(inst, std::vector<std::string>(argv + i + 1, argv + argc), host, launched) : 2;
 	return true;
 }
 

@@ -264,7 +264,7 @@ bool launchedDirect(int argc, char **argv, int &exitCode)
 	if (chdir(argv[3]) != 0 && chdir("/") != 0) /* exec keeps the directory it starts in */
 		perror("ibemu exec: chdir");
 	argv[3] = argv[0];
-	if (!execDirect(argc - 3, argv + 3, exitCode)) {
+	if (!execDirect(argc - 3, argv + 3, exitCode, true)) {
 		fprintf(stderr, "ibemu --launched: not an exec\n");
 		exitCode = 2;
 	}
