@@ -105,10 +105,32 @@ out=$(on_host $h1 setpriv --bounding-set=-sys_admin ibemu-rsh $h2 true)
 expect_eq "a caller without CAP_SYS_ADMIN: neither has its command (cannot join the host)" failed \
 	"$([ $? -ne 0 ] && echo failed)"
 expect_match "... and says why" 'setns to the namespaces.*Operation not permitted' "$out"
+expect_eq "the launched command has the caller's umask and resource limits" "0027 1234" \
+	"$(on_host $h1 sh -c "umask 027; ulimit -n 1234; ibemu-rsh $h2 'umask; ulimit -n'" | xargs)"
 
-# the door itself: a malformed request, and one past the limit of 64
-# launches at once, each get their errno; the daemon goes on
+# the door itself: a valid request (true in /) from a root program that
+# is no program of the instance's exec (this script: another mount
+# namespace), and from one that dropped CAP_SYS_ADMIN from its bounding
+# set but holds it still, are refused (EPERM)
 door=$("$ibemu" status --instance $I --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["launch_socket"])')
+request='
+import ctypes, socket, struct, sys
+if len(sys.argv) > 2:
+    ctypes.CDLL(None).prctl(24, 21)  # PR_CAPBSET_DROP, CAP_SYS_ADMIN
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+socket.send_fds(s, [struct.pack("<IIII", 0x31626C69, 1, 0, 8)], [0, 1, 2])
+s.sendall(b"\0/\0true\0")
+print("%d %d" % struct.unpack("<Ii", s.recv(8)))'
+expect_eq "the launch door refuses a caller outside the instance's exec (EPERM)" "1 1" \
+	"$(python3 -c "$request" "$door")"
+expect_eq "... and one holding a capability it dropped from its bounding set (EPERM)" "1 1" \
+	"$(on_host $h1 python3 -c "$request" "$door" drop)"
+# (with no environment its exec finds no instance: it exited, not refused)
+expect_match "... but runs it for a program of the exec" '^2 [0-9]+$' "$(on_host $h1 python3 -c "$request" "$door")"
+
+# a malformed request, and one past the limit of 64
+# launches at once, each get their errno; the daemon goes on
 out=$(on_host $h1 python3 - "$door" $h2 <<'PY'
 import socket, struct, subprocess, sys
 def answer(s):

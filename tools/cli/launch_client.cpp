@@ -17,8 +17,10 @@
 #include <linux/capability.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -35,7 +37,8 @@ int refused(int err)
 		why = "the daemon is running as many launches as it allows already (" +
 			std::to_string(launch::kMaxLaunches) + ")";
 	else if (err == EPERM)
-		why = "the daemon launches for its own user only";
+		why = "the daemon launches for programs of its instance's `ibemu exec`, of its own user, that hold "
+		      "no capability they dropped from their bounding or effective set";
 	else if (err == EINVAL)
 		why = "the daemon found the request malformed";
 	else if (err == ETIMEDOUT)
@@ -157,8 +160,29 @@ int launchThroughDaemon(const std::string &path, const launch::Request &r)
 
 namespace {
 
-/* The caller's "GID:GROUPS:CAPBND:CAPINH:NNP" (tools/daemon/launch_door.cpp)
- * made ours: 0, or -1 with a message. */
+/* The caller's resource limits, "CUR.MAX,..." in hex (tools/daemon/
+ * launch_door.cpp), made ours: 0, or -1 with a message. */
+int takeLimits(const std::string &limits)
+{
+	const char *p = limits.c_str();
+	for (int r = 0; r < RLIM_NLIMITS && *p; r++) {
+		char *end;
+		rlimit lim{};
+		lim.rlim_cur = strtoull(p, &end, 16);
+		if (*end != '.')
+			break;
+		lim.rlim_max = strtoull(end + 1, &end, 16);
+		if (setrlimit(__rlimit_resource(r), &lim) != 0) {
+			perror("ibemu --launched: setrlimit");
+			return -1;
+		}
+		p = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+/* The caller's "GID:GROUPS:CAPBND:CAPINH:NNP:UMASK:LIMITS" (tools/daemon/
+ * launch_door.cpp) made ours: 0, or -1 with a message. */
 int takeCreds(const char *creds)
 {
 	std::vector<std::string> f;
@@ -169,10 +193,14 @@ int takeCreds(const char *creds)
 			break;
 		p = e;
 	}
-	if (f.size() != 5) {
+	if (f.size() != 7) {
 		fprintf(stderr, "ibemu --launched: malformed credentials\n");
 		return -1;
 	}
+	/* while we may still raise a hard limit to the caller's */
+	if (takeLimits(f[6]) != 0)
+		return -1;
+	umask(mode_t(strtoul(f[5].c_str(), nullptr, 8)));
 	gid_t gid = gid_t(strtoul(f[0].c_str(), nullptr, 10));
 	std::vector<gid_t> groups, mine(size_t(std::max(getgroups(0, nullptr), 0)));
 	for (const char *p = f[1].c_str(); *p;) {

@@ -187,7 +187,10 @@ bool Daemon::startSeccomp()
 		spdlog::warn("launch: no ibemu next to ibemud: `ibemu exec` under `ibemu exec` cannot run");
 		return true;
 	}
-	launchDoor_ = std::make_unique<tools::LaunchDoor>(io_, cli, inst_.name);
+	launchDoor_ = std::make_unique<tools::LaunchDoor>(io_, cli, inst_.name, [this](pid_t pid) {
+		std::string host = hostNs_.hostOf(pid);
+		return host.empty() ? pid_t(0) : hostNs_.holder(host);
+	});
 	if (launchDoor_->listen(launchSocket(), err) != 0) {
 		spdlog::error("{}", err);
 		return false;

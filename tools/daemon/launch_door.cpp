@@ -20,6 +20,7 @@
 #include <fstream>
 #include <spawn.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -73,11 +74,40 @@ bool hexMask(const std::string &v, uint64_t &mask)
 	return errno == 0 && end && end != v.c_str();
 }
 
+/* Whether /proc/A/ns/KIND and /proc/B/ns/KIND are one namespace */
+bool sameNamespace(const std::string &a, const std::string &b, const char *kind)
+{
+	struct stat x {
+	}, y{};
+	return stat((a + "/ns/" + kind).c_str(), &x) == 0 && stat((b + "/ns/" + kind).c_str(), &y) == 0 &&
+		x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* The caller's resource limits as `ibemu --launched` takes them:
+ * "CUR.MAX,CUR.MAX..." in hex, RLIMIT_CPU on; false if one cannot be read */
+bool callerLimits(pid_t pid, std::string &limits)
+{
+	for (int r = 0; r < RLIM_NLIMITS; r++) {
+		rlimit lim{};
+		if (prlimit(pid, __rlimit_resource(r), nullptr, &lim) != 0)
+			return false;
+		char one[48];
+		snprintf(one, sizeof one, "%s%llx.%llx", r ? "," : "", static_cast<unsigned long long>(lim.rlim_cur),
+			 static_cast<unsigned long long>(lim.rlim_max));
+		limits += one;
+	}
+	return true;
+}
+
 /* The caller at the other end of sock, as `ibemu --launched` takes it
- * (tools/cli/launched.cpp): "GID:GROUP,GROUP...:CAPBND:CAPINH:NNP". 0, or
- * -EPERM when it is not of the daemon's user (all four ids) and user
- * namespace, or cannot be told. */
-int callerCreds(int sock, std::string &creds, std::string &why)
+ * (launchedDirect(), tools/cli/launch_client.cpp):
+ * "GID:GROUP,GROUP...:CAPBND:CAPINH:NNP:UMASK:LIMITS". 0, or -EPERM when
+ * it is not of the daemon's user (all four ids) and user namespace, not a
+ * program of the instance's `ibemu exec` (the mount and network namespaces
+ * of the daemon, or of the host holderOf names for it), holds capabilities
+ * it has dropped from its effective set or bounding set (it could regain
+ * them), or cannot be told. */
+int callerCreds(int sock, const std::function<pid_t(pid_t)> &holderOf, std::string &creds, std::string &why)
 {
 	ucred cr{};
 	socklen_t len = sizeof cr;
@@ -103,32 +133,44 @@ int callerCreds(int sock, std::string &creds, std::string &why)
 	bool sameNs = stat("/proc/self/ns/user", &mine) == 0 && stat((proc + "/ns/user").c_str(), &theirs) == 0 &&
 		mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
 	std::ifstream status(proc + "/status");
-	std::string line, uids, gid, groups, bnd, inh, nnp = "0";
+	std::string line, uids, gid, groups, bnd, inh, prm, eff, umask, nnp = "0";
 	while (std::getline(status, line)) {
 		size_t colon = line.find(':');
 		if (colon == std::string::npos)
 			continue;
 		std::string key = line.substr(0, colon), val = line.substr(colon + 1);
 		val.erase(0, val.find_first_not_of(" \t"));
-		if (key == "Uid")
-			uids = val;
-		else if (key == "Gid")
+		if (key == "Gid")
 			gid = val.substr(0, val.find_first_of(" \t"));
-		else if (key == "Groups")
-			groups = val;
-		else if (key == "CapBnd")
-			bnd = val;
-		else if (key == "CapInh")
-			inh = val;
-		else if (key == "NoNewPrivs")
-			nnp = val;
+		for (auto [name, to] : { std::pair{ "Uid", &uids }, { "Groups", &groups }, { "CapBnd", &bnd },
+					 { "CapInh", &inh }, { "CapPrm", &prm }, { "CapEff", &eff },
+					 { "Umask", &umask }, { "NoNewPrivs", &nnp } })
+			if (key == name)
+				*to = val;
 	}
+	/* a program of `ibemu exec`: in the mount namespace it joins (the
+	 * daemon's, or a host's holder's) and the network namespace that
+	 * goes with it (the daemon's, or that host's) */
+	pid_t holder = holderOf(cr.pid);
+	std::string where = holder > 0 ? "/proc/" + std::to_string(holder) : "/proc/self";
+	bool ofExec = sameNamespace(proc, where, "mnt") && sameNamespace(proc, where, "net");
+	std::string limits;
+	bool limited = callerLimits(cr.pid, limits);
 	/* what was read is of the peer itself: not a process that took its pid */
 	bool alive = syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0u) == 0;
 	close(pidfd);
-	uint64_t b = 0, i = 0;
-	if (!alive || !sameNs || gid.empty() || !hexMask(bnd, b) || !hexMask(inh, i)) {
+	uint64_t b = 0, i = 0, p = 0, e = 0;
+	if (!alive || !sameNs || gid.empty() || !hexMask(bnd, b) || !hexMask(inh, i) || !hexMask(prm, p) ||
+	    !hexMask(eff, e) || umask.empty() || !limited) {
 		why = !alive ? "its process is gone" : !sameNs ? "another user namespace" : "cannot read its status";
+		return -EPERM;
+	}
+	if (!ofExec) {
+		why = "not a program of the instance's `ibemu exec` (another mount or network namespace)";
+		return -EPERM;
+	}
+	if (p != b || e != b) {
+		why = "its permitted or effective capabilities are not its bounding set";
 		return -EPERM;
 	}
 	std::string me = std::to_string(geteuid());
@@ -148,7 +190,7 @@ int callerCreds(int sock, std::string &creds, std::string &why)
 	char masks[64];
 	snprintf(masks, sizeof masks, "%llx:%llx", static_cast<unsigned long long>(b),
 		 static_cast<unsigned long long>(i));
-	creds = gid + ":" + groups + ":" + masks + ":" + (nnp == "1" ? "1" : "0");
+	creds = gid + ":" + groups + ":" + masks + ":" + (nnp == "1" ? "1" : "0") + ":" + umask + ":" + limits;
 	return 0;
 }
 
@@ -164,8 +206,9 @@ bool hostNameOk(const std::string &h)
 
 } /* namespace */
 
-LaunchDoor::LaunchDoor(boost::asio::io_context &io, std::string cli, std::string instance)
-	: io_(io), cli_(std::move(cli)), instance_(std::move(instance))
+LaunchDoor::LaunchDoor(boost::asio::io_context &io, std::string cli, std::string instance,
+		       std::function<pid_t(pid_t)> holderOf)
+	: io_(io), cli_(std::move(cli)), instance_(std::move(instance)), holderOf_(std::move(holderOf))
 {}
 
 LaunchDoor::~LaunchDoor()
@@ -277,7 +320,7 @@ void LaunchDoor::start(const LaunchPtr &l)
 		return finish(l, uint32_t(launch::AnswerKind::Refused), EINVAL);
 	}
 	l->bytes = {};
-	if (callerCreds(l->sock.native_handle(), l->creds, why) != 0) {
+	if (callerCreds(l->sock.native_handle(), holderOf_, l->creds, why) != 0) {
 		spdlog::info("launch: refused a caller: {}", why);
 		return finish(l, uint32_t(launch::AnswerKind::Refused), EPERM);
 	}

@@ -14,7 +14,11 @@
 //
 // <run dir>/launch.sock, mode 0600: the daemon's user only, as the seccomp
 // door; a caller must be of the daemon's user namespace with all four of
-// its user ids the daemon's. At most launch::kMaxLaunches connections at once
+// its user ids the daemon's, a program of the instance's `ibemu exec` (in
+// the mount and network namespaces of the daemon or of a host's holder),
+// and hold no capability it dropped from its bounding set or effective set
+// (CapPrm == CapEff == CapBnd). The command gets its resource limits and
+// umask too; not its LSM label or cgroup (the daemon's). At most launch::kMaxLaunches connections at once
 // (waiting for their request or running): one more is refused (EAGAIN).
 // A request must arrive whole within kRequestTime.
 //
@@ -38,8 +42,11 @@ namespace ibemu::tools {
 
 class LaunchDoor {
 public:
-	/* cli: the ibemu program to run; instance: the instance's name */
-	LaunchDoor(boost::asio::io_context &io, std::string cli, std::string instance);
+	/* cli: the ibemu program to run; instance: the instance's name;
+	 * holderOf(pid): the holder of the cluster host whose network
+	 * namespace process pid is in, 0 for none */
+	LaunchDoor(boost::asio::io_context &io, std::string cli, std::string instance,
+		   std::function<pid_t(pid_t)> holderOf);
 	~LaunchDoor();
 	LaunchDoor(const LaunchDoor &) = delete;
 	LaunchDoor &operator=(const LaunchDoor &) = delete;
@@ -72,6 +79,7 @@ private:
 	boost::asio::io_context &io_;
 	std::string cli_;
 	std::string instance_;
+	std::function<pid_t(pid_t)> holderOf_;
 	OwnerOnlyListener door_;
 	std::set<LaunchPtr> launches_;
 };
