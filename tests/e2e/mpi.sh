@@ -126,6 +126,19 @@ expect_eq "the launch door refuses a caller outside the instance's exec (EPERM)"
 	"$(python3 -c "$request" "$door")"
 expect_eq "... and one holding a capability it dropped from its bounding set (EPERM)" "1 1" \
 	"$(on_host $h1 python3 -c "$request" "$door" drop)"
+expect_eq "... and one whose connector died before its request was in (EPERM)" "1 1" \
+	"$(on_host $h1 python3 -c '
+import os, socket, struct, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+socket.send_fds(s, [struct.pack("<IIII", 0x31626C69, 1, 0, 8)], [0, 1, 2])
+parent = os.getpid()
+if os.fork():
+    os._exit(0)
+while os.path.exists("/proc/%d" % parent):
+    time.sleep(0.01)
+s.sendall(b"\0/\0true\0")
+print("%d %d" % struct.unpack("<Ii", s.recv(8)))' "$door")"
 # (with no environment its exec finds no instance: it exited, not refused)
 expect_match "... but runs it for a program of the exec" '^2 [0-9]+$' "$(on_host $h1 python3 -c "$request" "$door")"
 

@@ -52,11 +52,15 @@ struct LaunchDoor::Launch {
 	std::string bytes;
 	std::string creds; /* the caller's, for `ibemu --launched` */
 	pid_t pid = 0; /* the command's, while it is not reaped */
+	int callerFd = -1; /* a pidfd of the connector, from accept to start() */
+	pid_t caller = 0;
 	uint32_t signal = 0;
 	bool done = false;
 
 	~Launch()
 	{
+		if (callerFd >= 0)
+			::close(callerFd);
 		for (int fd : stdio)
 			if (fd >= 0)
 				cuse_dev::deferredClose(fd);
@@ -99,25 +103,21 @@ bool callerLimits(pid_t pid, std::string &limits)
 	return true;
 }
 
-/* The caller at the other end of sock, as `ibemu --launched` takes it
- * (launchedDirect(), tools/cli/launch_client.cpp):
- * "GID:GROUP,GROUP...:CAPBND:CAPINH:NNP:UMASK:LIMITS". 0, or -EPERM when
- * it is not of the daemon's user (all four ids) and user namespace, not a
- * program of the instance's `ibemu exec` (the mount and network namespaces
- * of the daemon, or of the host holderOf names for it), holds capabilities
- * it has dropped from its effective set or bounding set (it could regain
- * them), or cannot be told. */
-int callerCreds(int sock, const std::function<pid_t(pid_t)> &holderOf, std::string &creds, std::string &why)
+/* The connector at the other end of sock, at accept: a pidfd of it (from
+ * SO_PEERPIDFD, Linux 6.5, else pidfd_open() on SO_PEERCRED's pid now,
+ * before that pid can be another's for long), its pid in pid; -1 with why
+ * set when it is not of the daemon's user and user namespace, or gone. */
+int connector(int sock, pid_t &pid, std::string &why)
 {
 	ucred cr{};
 	socklen_t len = sizeof cr;
 	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || cr.pid <= 0) {
 		why = "no credentials";
-		return -EPERM;
+		return -1;
 	}
 	if (cr.uid != geteuid()) {
 		why = "uid " + std::to_string(cr.uid) + " is not the daemon's";
-		return -EPERM;
+		return -1;
 	}
 	int pidfd = -1;
 	len = sizeof pidfd;
@@ -125,13 +125,30 @@ int callerCreds(int sock, const std::function<pid_t(pid_t)> &holderOf, std::stri
 		pidfd = static_cast<int>(syscall(SYS_pidfd_open, cr.pid, 0));
 	if (pidfd < 0) {
 		why = "its process is gone";
-		return -EPERM;
+		return -1;
 	}
-	std::string proc = "/proc/" + std::to_string(cr.pid);
-	struct stat mine {
-	}, theirs{};
-	bool sameNs = stat("/proc/self/ns/user", &mine) == 0 && stat((proc + "/ns/user").c_str(), &theirs) == 0 &&
-		mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
+	if (!sameNamespace("/proc/self", "/proc/" + std::to_string(cr.pid), "user") ||
+	    syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0u) != 0) {
+		why = "another user namespace, or gone";
+		close(pidfd);
+		return -1;
+	}
+	pid = cr.pid;
+	return pidfd;
+}
+
+/* The caller pid (pidfd, from connector()), as `ibemu --launched` takes
+ * it (launchedDirect(), tools/cli/launch_client.cpp):
+ * "GID:GROUP,GROUP...:CAPBND:CAPINH:NNP:UMASK:LIMITS". 0, or -EPERM when
+ * it is gone, not of the daemon's user (all four ids), not a program of
+ * the instance's `ibemu exec` (the mount and network namespaces of the
+ * daemon, or of the host holderOf names for it), holds capabilities it
+ * has dropped from its effective set or bounding set (it could regain
+ * them), or cannot be told. */
+int callerCreds(pid_t pid, int pidfd, const std::function<pid_t(pid_t)> &holderOf, std::string &creds,
+		std::string &why)
+{
+	std::string proc = "/proc/" + std::to_string(pid);
 	std::ifstream status(proc + "/status");
 	std::string line, uids, gid, groups, bnd, inh, prm, eff, umask, nnp = "0";
 	while (std::getline(status, line)) {
@@ -151,18 +168,17 @@ int callerCreds(int sock, const std::function<pid_t(pid_t)> &holderOf, std::stri
 	/* a program of `ibemu exec`: in the mount namespace it joins (the
 	 * daemon's, or a host's holder's) and the network namespace that
 	 * goes with it (the daemon's, or that host's) */
-	pid_t holder = holderOf(cr.pid);
+	pid_t holder = holderOf(pid);
 	std::string where = holder > 0 ? "/proc/" + std::to_string(holder) : "/proc/self";
 	bool ofExec = sameNamespace(proc, where, "mnt") && sameNamespace(proc, where, "net");
 	std::string limits;
-	bool limited = callerLimits(cr.pid, limits);
+	bool limited = callerLimits(pid, limits);
 	/* what was read is of the peer itself: not a process that took its pid */
 	bool alive = syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0u) == 0;
-	close(pidfd);
 	uint64_t b = 0, i = 0, p = 0, e = 0;
-	if (!alive || !sameNs || gid.empty() || !hexMask(bnd, b) || !hexMask(inh, i) || !hexMask(prm, p) ||
-	    !hexMask(eff, e) || umask.empty() || !limited) {
-		why = !alive ? "its process is gone" : !sameNs ? "another user namespace" : "cannot read its status";
+	if (!alive || gid.empty() || !hexMask(bnd, b) || !hexMask(inh, i) || !hexMask(prm, p) || !hexMask(eff, e) ||
+	    umask.empty() || !limited) {
+		why = !alive ? "its process is gone" : "cannot read its status";
 		return -EPERM;
 	}
 	if (!ofExec) {
@@ -192,6 +208,15 @@ int callerCreds(int sock, const std::function<pid_t(pid_t)> &holderOf, std::stri
 		 static_cast<unsigned long long>(i));
 	creds = gid + ":" + groups + ":" + masks + ":" + (nnp == "1" ? "1" : "0") + ":" + umask + ":" + limits;
 	return 0;
+}
+
+/* A refusal in the log, at debug level: any program of the daemon's user
+ * can ask for as many as it likes */
+template <typename... Args>
+void refusal(fmt::format_string<Args...> what, Args &&...args)
+{
+	if (spdlog::should_log(spdlog::level::debug))
+		spdlog::debug("launch: refused {}", fmt::format(what, std::forward<Args>(args)...));
 }
 
 /* A host name as `ibemu exec --host` takes one (the instance names' rules) */
@@ -238,8 +263,14 @@ void LaunchDoor::admit(stream_protocol::socket s)
 	auto l = std::make_shared<Launch>(io_, std::move(s));
 	launches_.insert(l);
 	if (launches_.size() > launch::kMaxLaunches) {
-		spdlog::info("launch: refused: {} launches already", launch::kMaxLaunches);
+		refusal("{} launches already", launch::kMaxLaunches);
 		return finish(l, uint32_t(launch::AnswerKind::Refused), EAGAIN);
+	}
+	std::string why;
+	l->callerFd = connector(l->sock.native_handle(), l->caller, why);
+	if (l->callerFd < 0) { /* before reading anything of it */
+		refusal("a caller: {}", why);
+		return finish(l, uint32_t(launch::AnswerKind::Refused), EPERM);
 	}
 	l->deadline.expires_after(kRequestTime);
 	l->deadline.async_wait([this, l](const boost::system::error_code &e) {
@@ -268,7 +299,7 @@ void LaunchDoor::readHead(const LaunchPtr &l)
 				cuse_dev::deferredClose(fds[i]);
 		if (!ok) {
 			if (n != 0)
-				spdlog::info("launch: refused a malformed request");
+				refusal("a malformed request");
 			return finish(l, uint32_t(launch::AnswerKind::Refused), EINVAL);
 		}
 		readStrings(l);
@@ -316,12 +347,15 @@ void LaunchDoor::start(const LaunchPtr &l)
 	launch::Request r;
 	std::string why;
 	if (launch::decode(l->head, l->bytes, r) != 0 || !hostNameOk(r.host)) {
-		spdlog::info("launch: refused a malformed request");
+		refusal("a malformed request");
 		return finish(l, uint32_t(launch::AnswerKind::Refused), EINVAL);
 	}
 	l->bytes = {};
-	if (callerCreds(l->sock.native_handle(), holderOf_, l->creds, why) != 0) {
-		spdlog::info("launch: refused a caller: {}", why);
+	int rc = callerCreds(l->caller, l->callerFd, holderOf_, l->creds, why);
+	::close(l->callerFd);
+	l->callerFd = -1;
+	if (rc != 0) {
+		refusal("a caller: {}", why);
 		return finish(l, uint32_t(launch::AnswerKind::Refused), EPERM);
 	}
 	/* ibemu --launched CREDS CWD exec --instance=I [--host=H] -- CMD... */
@@ -390,7 +424,7 @@ void LaunchDoor::start(const LaunchPtr &l)
 	 * its end go to the whole command */
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	pid_t pid = 0;
-	int rc = posix_spawn(&pid, cli_.c_str(), &fa, &at, argv.data(), noEnv);
+	rc = posix_spawn(&pid, cli_.c_str(), &fa, &at, argv.data(), noEnv);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	::close(envFd);
