@@ -65,6 +65,17 @@ expect_eq "... its programs get ibemu's provider once, not once per exec" 1 \
 # close-on-exec, as its spawn closes none (a close may wait on a FUSE file)
 expect_eq "... with the caller's stdio and no descriptor of the daemon's" "0 1 2" \
 	"$(on_host $h1 ibemu-rsh $h2 'ls /proc/$$/fd' | sort -n | xargs)"
+# the caller's working directory is looked up on the command's host, not
+# in the daemon's namespace: a tmpfs on both hosts (not the daemon's),
+# and one on host1 alone, which host2's command says it cannot enter
+mkdir -p "$work/both" "$work/h1only"
+on_host $h1 sh -c "mount -t tmpfs none $work/both && mkdir $work/both/d && mount -t tmpfs none $work/h1only && mkdir $work/h1only/d"
+on_host $h2 sh -c "mount -t tmpfs none $work/both && mkdir $work/both/d"
+expect_eq "the command runs in the caller's directory, as the host sees it" "$work/both/d" \
+	"$(on_host $h1 sh -c "cd $work/both/d && ibemu-rsh $h2 pwd")"
+out=$(on_host $h1 sh -c "cd $work/h1only/d && ibemu-rsh $h2 pwd")
+expect_match "... one the host lacks: it says so" "cannot enter $work/h1only/d .*: the command runs in /" "$out"
+expect_match "... and runs in /" '^/$' "$out"
 out=$(on_host $h1 ibemu-rsh -x -l root $h2 exit 7)
 expect_eq "... with ssh's options; the command's exit status" 7 $?
 out=$(on_host $h1 sh -c 'ibemu-rsh '$h2' "kill -9 \$\$"; echo $?' | tail -n 1) # after sh's "Killed"

@@ -207,10 +207,11 @@ int hostHolder(const Instance &inst, int pid, const nlohmann::json &ready, const
 	return 0;
 }
 
-/* launched: run by the daemon's launch door (`ibemu --launched`), which
- * never takes the door again */
+/* launchedCwd: run by the daemon's launch door (`ibemu --launched`), which
+ * never takes the door again, in the caller's working directory, an
+ * absolute path looked up once the namespaces are joined */
 int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::string &host = {},
-	 bool launched = false)
+	 const char *launchedCwd = nullptr)
 {
 	std::string why;
 	int pid = runningPid(inst, &why);
@@ -240,7 +241,7 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::s
 	 * under too (a container's listener, an exec's it was started under)
 	 * is not an exec's of this instance, and its launched exec would be
 	 * under it again; the old way then, the device files. */
-	if (!launched && haveReady && ready.value("exec_transport", "") == "seccomp" &&
+	if (!launchedCwd && haveReady && ready.value("exec_transport", "") == "seccomp" &&
 	    cuse_dev::seccomp::filterCount() > ready.value("seccomp_filters", 0) &&
 	    cuse_dev::seccomp::underListener()) {
 		launch::Request r;
@@ -278,7 +279,9 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::s
 	setenv("OSM_CACHE_DIR", (inst.smDir() + "/cache").c_str(), 0);
 	setenv("OSM_TMP_DIR", (inst.smDir() + "/tmp").c_str(), 0);
 	char cwd[PATH_MAX];
-	if (!getcwd(cwd, sizeof(cwd)))
+	if (launchedCwd)
+		snprintf(cwd, sizeof cwd, "%s", launchedCwd);
+	else if (!getcwd(cwd, sizeof(cwd)))
 		strcpy(cwd, "/");
 	std::string err;
 	if (nsPid != pid) { /* a host's: only if the holder is the daemon's child */
@@ -291,8 +294,13 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::s
 		fprintf(stderr, "ibemu exec: %s\n", err.c_str());
 		return 1;
 	}
-	if (chdir(cwd) != 0 && chdir("/") != 0)
-		perror("ibemu exec: chdir");
+	if (chdir(cwd) != 0) {
+		if (launchedCwd) /* the caller's directory, not on this host */
+			fprintf(stderr, "ibemu exec: cannot enter %s (%s): the command runs in /\n", cwd,
+				strerror(errno));
+		if (chdir("/") != 0)
+			perror("ibemu exec: chdir");
+	}
 	setenv("IBEMU_INSTANCE", inst.name.c_str(), 1);
 	if (!host.empty())
 		setenv("IBEMU_HOST", host.c_str(), 1);
@@ -431,7 +439,7 @@ void addReport(CLI::App &app, const char *name, const char *what, const std::str
 
 } /* namespace */
 
-bool execDirect(int argc, char **argv, int &exitCode, bool launched)
+bool execDirect(int argc, char **argv, int &exitCode, const char *launchedCwd)
 {
 	if (argc < 4 || strcmp(argv[1], "exec") != 0)
 		return false;
@@ -452,7 +460,7 @@ bool execDirect(int argc, char **argv, int &exitCode, bool launched)
 	if (i + 1 >= argc || strcmp(argv[i], "--") != 0)
 		return false;
 	Instance inst;
-	exitCode = instanceOf(name, inst) ? exec(inst, std::vector<std::string>(argv + i + 1, argv + argc), host, launched) : 2;
+	exitCode = instanceOf(name, inst) ? exec(inst, std::vector<std::string>(argv + i + 1, argv + argc), host, launchedCwd) : 2;
 	return true;
 }
 

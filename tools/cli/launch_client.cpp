@@ -289,10 +289,15 @@ bool launchedDirect(int argc, char **argv, int &exitCode)
 		exitCode = 126;
 		return true;
 	}
-	if (chdir(argv[3]) != 0 && chdir("/") != 0) /* exec keeps the directory it starts in */
-		perror("ibemu exec: chdir");
+	/* looked up by exec in the namespaces it joins, not in the daemon's */
+	std::string cwd = argv[3];
+	if (cwd[0] != '/') {
+		fprintf(stderr, "ibemu --launched: the working directory is not an absolute path\n");
+		exitCode = 2;
+		return true;
+	}
 	argv[3] = argv[0];
-	if (!execDirect(argc - 3, argv + 3, exitCode, true)) {
+	if (!execDirect(argc - 3, argv + 3, exitCode, cwd.c_str())) {
 		fprintf(stderr, "ibemu --launched: not an exec\n");
 		exitCode = 2;
 	}

@@ -346,7 +346,7 @@ void LaunchDoor::start(const LaunchPtr &l)
 {
 	launch::Request r;
 	std::string why;
-	if (launch::decode(l->head, l->bytes, r) != 0 || !hostNameOk(r.host)) {
+	if (launch::decode(l->head, l->bytes, r) != 0 || !hostNameOk(r.host) || r.cwd.empty() || r.cwd[0] != '/') {
 		refusal("a malformed request");
 		return finish(l, uint32_t(launch::AnswerKind::Refused), EINVAL);
 	}
