@@ -61,6 +61,19 @@ bool sendAll(int s, const char *p, size_t n)
 	return true;
 }
 
+/* A descriptor closed when it goes out of scope */
+struct OwnedFd {
+	explicit OwnedFd(int f = -1) : fd(f) {}
+	~OwnedFd()
+	{
+		if (fd >= 0)
+			close(fd);
+	}
+	OwnedFd(const OwnedFd &) = delete;
+	OwnedFd &operator=(const OwnedFd &) = delete;
+	int fd;
+};
+
 } /* namespace */
 
 int launchThroughDaemon(const std::string &path, const launch::Request &r)
@@ -73,7 +86,8 @@ int launchThroughDaemon(const std::string &path, const launch::Request &r)
 			launch::kMaxBytes);
 		return 1;
 	}
-	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	OwnedFd sock(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	int s = sock.fd;
 	sockaddr_un a{};
 	a.sun_family = AF_UNIX;
 	if (s < 0 || path.empty() || path.size() >= sizeof a.sun_path) {
@@ -89,15 +103,19 @@ int launchThroughDaemon(const std::string &path, const launch::Request &r)
 	}
 	/* our 0, 1 and 2 are the command's (/dev/null for one we lack) */
 	int fds[3];
+	OwnedFd null[3];
 	for (int i = 0; i < 3; i++)
-		fds[i] = fcntl(i, F_GETFD) >= 0 ? i : open("/dev/null", O_RDWR | O_CLOEXEC);
+		fds[i] = fcntl(i, F_GETFD) >= 0 ? i : (null[i].fd = open("/dev/null", O_RDWR | O_CLOEXEC));
 	/* the signals the command gets from us, from now on */
 	sigset_t forward;
 	sigemptyset(&forward);
 	for (int sig : { SIGINT, SIGTERM, SIGHUP })
 		sigaddset(&forward, sig);
 	sigprocmask(SIG_BLOCK, &forward, nullptr);
-	int sfd = signalfd(-1, &forward, SFD_CLOEXEC);
+	OwnedFd signals(signalfd(-1, &forward, SFD_CLOEXEC));
+	int sfd = signals.fd;
+	if (sfd < 0) /* then they are not forwarded, and end us as before */
+		sigprocmask(SIG_UNBLOCK, &forward, nullptr);
 	launch::Answer ans{};
 	size_t got = 0;
 	if (emu::sendWithDescriptors(s, &head, sizeof head, fds, 3, MSG_NOSIGNAL) != ssize_t(sizeof head) ||
@@ -106,10 +124,8 @@ int launchThroughDaemon(const std::string &path, const launch::Request &r)
 		 * closes before our request is in: its answer is there */
 		int e = errno;
 		if (recv(s, &ans, sizeof ans, MSG_DONTWAIT) == ssize_t(sizeof ans) &&
-		    ans.kind == launch::AnswerKind::Refused) {
-			close(s);
+		    ans.kind == launch::AnswerKind::Refused)
 			return refused(ans.value);
-		}
 		fprintf(stderr, "ibemu exec: the daemon's launch door closed: %s\n", strerror(e));
 		return 1;
 	}
@@ -138,7 +154,6 @@ int launchThroughDaemon(const std::string &path, const launch::Request &r)
 				break;
 		}
 	}
-	close(s);
 	if (got != sizeof ans) {
 		fprintf(stderr, "ibemu exec: the daemon went away before the command ended\n");
 		return 1;

@@ -441,10 +441,11 @@ void LaunchDoor::start(const LaunchPtr &l)
 	/* our unreaped child: its pid cannot be another's */
 	int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
 	if (pidfd < 0) {
+		int e = errno;
 		kill(-pid, SIGKILL);
-		waitpid(pid, nullptr, 0);
+		reap(pid);
 		l->pid = 0;
-		return finish(l, uint32_t(launch::AnswerKind::Refused), errno);
+		return finish(l, uint32_t(launch::AnswerKind::Refused), e);
 	}
 	spdlog::info("launch: pid {} runs `{}`{}", pid, r.argv[0], r.host.empty() ? "" : " on host " + r.host);
 	l->child.assign(pidfd);
@@ -459,14 +460,31 @@ void LaunchDoor::watchChild(const LaunchPtr &l)
 			if (ec || l->done)
 				return;
 			siginfo_t si{};
-			if (waitid(idtype_t(P_PIDFD), l->child.native_handle(), &si, WEXITED | WNOHANG) != 0 ||
-			    si.si_pid == 0)
+			if (waitid(idtype_t(P_PIDFD), l->child.native_handle(), &si, WEXITED | WNOHANG) != 0) {
+				/* readable, and it will stay so: no second try */
+				int e = errno;
+				spdlog::warn("launch: pid {}: waitid: {}", l->pid, strerror(e));
+				kill(-l->pid, SIGKILL);
+				return finish(l, uint32_t(launch::AnswerKind::Refused), e);
+			}
+			if (si.si_pid == 0)
 				return watchChild(l);
 			l->pid = 0;
 			bool exited = si.si_code == CLD_EXITED;
 			finish(l, uint32_t(exited ? launch::AnswerKind::Exited : launch::AnswerKind::Signaled),
 			       si.si_status);
 		});
+}
+
+void LaunchDoor::reap(pid_t pid)
+{
+	if (waitpid(pid, nullptr, WNOHANG) != 0)
+		return;
+	auto t = std::make_shared<boost::asio::steady_timer>(io_, std::chrono::milliseconds(50));
+	t->async_wait([this, t, pid](const boost::system::error_code &ec) {
+		if (!ec)
+			reap(pid);
+	});
 }
 
 void LaunchDoor::readSignals(const LaunchPtr &l)

@@ -73,6 +73,9 @@ private:
 	void start(const LaunchPtr &l);
 	void watchChild(const LaunchPtr &l);
 	void readSignals(const LaunchPtr &l);
+	/* our child pid reaped, without waiting on the io thread (it was
+	 * killed: it ends soon) */
+	void reap(pid_t pid);
 	/* l is done: its answer (if any), and its connection closed */
 	void finish(const LaunchPtr &l, uint32_t kind, int32_t value);
 
