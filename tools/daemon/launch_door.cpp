@@ -5,6 +5,7 @@
 
 #include "cuse_dev/deferred_close.h"
 #include "emu/user_access.h"
+#include "fabric/types.h"
 #include "tools/instance/launch_wire.h"
 
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -34,8 +35,6 @@
 #define P_PIDFD 3
 #endif
 
-extern char **environ;
-
 namespace ibemu::tools {
 
 using boost::asio::local::stream_protocol;
@@ -54,7 +53,7 @@ struct LaunchDoor::Launch {
 	pid_t pid = 0; /* the command's, while it is not reaped */
 	int callerFd = -1; /* a pidfd of the connector, from accept to start() */
 	pid_t caller = 0;
-	uint32_t signal = 0;
+	uint32_t signo = 0; /* the last the caller forwarded */
 	bool done = false;
 
 	~Launch()
@@ -219,16 +218,6 @@ void refusal(fmt::format_string<Args...> what, Args &&...args)
 		spdlog::debug("launch: refused {}", fmt::format(what, std::forward<Args>(args)...));
 }
 
-/* A host name as `ibemu exec --host` takes one (the instance names' rules) */
-bool hostNameOk(const std::string &h)
-{
-	if (h.size() > 64 || (!h.empty() && !isalnum(static_cast<unsigned char>(h[0]))))
-		return false;
-	return std::all_of(h.begin(), h.end(), [](char c) {
-		return isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
-	});
-}
-
 } /* namespace */
 
 LaunchDoor::LaunchDoor(boost::asio::io_context &io, std::string cli, std::string instance,
@@ -346,7 +335,8 @@ void LaunchDoor::start(const LaunchPtr &l)
 {
 	launch::Request r;
 	std::string why;
-	if (launch::decode(l->head, l->bytes, r) != 0 || !hostNameOk(r.host) || r.cwd.empty() || r.cwd[0] != '/') {
+	if (launch::decode(l->head, l->bytes, r) != 0 || (!r.host.empty() && !fabric::isPathName(r.host)) ||
+	    r.cwd.empty() || r.cwd[0] != '/') {
 		refusal("a malformed request");
 		return finish(l, uint32_t(launch::AnswerKind::Refused), EINVAL);
 	}
@@ -489,15 +479,15 @@ void LaunchDoor::reap(pid_t pid)
 
 void LaunchDoor::readSignals(const LaunchPtr &l)
 {
-	receive(l, reinterpret_cast<char *>(&l->signal), sizeof l->signal, [this](const LaunchPtr &m, bool ok) {
+	receive(l, reinterpret_cast<char *>(&l->signo), sizeof l->signo, [this](const LaunchPtr &m, bool ok) {
 		if (m->pid == 0)
 			return;
 		if (!ok) { /* the caller is gone (or broke the protocol): so is its command */
 			kill(-m->pid, SIGKILL);
 			return;
 		}
-		if (m->signal == SIGINT || m->signal == SIGTERM || m->signal == SIGHUP)
-			kill(-m->pid, int(m->signal));
+		if (m->signo == SIGINT || m->signo == SIGTERM || m->signo == SIGHUP)
+			kill(-m->pid, int(m->signo));
 		readSignals(m);
 	});
 }
