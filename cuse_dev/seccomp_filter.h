@@ -36,6 +36,15 @@ int reservedBase(rlim_t soft);
  * without it. 0 or libseccomp's negative errno. */
 int load(scmp_filter_ctx ctx);
 
+/* How many seccomp filters the calling process runs under (its
+ * /proc/self/status Seccomp_filters), 0 where it cannot be told. */
+int filterCount();
+
+/* Whether the calling process already runs under a seccomp filter with a
+ * listener (a program of `ibemu exec`), under which the kernel refuses
+ * another (EBUSY): tried in a child of its own, which then ends. */
+bool underListener();
+
 /* Installs the filter in the calling thread (its children and exec()s keep
  * it; it cannot be taken off): the listener's descriptor, or -1 with err
  * set. Sets no_new_privs unless the caller may do without it (root). */

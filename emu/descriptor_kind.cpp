@@ -5,6 +5,7 @@
 // unknown descriptor could reach a FUSE server instead.
 #include "emu/user_access.h"
 
+#include <cerrno>
 #include <cstring>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -63,6 +64,29 @@ ssize_t receiveWithDescriptors(int sock, void *buf, size_t len, int flags, std::
 		}
 	}
 	return n;
+}
+
+ssize_t sendWithDescriptors(int sock, const void *buf, size_t len, const int *fds, size_t nfds, int flags)
+{
+	if (nfds > kMaxFdsPerMessage) {
+		errno = EINVAL;
+		return -1;
+	}
+	alignas(cmsghdr) char control[CMSG_SPACE(kMaxFdsPerMessage * sizeof(int))] = {};
+	iovec iov{ const_cast<void *>(buf), len };
+	msghdr msg{};
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	if (nfds) {
+		msg.msg_control = control;
+		msg.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		cmsghdr *c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+	}
+	return sendmsg(sock, &msg, flags);
 }
 
 } /* namespace ibemu::emu */

@@ -48,6 +48,9 @@ constexpr size_t kMaxFdsPerMessage = 253;
  * kernel still cut something (MSG_CTRUNC: we are out of descriptors):
  * the caller treats that as a protocol error. recvmsg's result. */
 ssize_t receiveWithDescriptors(int sock, void *buf, size_t len, int flags, std::vector<int> &fds, bool &truncated);
+/* sendmsg(sock, flags) of len bytes with nfds descriptors (SCM_RIGHTS,
+ * at most kMaxFdsPerMessage): sendmsg's result. */
+ssize_t sendWithDescriptors(int sock, const void *buf, size_t len, const int *fds, size_t nfds, int flags);
 
 /* What ib_umem_get needs to know about the registering process. */
 struct ProcessCreds {

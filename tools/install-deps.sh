@@ -25,8 +25,9 @@ test=(
 	tshark chromium chromium-driver
 	ibverbs-utils ibverbs-providers rdma-core perftest rdmacm-utils
 	ucx-utils libfabric-bin
-	# a two-rank Open MPI job over libfabric and over UCX (e2e-mpi-ofi,
-	# e2e-mpi; libopenmpi-dev builds tests/tools/mpi_ofi_check.cpp)
+	# MPI jobs: across cluster hosts (e2e-mpi, tests/tools/mpi_hosts.cpp)
+	# and a two-rank job over libfabric and over UCX (e2e-mpi-ofi,
+	# tests/tools/mpi_ofi_check.cpp); libopenmpi-dev builds both
 	openmpi-bin libopenmpi-dev
 	ibsim-utils libumad2sim0
 	# the container image of the Kubernetes example, run by podman

@@ -7,7 +7,8 @@
 # (ENOENT, also where the seccomp transport serves them, after unshare
 # -rn, and at the instance's copies, which a host has covered); two
 # programs of one host share its namespace, plain `exec` keeps the
-# instance's; rping between two programs of one host; rdma_cm binds and
+# instance's, and each host has its own host name; rping between two
+# programs of one host; rdma_cm binds and
 # listens per host; an unknown host is an error (exit 2). Natively on the seccomp
 # transport (e2e-hosts), on CUSE in the VM (vm-cuse-hosts).
 # usage: hosts.sh IBEMU_BINARY TOPOLOGY_DIR
@@ -64,6 +65,8 @@ expect_eq "ibstat -l on hostb: its one" "ibemu2" "$(on_host hostb ibstat -l | xa
 expect_eq "ibstat -l without --host: all three" "ibemu0 ibemu1 ibemu2" "$(inst $H ibstat -l | xargs)"
 expect_eq "ibv_devices on hosta" "ibemu0 ibemu1" "$(on_host hosta ibv_devices | awk 'NR > 2 {print $1}' | xargs)"
 expect_eq "ibv_devices on hostb" "ibemu2" "$(on_host hostb ibv_devices | awk 'NR > 2 {print $1}' | xargs)"
+expect_eq "a host's own host name" "hosta hostb $(hostname)" \
+	"$(on_host hosta hostname) $(on_host hostb uname -n) $(inst $H hostname)"
 expect_eq "hostb's /dev/infiniband" "issm2 rdma_cm umad2 uverbs2" "$(on_host hostb ls /dev/infiniband | xargs)"
 expect_eq "hostb's infiniband_mad" "abi_version issm2 umad2" "$(on_host hostb ls /sys/class/infiniband_mad | xargs)"
 expect_eq "hostb's infiniband_verbs" "abi_version uverbs2" "$(on_host hostb ls /sys/class/infiniband_verbs | xargs)"

@@ -21,9 +21,10 @@ prefix=$(meson introspect --buildoptions "$build" |
 	python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))')
 root=$dest$prefix
 for f in bin/ibemu sbin/ibemud share/man/man1/ibemu.1 share/man/man8/ibemud.8 \
-	share/bash-completion/completions/ibemu; do
+	share/bash-completion/completions/ibemu bin/ibemu-rsh share/man/man1/ibemu-rsh.1; do
 	expect_eq "installed: $f" 0 "$(test -s "$root/$f"; echo $?)"
 done
+expect_eq "ibemu-rsh is executable" 0 "$(test -x "$root/bin/ibemu-rsh"; echo $?)"
 libdir=$(meson introspect --buildoptions "$build" |
 	python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "libdir"))')
 expect_eq "installed: ibemu's libibverbs provider" 0 "$(test -s "$root/$libdir/libibverbs/libibemu-rdmav34.so"; echo $?)"
@@ -33,8 +34,10 @@ expect_eq "and exports nothing" "" "$(nm -D --defined-only "$root/$libdir/libibv
 unit=$(find "$dest" -name 'ibemud@.service' | head -1)
 expect_match "the systemd unit runs the installed ibemud" "^ExecStart=$prefix/sbin/ibemud --instance %i" "$(cat "$unit" 2>/dev/null)"
 expect_match "and waits for its readiness" '^Type=notify' "$(cat "$unit" 2>/dev/null)"
-out=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$root/share/man/man1/ibemu.1" 2>&1 >/dev/null)
-expect_eq "ibemu(1) renders without warnings" "" "$out"
+for page in man1/ibemu.1 man1/ibemu-rsh.1; do
+	out=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$root/share/man/$page" 2>&1 >/dev/null)
+	expect_eq "$page renders without warnings" "" "$out"
+done
 out=$("$root/bin/ibemu" --version)
 expect_match "the installed ibemu runs" '^ibemu [0-9]' "$out"
 

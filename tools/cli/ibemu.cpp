@@ -4,6 +4,7 @@
 // topology files (topo gen, check, show) and live changes to a running
 // fabric (link, node, errors, counters, scenario, ibsim, control).
 #include "tools/cli/commands.h"
+#include "tools/cli/launch_client.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -15,6 +16,9 @@ int main(int argc, char **argv)
 	/* Building the tree is a quarter of ibemu's start in the VM suite's
 	 * TCG guest (docs/performance.md), and `ibemu exec` runs often */
 	if (int exitCode = 0; ibemu::tools::execDirect(argc, argv, exitCode))
+		return exitCode;
+	/* an exec the daemon runs for one under ibemu's seccomp filter */
+	if (int exitCode = 0; ibemu::tools::launchedDirect(argc, argv, exitCode))
 		return exitCode;
 	CLI::App app{ "ibemu: an emulated InfiniBand subnet for stock rdma-core tools", "ibemu" };
 	app.require_subcommand(1);

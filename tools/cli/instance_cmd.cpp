@@ -6,6 +6,7 @@
 #include "tools/cli/instance_cmd.h"
 #include "cuse_dev/seccomp_filter.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/launch_client.h"
 #include "tools/cli/rdma_netlink.h"
 #include "tools/control/json_text.h"
 #include "tools/instance/host_verbs.h"
@@ -28,6 +29,8 @@
 #include <sys/un.h>
 #include <thread>
 #include <unistd.h>
+
+extern char **environ;
 
 namespace ibemu::tools {
 
@@ -206,7 +209,11 @@ int hostHolder(const Instance &inst, int pid, const nlohmann::json &ready, const
 	return 0;
 }
 
-int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::string &host = {})
+/* launchedCwd: run by the daemon's launch door (`ibemu --launched`), which
+ * never takes the door again, in the caller's working directory, an
+ * absolute path looked up once the namespaces are joined */
+int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::string &host = {},
+	 const char *launchedCwd = nullptr)
 {
 	std::string why;
 	int pid = runningPid(inst, &why);
@@ -230,6 +237,24 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::s
 			return code;
 		}
 	}
+	/* under the filter of an `ibemu exec` already (a launcher's remote
+	 * shell), which no second filter can join: the daemon runs this exec.
+	 * Only under more filters than the daemon's own: one the daemon runs
+	 * under too (a container's listener, an exec's it was started under)
+	 * is not an exec's of this instance, and its launched exec would be
+	 * under it again; the old way then, the device files. */
+	if (!launchedCwd && haveReady && ready.value("exec_transport", "") == "seccomp" &&
+	    cuse_dev::seccomp::filterCount() > ready.value("seccomp_filters", 0) &&
+	    cuse_dev::seccomp::underListener()) {
+		launch::Request r;
+		r.host = host;
+		char dir[PATH_MAX];
+		r.cwd = getcwd(dir, sizeof dir) ? dir : "/";
+		r.argv = cmd;
+		for (char **e = environ; *e; e++)
+			r.env.emplace_back(*e);
+		return launchThroughDaemon(ready.value("launch_socket", ""), r);
+	}
 	if (haveReady && ready.value("verbs_provider", "ibemu") == "ibemu") {
 		std::string provider = providerPath();
 		if (provider.empty()) {
@@ -237,8 +262,9 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::s
 				"ibemu exec: ibemu's libibverbs provider (libibemu-rdmav34.so) is not installed "
 				"next to ibemu or in " IBEMU_PROVIDER_DIR "; verbs programs get the stock provider\n");
 		} else {
-			const char *theirs = getenv("RDMAV_DRIVERS");
-			setenv("RDMAV_DRIVERS", (theirs && *theirs ? provider + ":" + theirs : provider).c_str(), 1);
+			std::string theirs = getenv("RDMAV_DRIVERS") ? getenv("RDMAV_DRIVERS") : "";
+			if (theirs != provider && theirs.rfind(provider + ":", 0) != 0) /* an exec's of ours: once */
+				setenv("RDMAV_DRIVERS", (theirs.empty() ? provider : provider + ":" + theirs).c_str(), 1);
 		}
 	}
 	/* the seccomp transport: the door is reached from here, before the
@@ -255,7 +281,9 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::s
 	setenv("OSM_CACHE_DIR", (inst.smDir() + "/cache").c_str(), 0);
 	setenv("OSM_TMP_DIR", (inst.smDir() + "/tmp").c_str(), 0);
 	char cwd[PATH_MAX];
-	if (!getcwd(cwd, sizeof(cwd)))
+	if (launchedCwd)
+		snprintf(cwd, sizeof cwd, "%s", launchedCwd);
+	else if (!getcwd(cwd, sizeof(cwd)))
 		strcpy(cwd, "/");
 	std::string err;
 	if (nsPid != pid) { /* a host's: only if the holder is the daemon's child */
@@ -268,8 +296,13 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::s
 		fprintf(stderr, "ibemu exec: %s\n", err.c_str());
 		return 1;
 	}
-	if (chdir(cwd) != 0 && chdir("/") != 0)
-		perror("ibemu exec: chdir");
+	if (chdir(cwd) != 0) {
+		if (launchedCwd) /* the caller's directory, not on this host */
+			fprintf(stderr, "ibemu exec: cannot enter %s (%s): the command runs in /\n", cwd,
+				strerror(errno));
+		if (chdir("/") != 0)
+			perror("ibemu exec: chdir");
+	}
 	setenv("IBEMU_INSTANCE", inst.name.c_str(), 1);
 	if (!host.empty())
 		setenv("IBEMU_HOST", host.c_str(), 1);
@@ -413,7 +446,7 @@ void addReport(CLI::App &app, const char *name, const char *what, const std::str
 
 } /* namespace */
 
-bool execDirect(int argc, char **argv, int &exitCode)
+bool execDirect(int argc, char **argv, int &exitCode, const char *launchedCwd)
 {
 	if (argc < 4 || strcmp(argv[1], "exec") != 0)
 		return false;
@@ -434,7 +467,7 @@ bool execDirect(int argc, char **argv, int &exitCode)
 	if (i + 1 >= argc || strcmp(argv[i], "--") != 0)
 		return false;
 	Instance inst;
-	exitCode = instanceOf(name, inst) ? exec(inst, std::vector<std::string>(argv + i + 1, argv + argc), host) : 2;
+	exitCode = instanceOf(name, inst) ? exec(inst, std::vector<std::string>(argv + i + 1, argv + argc), host, launchedCwd) : 2;
 	return true;
 }
 

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <deque>
 #include <utility>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -171,6 +172,8 @@ void ControlSocket::close()
 void ControlSocket::accept()
 {
 	acceptor_.async_accept([this](const boost::system::error_code &ec, stream_protocol::socket s) {
+		if (!ec) /* not inherited by what the daemon runs */
+			fcntl(s.native_handle(), F_SETFD, FD_CLOEXEC);
 		if (ec == boost::asio::error::operation_aborted || !acceptor_.is_open())
 			return;
 		if (ec) { /* EMFILE and the like: try again a little later, not in a loop */

@@ -136,6 +136,8 @@ void Daemon::teardown()
 				u->kill();
 	if (door_)
 		door_->close();
+	if (launchDoor_)
+		launchDoor_->close();
 	if (seccomp_)
 		seccomp_->shutdown();
 	if (cuse_)
@@ -170,6 +172,7 @@ int Daemon::run()
 	capture_.reset();
 	controlSocket_.reset();
 	control_.reset();
+	launchDoor_.reset();
 	door_.reset();
 	seccomp_.reset();
 	cuse_.reset();

@@ -25,6 +25,7 @@
 #include "tools/control/fabric_control.h"
 #include "tools/control/scenario.h"
 #include "tools/daemon/host_namespaces.h"
+#include "tools/daemon/launch_door.h"
 #include "tools/daemon/seccomp_door.h"
 #include "tools/daemon/sm_process.h"
 #include "tools/daemon/uring_switch.h"
@@ -144,10 +145,13 @@ private:
 	/* programs under `ibemu exec` and OpenSM: the seccomp transport */
 	std::unique_ptr<cuse_dev::SeccompDevices> seccomp_;
 	std::unique_ptr<tools::SeccompDoor> door_;
+	/* where a program under the filter has `ibemu exec` run for it */
+	std::unique_ptr<tools::LaunchDoor> launchDoor_;
 	bool startSeccomp();
 	/* the numbers of a device, as sysfs and fstat() give them */
 	std::pair<unsigned, unsigned> numbers(cuse_dev::NodeKind kind, unsigned num) const;
 	std::string seccompSocket() const { return inst_.runDir + "/seccomp.sock"; }
+	std::string launchSocket() const { return inst_.runDir + "/launch.sock"; }
 	std::unique_ptr<tools::SmProcess> sm_;
 	std::unique_ptr<tools::FabricControl> control_;
 	std::unique_ptr<tools::ControlSocket> controlSocket_;

@@ -6,6 +6,7 @@
 // /dev/infiniband, done on a thread of their own.
 #include "tools/daemon/daemon.h"
 
+#include "tools/instance/host_verbs.h"
 #include "tools/instance/namespace.h"
 #include "emu/umad_abi.h"
 
@@ -169,6 +170,28 @@ bool Daemon::startSeccomp()
 	door_ = std::make_unique<tools::SeccompDoor>(io_, *seccomp_);
 	std::string err;
 	if (door_->listen(seccompSocket(), err) != 0) {
+		spdlog::error("{}", err);
+		return false;
+	}
+	/* a program under the filter cannot install another (launchers'
+	 * remote shells: docs/cluster.md, "Jobs across hosts"); the daemon
+	 * runs the ibemu installed with it */
+	std::string cli;
+	for (const auto &p : { tools::programDir() + "/ibemu", tools::programDir() + "/../bin/ibemu",
+			       std::string(IBEMU_BINDIR) + "/ibemu" })
+		if (access(p.c_str(), X_OK) == 0) {
+			cli = p;
+			break;
+		}
+	if (cli.empty()) {
+		spdlog::warn("launch: no ibemu next to ibemud: `ibemu exec` under `ibemu exec` cannot run");
+		return true;
+	}
+	launchDoor_ = std::make_unique<tools::LaunchDoor>(io_, cli, inst_.name, [this](pid_t pid) {
+		std::string host = hostNs_.hostOf(pid);
+		return host.empty() ? pid_t(0) : hostNs_.holder(host);
+	});
+	if (launchDoor_->listen(launchSocket(), err) != 0) {
 		spdlog::error("{}", err);
 		return false;
 	}

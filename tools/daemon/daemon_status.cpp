@@ -6,6 +6,7 @@
 #include "tools/control/json_text.h"
 #include "tools/daemon/daemon.h"
 
+#include "cuse_dev/seccomp_filter.h"
 #include "emu/hca_attrs.h"
 #include "tools/instance/host_verbs.h"
 
@@ -118,6 +119,12 @@ nlohmann::ordered_json Daemon::describe() const
 	j["exec_transport"] = seccomp_ ? "seccomp" : cuse_ ? "cuse" : "fuse";
 	if (seccomp_)
 		j["seccomp_socket"] = seccompSocket();
+	if (launchDoor_) { /* `ibemu exec` under `ibemu exec` (tools/daemon/launch_door.h) */
+		j["launch_socket"] = launchSocket();
+		/* the daemon's own (a container's listener, an exec's it was
+		 * started under): only a caller under more takes the door */
+		j["seccomp_filters"] = cuse_dev::seccomp::filterCount();
+	}
 	/* how FUSE requests reach the daemon: "io_uring" (a queue per CPU) or
 	 * "/dev/fuse" */
 	j["fuse_requests"] = fs_ && fs_->overIoUring() ? "io_uring" : "/dev/fuse";

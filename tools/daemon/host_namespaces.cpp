@@ -37,14 +37,15 @@ struct Report {
 };
 
 constexpr const char *kSteps[] = { "",
-				   "unshare(CLONE_NEWNS | CLONE_NEWNET)",
+				   "unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS)",
 				   "a bind mount",
 				   "tmpfs on /dev/infiniband",
 				   "a device file in /dev/infiniband",
 				   "bringing lo up",
 				   "pidfd_open of the daemon",
 				   "an empty tmpfs over the instance's device files or sysfs views",
-				   "close_range" };
+				   "close_range",
+				   "sethostname" };
 
 [[noreturn]] void holderFail(int rep, int step)
 {
@@ -54,7 +55,7 @@ constexpr const char *kSteps[] = { "",
 }
 
 /* In the child: system calls only. */
-[[noreturn]] void hold(int rep, pid_t daemon, const std::vector<const char *> &binds,
+[[noreturn]] void hold(int rep, pid_t daemon, const std::string &name, const std::vector<const char *> &binds,
 		       const std::vector<const char *> &devices, const std::vector<const char *> &covers)
 {
 	struct sigaction dfl {};
@@ -76,8 +77,11 @@ constexpr const char *kSteps[] = { "",
 	int pidfd = static_cast<int>(syscall(SYS_pidfd_open, daemon, 0));
 	if (pidfd < 0 || getppid() != daemon)
 		holderFail(rep, 6);
-	if (unshare(CLONE_NEWNS | CLONE_NEWNET) != 0)
+	if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS) != 0)
 		holderFail(rep, 1);
+	/* `hostname`, MPI_Get_processor_name: a node of its own */
+	if (sethostname(name.data(), name.size()) != 0)
+		holderFail(rep, 9);
 	for (size_t i = 0; i + 1 < binds.size(); i += 2)
 		if (mount(binds[i], binds[i + 1], nullptr, MS_BIND, nullptr) != 0)
 			holderFail(rep, 2);
@@ -144,7 +148,7 @@ int HostNamespaces::start(const std::vector<HostView> &views, std::string &err)
 		pid_t pid = fork();
 		if (pid == 0) {
 			close(rep[0]);
-			hold(rep[1], daemon, binds, devices, covers);
+			hold(rep[1], daemon, v.name, binds, devices, covers);
 		}
 		int e = errno;
 		close(rep[1]);

@@ -11,7 +11,8 @@
 //
 // Each host's namespaces are held by a small child of the daemon (its
 // holder, named "ibemu-host"), made at start and kept for the instance's
-// life: `ibemu exec --host NAME` joins /proc/HOLDER/ns/{mnt,net}, so two
+// life, with a UTS namespace whose host name is the host's: `ibemu exec
+// --host NAME` joins /proc/HOLDER/ns/{mnt,net,uts}, so two
 // programs of one host share its namespaces. A holder does nothing but wait
 // on a pidfd of the daemon: it ends when the daemon does, however the
 // daemon ends, and the namespaces go with the last process in them.

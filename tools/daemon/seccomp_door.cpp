@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,11 +18,11 @@ namespace ibemu::tools {
 
 using boost::asio::local::stream_protocol;
 
-int SeccompDoor::listen(const std::string &path, std::string &err)
+int OwnerOnlyListener::listen(boost::asio::io_context &io, const std::string &path, Admit admit, std::string &err)
 {
 	unlink(path.c_str());
 	boost::system::error_code ec;
-	auto a = std::make_unique<stream_protocol::acceptor>(io_);
+	auto a = std::make_unique<stream_protocol::acceptor>(io);
 	mode_t old = umask(0077); /* 0600 from the start */
 	a->open(stream_protocol(), ec);
 	if (!ec)
@@ -35,19 +36,40 @@ int SeccompDoor::listen(const std::string &path, std::string &err)
 	}
 	acceptor_ = std::move(a);
 	path_ = path;
+	admit_ = std::move(admit);
 	accept();
 	return 0;
 }
 
-void SeccompDoor::accept()
+void OwnerOnlyListener::accept()
 {
 	acceptor_->async_accept([this](const boost::system::error_code &ec, stream_protocol::socket s) {
 		if (ec == boost::asio::error::operation_aborted || !acceptor_)
 			return;
-		if (!ec)
-			await(std::make_shared<stream_protocol::socket>(std::move(s)));
+		if (!ec) {
+			/* not inherited by what the daemon runs (the launch door's
+			 * ibemu): Asio accepts without SOCK_CLOEXEC */
+			fcntl(s.native_handle(), F_SETFD, FD_CLOEXEC);
+			admit_(std::move(s));
+		}
 		accept();
 	});
+}
+
+void OwnerOnlyListener::close()
+{
+	if (!acceptor_)
+		return;
+	acceptor_.reset();
+	unlink(path_.c_str());
+}
+
+int SeccompDoor::listen(const std::string &path, std::string &err)
+{
+	return door_.listen(
+		io_, path,
+		[this](stream_protocol::socket s) { await(std::make_shared<stream_protocol::socket>(std::move(s))); },
+		err);
 }
 
 void SeccompDoor::take(int sock)
@@ -94,10 +116,7 @@ void SeccompDoor::drop(const Socket &s)
 
 void SeccompDoor::close()
 {
-	if (!acceptor_)
-		return;
-	acceptor_.reset();
-	unlink(path_.c_str());
+	door_.close();
 }
 
 } /* namespace ibemu::tools */

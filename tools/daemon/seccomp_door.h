@@ -12,11 +12,31 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 
+#include <functional>
 #include <list>
 #include <memory>
 #include <string>
 
 namespace ibemu::tools {
+
+/* A Unix socket's door for the daemon's user only: listens at a path (a
+ * file left there is replaced) made mode 0600 from the start, and hands
+ * each connection to admit on the io thread until closed. The seccomp
+ * door and the launch door (launch_door.h) are one each. */
+class OwnerOnlyListener {
+public:
+	using Admit = std::function<void(boost::asio::local::stream_protocol::socket)>;
+	/* 0, or -1 with err set */
+	int listen(boost::asio::io_context &io, const std::string &path, Admit admit, std::string &err);
+	/* no more connections; the path goes */
+	void close();
+
+private:
+	void accept();
+	std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor_;
+	std::string path_;
+	Admit admit_;
+};
 
 class SeccompDoor {
 public:
@@ -36,7 +56,6 @@ private:
 	 * anything cannot keep an honest exec out (its message comes at once). */
 	static constexpr unsigned kMaxPending = 16;
 	using Socket = std::shared_ptr<boost::asio::local::stream_protocol::socket>;
-	void accept();
 	void await(Socket s); /* admitted, then watched */
 	void watch(Socket s);
 	/* s is done: closed on the helper thread, since what its client still
@@ -45,8 +64,7 @@ private:
 
 	boost::asio::io_context &io_;
 	cuse_dev::SeccompDevices &devices_;
-	std::unique_ptr<boost::asio::local::stream_protocol::acceptor> acceptor_;
-	std::string path_;
+	OwnerOnlyListener door_;
 	std::list<Socket> pending_; /* oldest first */
 };
 

@@ -307,7 +307,7 @@ int joinHostNamespaces(int daemonPid, int holder, std::string &err)
 	std::string proc = "/proc/" + std::to_string(holder);
 	int rootFd = openOfDaemon(proc + "/root", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int rc = rootFd < 0 ? fail(err, "open " + proc + "/root") : 0;
-	if (rc == 0 && setns(pidfd, CLONE_NEWNET | CLONE_NEWNS) != 0)
+	if (rc == 0 && setns(pidfd, CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS) != 0)
 		rc = fail(err, "setns to the namespaces of the holder " + std::to_string(holder));
 	if (rc == 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0u) != 0) {
 		err = "no holder";

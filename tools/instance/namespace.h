@@ -42,7 +42,7 @@ void unmountSysClass(const std::string &scratch);
 
 /* Joins the mount namespace of process pid (for `ibemu exec`). */
 int joinMountNamespace(int pid, std::string &err);
-/* Joins the network and mount namespaces of a cluster host's holder
+/* Joins the network, mount and UTS namespaces of a cluster host's holder
  * (tools/daemon/host_namespaces.h) through a pidfd, if it is a child of
  * daemonPid and still alive once joined (for `ibemu exec --host`): 0,
  * -ESRCH when it is no such child (gone, or a pid reused), or another

@@ -21,6 +21,8 @@
 #include <charconv>
 #include <map>
 
+#include <fcntl.h>
+
 namespace ibemu::tools {
 
 namespace beast = boost::beast;
@@ -226,6 +228,8 @@ void WebView::close()
 void WebView::accept()
 {
 	acceptor_.async_accept([this](const boost::system::error_code &ec, tcp::socket s) {
+		if (!ec) /* not inherited by what the daemon runs */
+			fcntl(s.native_handle(), F_SETFD, FD_CLOEXEC);
 		if (ec == boost::asio::error::operation_aborted || !acceptor_.is_open())
 			return;
 		if (ec) { /* out of descriptors: try again a little later */

@@ -222,6 +222,8 @@ void PeerLinks::refused(const std::string &what)
 void PeerLinks::listen()
 {
 	acceptor_.async_accept([this](const boost::system::error_code &ec, tcp::socket s) {
+		if (!ec) /* not inherited by what the daemon runs */
+			fcntl(s.native_handle(), F_SETFD, FD_CLOEXEC);
 		if (stopped_ || ec == boost::asio::error::operation_aborted)
 			return;
 		if (ec) { /* out of descriptors or buffers: try again later, not at once */
