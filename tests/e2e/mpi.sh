@@ -21,7 +21,8 @@
 # processor names, exchange BYTES across them intact (tests/tools/
 # mpi_hosts.cpp), and the two HCAs' PMA PortXmitData/PortRcvData move by
 # at least that much. Each pml in $pmls runs the same job (Open MPI over
-# UCX: pml ucx, its verbs transports only).
+# UCX: pml ucx, its verbs transports only; over libfabric: pml cm with
+# the ofi MTL, verbs;ofi_rxm).
 # usage: mpi.sh IBEMU_BINARY [MPI_HOSTS_BINARY]   (none: no MPI, the
 # launch path's checks only)
 set -u
@@ -216,7 +217,7 @@ for _ in $(seq 1 100); do
 done
 
 bytes=$((8 << 20))
-pmls=${IBEMU_MPI_PMLS:-ucx}
+pmls=${IBEMU_MPI_PMLS:-ucx ofi}
 skipped=
 if ! command -v mpirun >/dev/null; then
 	skipped="no mpirun (openmpi-bin, libopenmpi-dev: tools/install-deps.sh): the MPI job did not run"
@@ -228,6 +229,8 @@ fi
 for pml in $pmls; do
 	case $pml in
 	ucx) pml_args=(--mca pml ucx -x UCX_TLS=self,sm,rc_verbs,ud_verbs -x UCX_WARN_UNUSED_ENV_VARS=n) ;;
+	# libfabric's verbs provider over the hosts' ib0 (docs/rdma-cm.md, "Middleware")
+	ofi) pml_args=(--mca pml cm --mca mtl ofi -x 'FI_PROVIDER=verbs;ofi_rxm') ;;
 	*)
 		bad "no arguments for pml $pml"
 		continue
