@@ -456,13 +456,18 @@ bool execDirect(int argc, char **argv, int &exitCode, const char *launchedCwd)
 		size_t len = strlen(opt);
 		if (i >= argc)
 			break;
-		if (strcmp(argv[i], opt) == 0 && argc > i + 1 && argv[i + 1][0] != '-') {
-			*val = argv[i + 1];
-			i += 2;
-		} else if (strncmp(argv[i], opt, len) == 0 && argv[i][len] == '=') {
-			*val = argv[i] + len + 1;
-			i++;
+		const char *given = strcmp(argv[i], opt) == 0 && argc > i + 1 && argv[i + 1][0] != '-' ? argv[i + 1]
+			: strncmp(argv[i], opt, len) == 0 && argv[i][len] == '='		    ? argv[i] + len + 1
+												    : nullptr;
+		if (!given)
+			continue;
+		if (!*given) { /* `--host=`, a variable that was not set: no host (nor instance) at all */
+			fprintf(stderr, "ibemu exec: %s: a name, not an empty word\n", opt);
+			exitCode = 2;
+			return true;
 		}
+		*val = given;
+		i += given == argv[i + 1] ? 2 : 1;
 	}
 	if (i + 1 >= argc || strcmp(argv[i], "--") != 0)
 		return false;
@@ -611,6 +616,14 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 
 	const std::string hostHelp = "Run it on this cluster host of the instance (`ibemu hosts`): its own network "
 				     "namespace, and only its HCAs in /dev/infiniband and /sys/class/infiniband*";
+	/* `--host=` (an empty word, a variable that was not set) names no host: a usage error, not an
+	 * exec on no host (CLI11 checks no empty value) */
+	const auto noHost = [](const CLI::Option *opt, const std::string &host, const char *cmd) {
+		if (opt->count() == 0 || !host.empty())
+			return false;
+		fprintf(stderr, "ibemu %s: --host: a host name, not an empty word (`ibemu hosts` lists them)\n", cmd);
+		return true;
+	};
 	struct ExecOpts {
 		std::string instance, host;
 		std::vector<std::string> cmd;
@@ -619,9 +632,13 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 	e->instance = defaultInstance();
 	CLI::App *execCmd = app.add_subcommand("exec", "Run a command that sees the instance's devices and sysfs");
 	execCmd->add_option("--instance", e->instance, instanceHelp);
-	execCmd->add_option("--host", e->host, hostHelp);
+	CLI::Option *execHost = execCmd->add_option("--host", e->host, hostHelp);
 	execCmd->add_option("cmd", e->cmd, "Command and arguments (after --)")->required();
-	execCmd->callback([e, &exitCode] {
+	execCmd->callback([e, execHost, noHost, &exitCode] {
+		if (noHost(execHost, e->host, "exec")) {
+			exitCode = 2;
+			return;
+		}
 		Instance inst;
 		exitCode = instanceOf(e->instance, inst) ? exec(inst, e->cmd, e->host) : 2;
 	});
@@ -630,8 +647,12 @@ void addInstanceCommands(CLI::App &app, int &exitCode)
 	sh->instance = defaultInstance();
 	CLI::App *shellCmd = app.add_subcommand("shell", "An interactive shell that sees the instance's devices");
 	shellCmd->add_option("--instance", sh->instance, instanceHelp);
-	shellCmd->add_option("--host", sh->host, hostHelp);
-	shellCmd->callback([sh, &exitCode] {
+	CLI::Option *shellHost = shellCmd->add_option("--host", sh->host, hostHelp);
+	shellCmd->callback([sh, shellHost, noHost, &exitCode] {
+		if (noHost(shellHost, sh->host, "shell")) {
+			exitCode = 2;
+			return;
+		}
 		Instance inst;
 		const char *shell = getenv("SHELL");
 		exitCode = instanceOf(sh->instance, inst) ? exec(inst, { shell && *shell ? shell : "/bin/bash" }, sh->host)
