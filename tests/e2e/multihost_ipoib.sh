@@ -9,7 +9,8 @@
 # daemons, whose PMA counters move at both ends; pulling those cables stops
 # it and plugging them back brings it back; rping by ib0 address crosses.
 # `ibemu hosts` on a lists b's and c's hosts, marked with their daemons,
-# and `exec --host` of one of them says where it is served.
+# and `exec --host` of one of them goes on in b's instance (c's, not
+# running here, is named with where it is served).
 # usage: multihost_ipoib.sh IBEMU_BINARY DATA_DIR
 set -u
 ibemu=$1
@@ -103,23 +104,32 @@ expect_eq "... the server on host2 exits 0" 0 $?
 expect_eq "ibemu hosts on a: b's and c's hosts too, marked" "ibemu-host1
   ibemu0   0x0002c90300000100  \"ibemu-host1 HCA-1\"
   ib0      10.200.0.1/16      ibemu0 port 1
-ibemu-host2  (served by host= b, 192.0.2.2:7700: not entered from here)
+ibemu-host2  (served by host= b, 192.0.2.2:7700)
   -        0x0002c90300000200  \"ibemu-host2 HCA-1\"
   -        10.200.1.1/16      0x0002c90300000200 port 1
-ibemu-host3  (served by host= c, 192.0.2.3:7700: not entered from here)
+ibemu-host3  (served by host= c, 192.0.2.3:7700)
   -        0x0002c90300000300  \"ibemu-host3 HCA-1\"
   -        10.200.2.1/16      0x0002c90300000300 port 1
   -        10.200.2.2/16      0x0002c90300000300 port 2
-ibemu-host4  (served by host= c, 192.0.2.3:7700: not entered from here)
+ibemu-host4  (served by host= c, 192.0.2.3:7700)
   -        0x0002c90300000400  \"ibemu-host4 HCA-1\"
   -        10.200.3.1/16      0x0002c90300000400 port 1
   -        10.200.3.2/16      0x0002c90300000400 port 2" "$("$ibemu" hosts --instance $A)"
 out=$("$ibemu" hosts --instance $B --json |
 	python3 -c 'import json,sys; print(*("%s@%s" % (h["name"], h["served_by"]["host"] if "served_by" in h else "here") for h in json.load(sys.stdin)["hosts"]))')
 expect_eq "ibemu hosts --json on b: \"served_by\"" "ibemu-host2@here ibemu-host1@a ibemu-host3@c ibemu-host4@c" "$out"
-out=$("$ibemu" exec --instance $A --host $h2 -- true 2>&1)
-expect_eq "exec --host of a host b serves: exit 2" 2 $?
-expect_eq "... saying where it is served" "ibemu exec: host \"ibemu-host2\" is served by the daemon of host= \"b\" (192.0.2.2:7700), not by instance \"$A\": run \`ibemu exec --host ibemu-host2\` on that daemon's machine" "$out"
+# a host another daemon serves, that daemon an instance of this machine:
+# exec --host goes on there, also from a program of a's host (the
+# launcher's remote shell, through a's launch door)
+out=$("$ibemu" exec --instance $A --host $h2 -- sh -c 'hostname; cat /sys/class/infiniband/*/node_desc' 2>&1)
+expect_eq "exec --host of a host b serves, b running here: on that host, with its HCA" "$h2
+$h2 HCA-1" "$out"
+out=$(on $A $h1 "$(dirname "$ibemu")/ibemu-rsh" $h2 'hostname; cat /sys/class/infiniband/*/node_desc')
+expect_eq "... also through ibemu-rsh from a program of host1 (a)" "$h2
+$h2 HCA-1" "$out"
+out=$("$ibemu" exec --instance $A --host ibemu-host3 -- true 2>&1)
+expect_eq "exec --host of a host c serves, c not running here: exit 2" 2 $?
+expect_eq "... saying where it is served" "ibemu exec: host \"ibemu-host3\" is served by the daemon of host= \"c\" (192.0.2.3:7700), not by instance \"$A\": run \`ibemu exec --host ibemu-host3\` on that daemon's machine" "$out"
 
 out=$("$ibemu" status --instance $A --json |
 	python3 -c 'import json,sys; p=[p for p in json.load(sys.stdin)["split"]["peers"] if p["host"] == "b"][0]; print(p["bad_messages"], p["packets_dropped"])')

@@ -227,25 +227,33 @@ int exec(const Instance &inst, const std::vector<std::string> &cmd, const std::s
 	 * before joining the instance's namespace, where /proc/self is not ours) */
 	nlohmann::json ready;
 	bool haveReady = loadReady(inst, ready);
-	int nsPid = pid; /* whose namespaces the command joins: a host's holder, or the daemon's */
-	if (!host.empty()) {
-		int code = 1;
-		nsPid = haveReady ? hostHolder(inst, pid, ready, host, why, code) : 0;
-		if (!nsPid) {
-			fprintf(stderr, "ibemu exec: %s\n",
-				haveReady ? why.c_str() : "the instance is not ready yet: no hosts to join");
-			return code;
-		}
-	}
 	/* under the filter of an `ibemu exec` already (a launcher's remote
 	 * shell), which no second filter can join: the daemon runs this exec.
 	 * Only under more filters than the daemon's own: one the daemon runs
 	 * under too (a container's listener, an exec's it was started under)
 	 * is not an exec's of this instance, and its launched exec would be
 	 * under it again; the old way then, the device files. */
-	if (!launchedCwd && haveReady && ready.value("exec_transport", "") == "seccomp" &&
-	    cuse_dev::seccomp::filterCount() > ready.value("seccomp_filters", 0) &&
-	    cuse_dev::seccomp::underListener()) {
+	const bool nested = !launchedCwd && haveReady && ready.value("exec_transport", "") == "seccomp" &&
+		cuse_dev::seccomp::filterCount() > ready.value("seccomp_filters", 0) &&
+		cuse_dev::seccomp::underListener();
+	int nsPid = pid; /* whose namespaces the command joins: a host's holder, or the daemon's */
+	if (!host.empty()) {
+		int code = 1;
+		nsPid = haveReady ? hostHolder(inst, pid, ready, host, why, code) : 0;
+		/* a host another daemon of the split subnet serves, that daemon an
+		 * instance of this machine: the exec goes on there (under a filter,
+		 * through this daemon's door first, whose launched exec comes here) */
+		Instance serving;
+		if (!nsPid && code == 2 && servingInstance(inst, ready, host, serving)) {
+			if (!nested)
+				return exec(serving, cmd, host, launchedCwd);
+		} else if (!nsPid) {
+			fprintf(stderr, "ibemu exec: %s\n",
+				haveReady ? why.c_str() : "the instance is not ready yet: no hosts to join");
+			return code;
+		}
+	}
+	if (nested) {
 		launch::Request r;
 		r.host = host;
 		char dir[PATH_MAX];

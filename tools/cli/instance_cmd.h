@@ -72,5 +72,10 @@ void printOtherHost(const nlohmann::ordered_json &h);
 /* where another daemon serves host `host`, for `exec --host`; empty
  * when none does */
 std::string servedElsewhere(const Instance &inst, const nlohmann::json &ready, const std::string &host);
+/* The running instance of this machine that is the daemon serving host
+ * `host` for inst's split subnet (the same topology file, its host= the
+ * one that serves the host), for `exec --host` to go on there: true with
+ * it in `out` */
+bool servingInstance(const Instance &inst, const nlohmann::json &ready, const std::string &host, Instance &out);
 
 } /* namespace ibemu::tools::instance_cmd */

@@ -7,6 +7,7 @@
 #include "tools/cli/instance_cmd.h"
 
 #include <cstdio>
+#include <filesystem>
 
 namespace ibemu::tools::instance_cmd {
 
@@ -32,7 +33,7 @@ void addOtherHosts(const nlohmann::json &ready, nlohmann::ordered_json &hosts)
 
 void printOtherHost(const nlohmann::ordered_json &h)
 {
-	printf("%s  (served by host= %s, %s: not entered from here)\n", h["name"].get<std::string>().c_str(),
+	printf("%s  (served by host= %s, %s)\n", h["name"].get<std::string>().c_str(),
 	       h["served_by"]["host"].get<std::string>().c_str(), h["served_by"]["addr"].get<std::string>().c_str());
 	for (const auto &c : h["hcas"])
 		printf("  %-8s %s  \"%s\"\n", "-", c["node_guid"].get<std::string>().c_str(),
@@ -53,6 +54,36 @@ std::string servedElsewhere(const Instance &inst, const nlohmann::json &ready, c
 			"\": run `ibemu exec --host " + host + "` on that daemon's machine";
 	}
 	return {};
+}
+
+bool servingInstance(const Instance &inst, const nlohmann::json &ready, const std::string &host, Instance &out)
+{
+	std::string by;
+	for (const auto &h : ready.value("other_hosts", nlohmann::json::array()))
+		if (h.value("name", "") == host)
+			by = h.value("served_by", nlohmann::json::object()).value("host", "");
+	const std::string topology = ready.value("topology", "");
+	if (by.empty() || topology.empty())
+		return false;
+	/* the instances beside inst: the entries of its run directory's parent
+	 * that are trusted run directories (the user's own) of running daemons */
+	std::error_code ec;
+	for (const auto &entry : std::filesystem::directory_iterator(
+		     std::filesystem::path(inst.runDir).parent_path(), ec)) {
+		Instance other;
+		std::string err;
+		nlohmann::json theirs;
+		if (!entry.is_directory(ec) || !makeInstance(entry.path().filename(), other, err) ||
+		    other.name == inst.name || !trustedRunDir(other, err) || !runningPid(other) ||
+		    !loadReady(other, theirs))
+			continue;
+		const auto split = theirs.value("split", nlohmann::json::object());
+		if (split.value("host", "") == by && theirs.value("topology", "") == topology) {
+			out = other;
+			return true;
+		}
+	}
+	return false;
 }
 
 } /* namespace ibemu::tools::instance_cmd */
